@@ -1,0 +1,3 @@
+"""Stratus: an open control plane for placing compute workloads."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,40 @@
+"""``stratus``: run Stratus services.
+
+Subcommands: ``serve`` (everything in one process on SQLite) and
+``placement-api`` (the Placement API on a production server, any database).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from stratus import __version__
+from stratus import config as configuration
+from stratus.cli import common, serve
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stratus",
+        description="Stratus: placement, scheduling and compute plane for a cloud.",
+        epilog=configuration.describe_options(),
+        formatter_class=common.HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"stratus {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    serve.add_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        raise SystemExit(2)
+    common.run(lambda: args.func(args))
+
+
+if __name__ == "__main__":
+    main()

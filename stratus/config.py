@@ -1,0 +1,183 @@
+"""Configuration: declared once, loaded once at the entry point, passed down.
+
+Sources, later ones winning: built-in defaults, INI files (``placement.conf``
+syntax, so an existing Placement configuration works unchanged), environment
+variables named ``OS_<SECTION>__<OPTION>`` (oslo.config's convention, e.g.
+``OS_PLACEMENT_DATABASE__CONNECTION``), then explicit overrides from the
+command line. Nothing here is global: :func:`load` returns a :class:`Config`.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+TRUE = {"1", "true", "yes", "on"}
+FALSE = {"0", "false", "no", "off", ""}
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used; the message names the option."""
+
+
+@dataclass(frozen=True)
+class Option:
+    section: str
+    name: str
+    type: type
+    default: Any
+    help: str
+
+    @property
+    def env_var(self) -> str:
+        return f"OS_{self.section.upper()}__{self.name.upper()}"
+
+    def parse(self, raw: str) -> Any:
+        where = f"[{self.section}] {self.name}"
+        if self.type is bool:
+            value = raw.strip().lower()
+            if value in TRUE:
+                return True
+            if value in FALSE:
+                return False
+            raise ConfigError(f"{where}: expected true or false, got {raw!r}")
+        if self.type is int:
+            try:
+                return int(raw)
+            except ValueError:
+                raise ConfigError(f"{where}: expected an integer, got {raw!r}") from None
+        if self.type is float:
+            try:
+                return float(raw)
+            except ValueError:
+                raise ConfigError(f"{where}: expected a number, got {raw!r}") from None
+        if self.type is list:
+            return [item.strip() for item in raw.split(",") if item.strip()]
+        return raw
+
+
+OPTIONS: list[Option] = [
+    Option("DEFAULT", "data_dir", str, "", "Directory for SQLite files and state "
+           "(default: ./data, or $STRATUS_DATA_DIR)."),
+    Option("DEFAULT", "debug", bool, False, "Log at debug level."),
+    Option("placement_database", "connection", str, "", "Placement database URL "
+           "(sqlite:///path, postgresql://..., mysql+pymysql://...); default: "
+           "a SQLite file in data_dir."),
+    Option("placement_database", "sync_on_startup", bool, True,
+           "Run database migrations when the API starts."),
+    Option("api", "auth_strategy", str, "noauth2", "noauth2 (tokens are 'user[:project]'; "
+           "'admin' is admin) or keystone (keystonemiddleware validates tokens)."),
+    Option("placement", "randomize_allocation_candidates", bool, False,
+           "Shuffle allocation candidates instead of returning them in a stable order."),
+    Option("placement", "max_allocation_candidates", int, -1,
+           "Upper bound on candidates generated per request; -1 means no bound "
+           "(Stratus bounds its work by 'limit' anyway)."),
+    Option("placement", "allocation_candidates_generation_strategy", str, "depth-first",
+           "Accepted for placement.conf compatibility (depth-first or breadth-first)."),
+    Option("placement", "incomplete_consumer_project_id", str,
+           "00000000-0000-0000-0000-000000000000",
+           "Project recorded for consumers created before 1.8 without a project."),
+    Option("placement", "incomplete_consumer_user_id", str,
+           "00000000-0000-0000-0000-000000000000",
+           "User recorded for consumers created before 1.8 without a user."),
+    Option("oslo_policy", "policy_file", str, "policy.yaml",
+           "Policy overrides in oslo.policy syntax (YAML or JSON); ignored if missing."),
+    Option("oslo_policy", "enforce_scope", bool, True,
+           "Reject tokens whose scope does not match a rule's scope_types."),
+    Option("oslo_policy", "enforce_new_defaults", bool, True,
+           "Use the new default rules; false restores the legacy admin-only rules."),
+    Option("cors", "allowed_origin", list, [], "Origins allowed to make CORS requests."),
+    Option("cors", "allow_credentials", bool, True, "Allow CORS requests with credentials."),
+    Option("cors", "expose_headers", list, [], "Headers exposed to CORS clients."),
+    Option("cors", "max_age", int, 3600, "Seconds a CORS preflight may be cached."),
+    Option("cors", "allow_methods", list, ["GET", "PUT", "POST", "DELETE", "PATCH"],
+           "Methods allowed in CORS requests."),
+    Option("cors", "allow_headers", list, [], "Extra request headers allowed in CORS requests."),
+    Option("api_server", "max_body_bytes", int, 1_048_576,
+           "Largest request body accepted; larger bodies get 413."),
+]
+
+_BY_KEY: dict[tuple[str, str], Option] = {(o.section, o.name): o for o in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Loaded configuration. ``get(section, name)`` for declared options;
+    ``section(name)`` for the raw key/values of any section (e.g. keystone_authtoken)."""
+
+    values: Mapping[tuple[str, str], Any]
+    raw_sections: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def get(self, section: str, name: str) -> Any:
+        return self.values[(section, name)]
+
+    def section(self, name: str) -> Mapping[str, str]:
+        return self.raw_sections.get(name, {})
+
+    @property
+    def data_dir(self) -> str:
+        return str(self.get("DEFAULT", "data_dir"))
+
+    @property
+    def placement_db_url(self) -> str:
+        url = str(self.get("placement_database", "connection"))
+        return url or f"sqlite:///{os.path.join(self.data_dir, 'placement.db')}"
+
+    def with_overrides(self, overrides: Mapping[tuple[str, str], Any]) -> Config:
+        values = dict(self.values)
+        for key, value in overrides.items():
+            if key not in _BY_KEY:
+                raise ConfigError(f"unknown option [{key[0]}] {key[1]}")
+            if value is not None:
+                values[key] = value
+        return Config(values, self.raw_sections)
+
+
+def load(
+    files: Iterable[str] = (),
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[tuple[str, str], Any] | None = None,
+) -> Config:
+    environ = os.environ if environ is None else environ
+    values: dict[tuple[str, str], Any] = {key: opt.default for key, opt in _BY_KEY.items()}
+    values[("DEFAULT", "data_dir")] = environ.get("STRATUS_DATA_DIR", "") or os.path.abspath(
+        "data"
+    )
+    raw: dict[str, dict[str, str]] = {}
+    for path in files:
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                parser.read_file(fh)
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+        except configparser.Error as exc:
+            raise ConfigError(f"config file {path} is not valid INI: {exc}") from None
+        sections = [("DEFAULT", parser.defaults())] + [
+            (name, {k: v for k, v in parser.items(name, raw=True) if k not in parser.defaults()})
+            for name in parser.sections()
+        ]
+        for section, items in sections:
+            raw.setdefault(section, {}).update(items)
+            for name, value in items.items():
+                opt = _BY_KEY.get((section, name))
+                if opt is not None:
+                    values[(section, name)] = opt.parse(value)
+    for opt in OPTIONS:
+        if opt.env_var in environ:
+            values[(opt.section, opt.name)] = opt.parse(environ[opt.env_var])
+    config = Config(values, raw)
+    return config.with_overrides(overrides or {})
+
+
+def describe_options() -> str:
+    """Every option, for ``--help``: section, name, environment variable, default, meaning."""
+    lines = ["configuration options (INI file section/name, or environment variable):"]
+    for opt in OPTIONS:
+        default = ",".join(opt.default) if isinstance(opt.default, list) else opt.default
+        lines.append(f"  [{opt.section}] {opt.name}  (${opt.env_var}, default: {default!r})")
+        lines.append(f"      {opt.help}")
+    return "\n".join(lines)

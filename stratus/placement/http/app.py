@@ -1,0 +1,144 @@
+"""The Placement WSGI application: one pipeline, one route table, one error mapper.
+
+Per request, in order: request id → CORS (optional, oslo.middleware) →
+authentication (noauth2 or keystonemiddleware) → body size limit →
+microversion → route → policy and handler, inside which every typed error is
+rendered in Placement's error format. An unexpected exception is logged with
+its traceback and answered with a plain 500 that names the request id, never
+the traceback itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import webob
+from sqlalchemy.engine import Engine
+
+from stratus.config import Config
+from stratus.placement import errors
+from stratus.placement.http import auth, microversion
+from stratus.placement.http.errors import HTTPError, error_response
+from stratus.placement.http.policy import Policy
+from stratus.placement.http.routes import ROUTES
+from stratus.placement.http.wsgi import Context, Handler, Req
+
+LOG = logging.getLogger(__name__)
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+@dataclass(frozen=True)
+class _Route:
+    pattern: re.Pattern[str]
+    methods: dict[str, Handler]
+
+    @property
+    def allow(self) -> str:
+        return ", ".join(self.methods)
+
+
+def _compile(template: str) -> re.Pattern[str]:
+    regex = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", template)
+    return re.compile(f"^{regex}$")
+
+
+class PlacementApp:
+    """The shared parts every handler may use, and the WSGI entry point."""
+
+    def __init__(
+        self,
+        config: Config,
+        engine: Engine,
+        policy: Policy | None = None,
+        candidates: Any = None,
+    ) -> None:
+        self.config = config
+        self.engine = engine
+        self.policy = policy or Policy(config)
+        # The allocation-candidates index, when one is attached (issue: candidates).
+        self.candidates = candidates
+        self.max_body_bytes = int(config.get("api_server", "max_body_bytes"))
+        self.keystone = str(config.get("api", "auth_strategy")) == "keystone"
+        self._routes = [_Route(_compile(t), dict(m)) for t, m in ROUTES]
+
+    # ---- WSGI -------------------------------------------------------------
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        request_id = "req-" + str(uuid.uuid4())
+        environ["openstack.request_id"] = request_id
+        request = webob.Request(environ)
+        want: microversion.Version | None = None
+        try:
+            ctx = self._authenticate(request, request.path_info or "/", request_id)
+            want = microversion.from_headers(request.headers)
+            response = self._dispatch(request, want, ctx)
+        except microversion.VersionError as exc:
+            response = error_response(
+                HTTPError(406 if not exc.acceptable else 400, str(exc)), environ, None
+            )
+        except errors.PlacementError as exc:
+            response = error_response(exc, environ, want)
+        except Exception:
+            LOG.exception("unexpected error serving %s %s (%s)", request.method,
+                          request.path_info, request_id)
+            response = error_response(
+                HTTPError(500, f"An unexpected error occurred; see the server log for "
+                               f"request {request_id}."),
+                environ,
+                want,
+            )
+        response.headers["x-openstack-request-id"] = request_id
+        if want is not None:
+            response.headers[microversion.HEADER] = f"{microversion.SERVICE_TYPE} {want}"
+            response.headers["Vary"] = microversion.HEADER
+        return response(environ, start_response)
+
+    def _dispatch(
+        self, request: webob.Request, want: microversion.Version, ctx: Context
+    ) -> webob.Response:
+        path = request.path_info or "/"
+        if request.content_length and request.content_length > self.max_body_bytes:
+            raise HTTPError(413, f"Request body is {request.content_length} bytes; the limit "
+                                 f"is {self.max_body_bytes}.")
+        for route in self._routes:
+            match = route.pattern.match(path)
+            if match is None:
+                continue
+            handler = route.methods.get(request.method)
+            if handler is None:
+                raise HTTPError(405, "The method specified is not allowed for this resource.",
+                                headers={"Allow": route.allow})
+            if request.method == "GET" and request.accept:
+                if not request.accept.acceptable_offers(["application/json"]):
+                    raise HTTPError(406, "Only application/json is provided")
+            req = Req(request, self, want, ctx, dict(match.groupdict()))
+            return handler(req)
+        raise HTTPError(404, "The resource could not be found.")
+
+    def _authenticate(self, request: webob.Request, path: str, request_id: str) -> Context:
+        if path in ("/", ""):
+            return Context(None, None, [], request_id=request_id)
+        if self.keystone:
+            return auth.keystone_context(request.headers, request_id)
+        return auth.noauth_context(request.headers, request_id)
+
+
+def build_wsgi(app: PlacementApp) -> WSGIApp:
+    """Wrap ``app`` in the optional outer middleware the configuration asks for."""
+    wsgi: WSGIApp = app
+    config = app.config
+    if app.keystone:
+        from stratus.placement.http.keystone import wrap_keystone
+
+        wsgi = wrap_keystone(wsgi, config)
+    if config.get("cors", "allowed_origin"):
+        from stratus.placement.http.cors import wrap_cors
+
+        wsgi = wrap_cors(wsgi, config)
+    return wsgi

@@ -1,0 +1,17 @@
+"""PLACEHOLDER: being implemented."""
+
+from __future__ import annotations
+
+import webob
+
+from stratus.placement.http.errors import HTTPError
+from stratus.placement.http.wsgi import Req
+
+
+def get_aggregates(req: Req) -> webob.Response:
+    raise HTTPError(501, "not implemented yet")
+
+
+def set_aggregates(req: Req) -> webob.Response:
+    raise HTTPError(501, "not implemented yet")
+

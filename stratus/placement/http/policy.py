@@ -1,0 +1,119 @@
+"""Placement's default policy, enforced with oslo.policy.
+
+The rule names and defaults are Placement's, so an operator's policy file
+written for Placement works here unchanged. Every API rule defaults to
+"admin or service" (usages also admits a reader of the project being asked
+about; the reshaper is service only). With ``enforce_new_defaults = false``
+each rule also accepts its legacy check, ``role:admin``; with
+``enforce_scope`` a system-scoped token is refused by project-scoped rules.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from oslo_config import cfg
+from oslo_policy import opts as oslo_policy_opts
+from oslo_policy import policy as oslo_policy
+
+from stratus.config import Config
+from stratus.placement import errors
+
+_LEGACY = oslo_policy.DeprecatedRule(
+    name="rule:admin_api",
+    check_str="role:admin",
+    deprecated_reason="Placement moved to scoped new defaults.",
+    deprecated_since="W",
+)
+
+ADMIN_OR_SERVICE = "rule:admin_or_service_api"
+
+_BASE = [
+    oslo_policy.RuleDefault("admin_api", "role:admin", scope_types=["project"]),
+    oslo_policy.RuleDefault(
+        "service_api", "role:service", scope_types=["project"], deprecated_rule=_LEGACY
+    ),
+    oslo_policy.RuleDefault(
+        "admin_or_service_api",
+        "role:admin or role:service",
+        scope_types=["project"],
+        deprecated_rule=_LEGACY,
+    ),
+    oslo_policy.RuleDefault(
+        "project_reader_api",
+        "role:reader and project_id:%(project_id)s",
+        deprecated_rule=_LEGACY,
+    ),
+    oslo_policy.RuleDefault(
+        "admin_or_project_reader_or_service_api",
+        "role:admin or rule:project_reader_api or role:service",
+        scope_types=["project"],
+        deprecated_rule=_LEGACY,
+    ),
+]
+
+_ADMIN_OR_SERVICE_ACTIONS = [
+    *(f"placement:resource_providers:{a}" for a in ("list", "create", "show", "update", "delete")),
+    *(f"placement:resource_classes:{a}" for a in ("list", "create", "show", "update", "delete")),
+    *(
+        f"placement:resource_providers:inventories:{a}"
+        for a in ("list", "create", "show", "update", "delete")
+    ),
+    "placement:resource_providers:aggregates:list",
+    "placement:resource_providers:aggregates:update",
+    "placement:resource_providers:usages",
+    *(f"placement:traits:{a}" for a in ("list", "show", "update", "delete")),
+    *(f"placement:resource_providers:traits:{a}" for a in ("list", "update", "delete")),
+    *(f"placement:allocations:{a}" for a in ("manage", "list", "update", "delete")),
+    "placement:resource_providers:allocations:list",
+    "placement:allocation_candidates:list",
+]
+
+RULES: list[oslo_policy.RuleDefault] = [
+    *_BASE,
+    *(oslo_policy.RuleDefault(a, ADMIN_OR_SERVICE, scope_types=["project"])
+      for a in _ADMIN_OR_SERVICE_ACTIONS),
+    oslo_policy.RuleDefault(
+        "placement:usages", "rule:admin_or_project_reader_or_service_api", scope_types=["project"]
+    ),
+    oslo_policy.RuleDefault("placement:reshaper:reshape", "rule:service_api",
+                            scope_types=["project"]),
+]
+
+
+class Policy:
+    """One enforcer per application, configured from :class:`Config` (no global state)."""
+
+    def __init__(self, config: Config, config_dir: str | None = None) -> None:
+        conf = cfg.ConfigOpts()
+        conf([], project="stratus", default_config_files=[], default_config_dirs=[])
+        for group, group_opts in oslo_policy_opts.list_opts():
+            conf.register_opts(group_opts, group=group)
+        policy_file = str(config.get("oslo_policy", "policy_file"))
+        if config_dir and not os.path.isabs(policy_file):
+            policy_file = os.path.join(config_dir, policy_file)
+        self._enforcer = oslo_policy.Enforcer(conf, policy_file=policy_file)
+        # oslo.policy 6 always checks scope; our enforce_scope=false hides the
+        # token's system scope from it instead, as older oslo.policy did.
+        self._enforce_scope = bool(config.get("oslo_policy", "enforce_scope"))
+        conf.set_override(
+            "enforce_new_defaults", config.get("oslo_policy", "enforce_new_defaults"),
+            group="oslo_policy",
+        )
+        self._enforcer.suppress_default_change_warnings = True
+        self._enforcer.suppress_deprecation_warnings = True
+        self._enforcer.register_defaults(RULES)
+        self._enforcer.load_rules()
+
+    def authorize(self, ctx: Any, action: str, target: dict[str, Any] | None = None) -> None:
+        creds = ctx.to_policy_creds()
+        creds["system"] = creds["system_scope"] if self._enforce_scope else None
+        if target is None:
+            target = {"project_id": ctx.project_id, "user_id": ctx.user_id}
+        try:
+            allowed = self._enforcer.authorize(action, target, creds, do_raise=False)
+        except oslo_policy.InvalidScope:
+            allowed = False
+        if not allowed:
+            raise errors.Forbidden(f"Policy does not allow {action} to be performed.")

@@ -1,0 +1,207 @@
+"""The Placement database schema: every table in one place.
+
+SQLAlchemy Core only. The Alembic migrations under ``migrations/versions``
+create exactly these tables; a test compares the two so they cannot drift.
+
+Two tables exist only so the in-memory candidates index can follow writes
+without rebuilding: ``change_counter`` (one row, bumped by every write
+transaction, which also serialises commits in counter order) and
+``provider_changes`` (which providers a given counter value touched).
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# MySQL/MariaDB compare VARCHARs case-insensitively under the default collation;
+# names and uuids in Placement are case-sensitive, so force a binary collation there.
+def _name(length: int) -> sa.String:
+    return sa.String(length).with_variant(
+        mysql.VARCHAR(length, charset="utf8mb4", collation="utf8mb4_bin"), "mysql"
+    )
+
+
+def _timestamps() -> list[sa.Column]:
+    return [
+        sa.Column("created_at", sa.DateTime, nullable=False),
+        sa.Column("updated_at", sa.DateTime, nullable=True),
+    ]
+
+
+resource_classes = sa.Table(
+    "resource_classes",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", _name(255), nullable=False, unique=True),
+    *_timestamps(),
+)
+
+traits = sa.Table(
+    "traits",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", _name(255), nullable=False, unique=True),
+    *_timestamps(),
+)
+
+resource_providers = sa.Table(
+    "resource_providers",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("uuid", _name(36), nullable=False, unique=True),
+    sa.Column("name", _name(200), nullable=False, unique=True),
+    sa.Column("generation", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("root_provider_id", sa.Integer, sa.ForeignKey("resource_providers.id"), index=True),
+    sa.Column(
+        "parent_provider_id", sa.Integer, sa.ForeignKey("resource_providers.id"), index=True
+    ),
+    *_timestamps(),
+)
+
+inventories = sa.Table(
+    "inventories",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column(
+        "resource_provider_id",
+        sa.Integer,
+        sa.ForeignKey("resource_providers.id"),
+        nullable=False,
+    ),
+    sa.Column(
+        "resource_class_id", sa.Integer, sa.ForeignKey("resource_classes.id"), nullable=False
+    ),
+    sa.Column("total", sa.Integer, nullable=False),
+    sa.Column("reserved", sa.Integer, nullable=False),
+    sa.Column("min_unit", sa.Integer, nullable=False),
+    sa.Column("max_unit", sa.Integer, nullable=False),
+    sa.Column("step_size", sa.Integer, nullable=False),
+    sa.Column("allocation_ratio", sa.Float, nullable=False),
+    *_timestamps(),
+    sa.UniqueConstraint("resource_provider_id", "resource_class_id"),
+    sa.Index("ix_inventories_resource_class_id", "resource_class_id"),
+)
+
+resource_provider_traits = sa.Table(
+    "resource_provider_traits",
+    metadata,
+    sa.Column(
+        "resource_provider_id",
+        sa.Integer,
+        sa.ForeignKey("resource_providers.id"),
+        primary_key=True,
+    ),
+    sa.Column("trait_id", sa.Integer, sa.ForeignKey("traits.id"), primary_key=True, index=True),
+    *_timestamps(),
+)
+
+placement_aggregates = sa.Table(
+    "placement_aggregates",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("uuid", _name(36), nullable=False, unique=True),
+)
+
+resource_provider_aggregates = sa.Table(
+    "resource_provider_aggregates",
+    metadata,
+    sa.Column(
+        "resource_provider_id",
+        sa.Integer,
+        sa.ForeignKey("resource_providers.id"),
+        primary_key=True,
+    ),
+    sa.Column(
+        "aggregate_id",
+        sa.Integer,
+        sa.ForeignKey("placement_aggregates.id"),
+        primary_key=True,
+        index=True,
+    ),
+    *_timestamps(),
+)
+
+projects = sa.Table(
+    "projects",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("external_id", _name(255), nullable=False, unique=True),
+    *_timestamps(),
+)
+
+users = sa.Table(
+    "users",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("external_id", _name(255), nullable=False, unique=True),
+    *_timestamps(),
+)
+
+consumer_types = sa.Table(
+    "consumer_types",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", _name(255), nullable=False, unique=True),
+    *_timestamps(),
+)
+
+consumers = sa.Table(
+    "consumers",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("uuid", _name(36), nullable=False, unique=True),
+    sa.Column("project_id", sa.Integer, sa.ForeignKey("projects.id"), nullable=False),
+    sa.Column("user_id", sa.Integer, sa.ForeignKey("users.id"), nullable=False),
+    sa.Column("generation", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("consumer_type_id", sa.Integer, sa.ForeignKey("consumer_types.id"), nullable=True),
+    *_timestamps(),
+    sa.Index("ix_consumers_project_id_user_id", "project_id", "user_id"),
+)
+
+allocations = sa.Table(
+    "allocations",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column(
+        "resource_provider_id",
+        sa.Integer,
+        sa.ForeignKey("resource_providers.id"),
+        nullable=False,
+    ),
+    sa.Column("consumer_id", sa.Integer, sa.ForeignKey("consumers.id"), nullable=False),
+    sa.Column(
+        "resource_class_id", sa.Integer, sa.ForeignKey("resource_classes.id"), nullable=False
+    ),
+    sa.Column("used", sa.Integer, nullable=False),
+    *_timestamps(),
+    sa.Index("ix_allocations_resource_provider_class_used", "resource_provider_id",
+             "resource_class_id", "used"),
+    sa.Index("ix_allocations_consumer_id", "consumer_id"),
+)
+
+change_counter = sa.Table(
+    "change_counter",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("value", sa.BigInteger, nullable=False),
+)
+
+provider_changes = sa.Table(
+    "provider_changes",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
+    sa.Column("seq", sa.BigInteger, nullable=False, index=True),
+    # NULL means "something global changed" (e.g. a trait or class was
+    # deleted): readers of the log reload everything they derive from it.
+    sa.Column("resource_provider_id", sa.Integer, nullable=True),
+)

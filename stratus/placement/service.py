@@ -1,0 +1,55 @@
+"""Assembling a running Placement service from configuration.
+
+``make_app`` is what every entry point calls: the CLI server, the WSGI module
+for external servers (gunicorn, uwsgi, mod_wsgi) and the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from stratus import config as configuration
+from stratus.placement import db as placement_db
+from stratus.placement.http.app import PlacementApp, WSGIApp, build_wsgi
+from stratus.storage import engine as db
+
+# Set by the CLI so that server worker processes rebuild the same configuration.
+ENV_CONFIG_FILES = "STRATUS_CONFIG_FILES"
+ENV_OVERRIDES = "STRATUS_CONFIG_OVERRIDES"
+
+
+def make_placement(config: configuration.Config, sync: bool | None = None) -> PlacementApp:
+    engine = db.create_engine(config.placement_db_url)
+    if sync if sync is not None else config.get("placement_database", "sync_on_startup"):
+        placement_db.sync(engine)
+    return PlacementApp(config, engine)
+
+
+def make_app(config: configuration.Config, sync: bool | None = None) -> WSGIApp:
+    return build_wsgi(make_placement(config, sync))
+
+
+def export_config(files: list[str], overrides: dict[tuple[str, str], Any]) -> None:
+    """Put the configuration where worker processes will find it (see ``config_from_env``)."""
+    os.environ[ENV_CONFIG_FILES] = json.dumps(files)
+    os.environ[ENV_OVERRIDES] = json.dumps([[s, n, v] for (s, n), v in overrides.items()])
+
+
+def config_from_env() -> configuration.Config:
+    files = json.loads(os.environ.get(ENV_CONFIG_FILES, "[]"))
+    if not files:
+        conf_dir = os.environ.get("OS_PLACEMENT_CONFIG_DIR", "/etc/placement")
+        candidate = os.path.join(conf_dir, "placement.conf")
+        if os.path.exists(candidate):
+            files = [candidate]
+    overrides = {(s, n): v for s, n, v in json.loads(os.environ.get(ENV_OVERRIDES, "[]"))}
+    return configuration.load(files, overrides=overrides)
+
+
+def asgi_factory() -> Any:
+    """ASGI app for uvicorn workers: the WSGI app behind a2wsgi's thread pool."""
+    from a2wsgi import WSGIMiddleware
+
+    return WSGIMiddleware(make_app(config_from_env(), sync=False), workers=16)

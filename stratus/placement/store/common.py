@@ -1,0 +1,126 @@
+"""Pieces every store module shares: clock, lookups, generations, the change log.
+
+Store functions take an open ``Connection`` (one transaction, opened by the
+caller with ``storage.engine.read``/``write``) and return plain data. They
+raise typed errors from ``placement.errors``; they never commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stratus.placement import errors
+from stratus.placement import schema as s
+
+
+def now() -> dt.datetime:
+    """Timestamps are naive UTC, second precision (what HTTP dates can carry)."""
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0)
+
+
+def provider_row(conn: Connection, uuid: str) -> sa.Row:
+    """The provider's row (id, uuid, name, generation, root/parent ids, stamps) or NotFound."""
+    row = conn.execute(
+        sa.select(s.resource_providers).where(s.resource_providers.c.uuid == uuid)
+    ).first()
+    if row is None:
+        raise errors.NotFound(
+            f"No resource provider with uuid {uuid} found", errors.PROVIDER_NOT_FOUND
+        )
+    return row
+
+
+def bump_generation(conn: Connection, provider_id: int, expected: int | None = None) -> int:
+    """Compare-and-swap the provider's generation; return the new one.
+
+    With ``expected`` the update only lands if nobody else moved the generation
+    since it was read; otherwise the caller lost a race and gets a 409 with
+    ``placement.concurrent_update``. The UPDATE's row lock also serialises
+    concurrent writers to the same provider until commit.
+    """
+    rp = s.resource_providers
+    stmt = sa.update(rp).where(rp.c.id == provider_id)
+    if expected is not None:
+        stmt = stmt.where(rp.c.generation == expected)
+    result = conn.execute(stmt.values(generation=rp.c.generation + 1, updated_at=now()))
+    if result.rowcount != 1:
+        raise errors.ConcurrentUpdate(
+            "resource provider generation conflict: another process changed the provider "
+            "since you read it. Please update the generation and try again."
+        )
+    new = conn.execute(sa.select(rp.c.generation).where(rp.c.id == provider_id)).scalar_one()
+    return int(new)
+
+
+def record_change(conn: Connection, provider_ids: Iterable[int | None]) -> int:
+    """Log that this transaction changed these providers (None: something global).
+
+    Call it last in every write transaction. The single counter row is locked
+    until commit, so counter values commit in order and a reader that has seen
+    value N has seen every change up to N.
+    """
+    counter = s.change_counter
+    conn.execute(sa.update(counter).where(counter.c.id == 1).values(value=counter.c.value + 1))
+    seq = int(conn.execute(sa.select(counter.c.value).where(counter.c.id == 1)).scalar_one())
+    rows = [{"seq": seq, "resource_provider_id": pid} for pid in set(provider_ids)]
+    if rows:
+        conn.execute(sa.insert(s.provider_changes), rows)
+    return seq
+
+
+def resource_class_ids(conn: Connection, names: Iterable[str]) -> dict[str, int]:
+    """Map resource class names to ids; BadRequest naming the first unknown one."""
+    wanted = set(names)
+    if not wanted:
+        return {}
+    rows = conn.execute(
+        sa.select(s.resource_classes.c.name, s.resource_classes.c.id).where(
+            s.resource_classes.c.name.in_(wanted)
+        )
+    ).all()
+    found = {name: rc_id for name, rc_id in rows}
+    missing = sorted(wanted - found.keys())
+    if missing:
+        raise errors.BadRequest(f"Unknown resource class in inventory or request: {missing[0]}")
+    return found
+
+
+def trait_ids(conn: Connection, names: Iterable[str]) -> dict[str, int]:
+    """Map trait names to ids; BadRequest listing every unknown one."""
+    wanted = set(names)
+    if not wanted:
+        return {}
+    rows = conn.execute(
+        sa.select(s.traits.c.name, s.traits.c.id).where(s.traits.c.name.in_(wanted))
+    ).all()
+    found = {name: t_id for name, t_id in rows}
+    missing = sorted(wanted - found.keys())
+    if missing:
+        raise errors.BadRequest(f"No such trait(s): {', '.join(missing)}")
+    return found
+
+
+def ensure_external_id(conn: Connection, table: sa.Table, external_id: str) -> int:
+    """Id of the project/user row for ``external_id``, creating it if new."""
+    found = conn.execute(
+        sa.select(table.c.id).where(table.c.external_id == external_id)
+    ).scalar()
+    if found is not None:
+        return int(found)
+    try:
+        with conn.begin_nested():
+            result = conn.execute(
+                sa.insert(table).values(external_id=external_id, created_at=now())
+            )
+        return int(result.inserted_primary_key[0])
+    except sa.exc.IntegrityError:
+        # Another transaction created it concurrently; theirs is as good as ours.
+        return int(
+            conn.execute(
+                sa.select(table.c.id).where(table.c.external_id == external_id)
+            ).scalar_one()
+        )

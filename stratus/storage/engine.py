@@ -1,0 +1,126 @@
+"""Database engines and transactions, the same way for SQLite, PostgreSQL and MariaDB.
+
+Every request runs in exactly one transaction, opened with :func:`read` or
+:func:`write`. On SQLite a write transaction starts with ``BEGIN IMMEDIATE``:
+it takes the database's single write lock up front, so two writers queue on
+the busy timeout instead of both reading under a shared lock and then failing
+with ``database is locked`` when one tries to upgrade (the peer's failure mode
+under several workers). Readers use WAL snapshots and never block writers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+SQLITE_BUSY_TIMEOUT_MS = 60_000
+
+
+def normalize_url(url: str) -> str:
+    """Accept the URL spellings operators already use and pick our drivers.
+
+    ``mysql://`` and ``mysql+pymysql://`` both mean PyMySQL; ``postgresql://``
+    and ``postgresql+psycopg2://`` both mean psycopg 3, the driver we ship.
+    """
+    u = sa.engine.make_url(url)
+    if u.get_backend_name() == "mysql":
+        u = u.set(drivername="mysql+pymysql")
+        q = dict(u.query)
+        q.setdefault("charset", "utf8mb4")
+        u = u.set(query=q)
+    elif u.get_backend_name() == "postgresql":
+        u = u.set(drivername="postgresql+psycopg")
+    return u.render_as_string(hide_password=False)
+
+
+def create_engine(url: str, **kwargs: Any) -> Engine:
+    """Create an engine with the settings Stratus relies on for ``url``'s backend."""
+    url = normalize_url(url)
+    backend = sa.engine.make_url(url).get_backend_name()
+    if backend == "sqlite":
+        return _create_sqlite_engine(url, **kwargs)
+    opts: dict[str, Any] = {"pool_pre_ping": True, "future": True}
+    if backend == "mysql":
+        # READ COMMITTED so a retried compare-and-swap sees the winner's commit.
+        opts["isolation_level"] = "READ COMMITTED"
+        opts["pool_recycle"] = 3600
+    opts.update(kwargs)
+    return sa.create_engine(url, **opts)
+
+
+def _create_sqlite_engine(url: str, **kwargs: Any) -> Engine:
+    u = sa.engine.make_url(url)
+    memory = u.database in (None, "", ":memory:")
+    if not memory and u.database:
+        parent = os.path.dirname(os.path.abspath(u.database))
+        os.makedirs(parent, exist_ok=True)
+    opts: dict[str, Any] = {
+        "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+    }
+    if memory:
+        # One shared connection, or every checkout would see a new empty database.
+        opts["poolclass"] = sa.pool.StaticPool
+    opts.update(kwargs)
+    engine = sa.create_engine(url, **opts)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Take transaction control away from pysqlite so BEGIN is ours to issue.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        if not memory:
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = conn.info.pop("stratus_begin", "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+def is_sqlite(engine: Engine | Connection) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+@contextlib.contextmanager
+def write(engine: Engine) -> Iterator[Connection]:
+    """One write transaction: committed on success, rolled back on any error."""
+    with engine.connect() as conn:
+        if is_sqlite(engine):
+            conn.info["stratus_begin"] = "IMMEDIATE"
+        with conn.begin():
+            yield conn
+
+
+@contextlib.contextmanager
+def read(engine: Engine) -> Iterator[Connection]:
+    """One read-only transaction (a consistent snapshot on every backend we use)."""
+    with engine.connect() as conn, conn.begin():
+        yield conn
+
+
+def wait_for(engine: Engine, seconds: float = 30.0) -> None:
+    """Block until the database answers, or raise the last error after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with engine.connect() as conn:
+                conn.exec_driver_sql("SELECT 1")
+            return
+        except sa.exc.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)

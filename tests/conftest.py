@@ -1,0 +1,238 @@
+"""Shared fixtures: a Placement app on each database backend, and HTTP clients for it.
+
+Backends: SQLite always; PostgreSQL and MariaDB when ``STRATUS_TEST_POSTGRES_URL``
+and ``STRATUS_TEST_MYSQL_URL`` name a server database we may create databases
+under (``.ci/run`` sets them). Without them those tests skip and say why; with
+``CI`` set, a backend that is not configured or not reachable fails instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from stratus import config as configuration
+from stratus.placement import db as placement_db
+from stratus.placement import schema
+from stratus.placement.http.app import PlacementApp, build_wsgi
+from stratus.storage import engine as db
+
+BACKENDS = ["sqlite", "postgresql", "mysql"]
+_ENV = {"postgresql": "STRATUS_TEST_POSTGRES_URL", "mysql": "STRATUS_TEST_MYSQL_URL"}
+IN_CI = bool(os.environ.get("CI"))
+
+
+def _unavailable(message: str) -> None:
+    if IN_CI:
+        pytest.fail(f"{message} (CI is set, so a missing backend is a failure)")
+    pytest.skip(message)
+
+
+class _ServerDatabase:
+    """One scratch database per test session on a PostgreSQL or MariaDB server."""
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self.url: str | None = None
+        self.engine: sa.Engine | None = None
+        self.error: str | None = None
+
+    def start(self) -> None:
+        base = os.environ.get(_ENV[self.backend])
+        if not base:
+            self.error = f"{self.backend} tests need ${_ENV[self.backend]} (see .ci/run)"
+            return
+        name = f"stratus_test_{uuid.uuid4().hex[:10]}"
+        try:
+            admin = db.create_engine(base, isolation_level="AUTOCOMMIT")
+            with admin.connect() as conn:
+                conn.exec_driver_sql(f"CREATE DATABASE {name}")
+            admin.dispose()
+        except Exception as exc:  # noqa: BLE001 - report any driver error as unreachable
+            self.error = f"{self.backend} at ${_ENV[self.backend]} is unreachable: {exc}"
+            return
+        self.url = str(sa.engine.make_url(db.normalize_url(base)).set(database=name)
+                       .render_as_string(hide_password=False))
+        self.name = name
+        self.base = base
+        self.engine = db.create_engine(self.url)
+        placement_db.sync(self.engine)
+
+    def reset(self) -> None:
+        """Empty every table, then seed again: each test starts from a fresh database."""
+        assert self.engine is not None
+        with db.write(self.engine) as conn:
+            for table in reversed(schema.metadata.sorted_tables):
+                if table.name == "resource_providers":
+                    conn.execute(sa.update(table).values(parent_provider_id=None,
+                                                         root_provider_id=None))
+                conn.execute(sa.delete(table))
+            placement_db.seed(conn)
+
+    def stop(self) -> None:
+        if self.engine is None:
+            return
+        self.engine.dispose()
+        admin = db.create_engine(self.base, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {self.name}")
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def _server_databases() -> Iterator[dict[str, _ServerDatabase]]:
+    dbs = {name: _ServerDatabase(name) for name in _ENV}
+    yield dbs
+    for server in dbs.values():
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("template") / "placement.db"
+    engine = db.create_engine(f"sqlite:///{path}")
+    placement_db.sync(engine)
+    with engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    engine.dispose()
+    return str(path)
+
+
+@pytest.fixture
+def database_url(
+    request: pytest.FixtureRequest,
+    tmp_path: Any,
+    _sqlite_template: str,
+    _server_databases: dict[str, _ServerDatabase],
+) -> str:
+    """A migrated, seeded, otherwise empty Placement database on the requested backend."""
+    backend = getattr(request, "param", "sqlite")
+    if backend == "sqlite":
+        path = tmp_path / "placement.db"
+        shutil.copy(_sqlite_template, path)
+        return f"sqlite:///{path}"
+    server = _server_databases[backend]
+    if server.url is None and server.error is None:
+        server.start()
+    if server.url is None:
+        _unavailable(server.error or f"{backend} unavailable")
+    server.reset()
+    assert server.url is not None
+    return server.url
+
+
+def make_config(database_url: str, **overrides: Any) -> configuration.Config:
+    values = {("placement_database", "connection"): database_url}
+    for key, value in overrides.items():
+        section, _, name = key.partition("__")
+        values[(section, name)] = value
+    return configuration.load([], environ={}, overrides=values)
+
+
+class PlacementClient:
+    """An httpx client that speaks to Placement as an admin at a chosen microversion."""
+
+    def __init__(self, http: httpx.Client, version: str = "latest", token: str = "admin"):
+        self.http = http
+        self.version = version
+        self.token = token
+
+    def request(self, method: str, url: str, *, version: str | None = None,
+                headers: dict[str, str] | None = None, **kwargs: Any) -> httpx.Response:
+        h = {"X-Auth-Token": self.token,
+             "OpenStack-API-Version": f"placement {version or self.version}"}
+        if headers:
+            h.update(headers)
+        return self.http.request(method, url, headers=h, **kwargs)
+
+    def get(self, url: str, **kw: Any) -> httpx.Response:
+        return self.request("GET", url, **kw)
+
+    def put(self, url: str, **kw: Any) -> httpx.Response:
+        return self.request("PUT", url, **kw)
+
+    def post(self, url: str, **kw: Any) -> httpx.Response:
+        return self.request("POST", url, **kw)
+
+    def delete(self, url: str, **kw: Any) -> httpx.Response:
+        return self.request("DELETE", url, **kw)
+
+
+@pytest.fixture
+def placement_app(database_url: str) -> Iterator[PlacementApp]:
+    app = PlacementApp(make_config(database_url), db.create_engine(database_url))
+    yield app
+    app.engine.dispose()
+
+
+@pytest.fixture
+def client(placement_app: PlacementApp) -> Iterator[PlacementClient]:
+    """In-process client (WSGI transport): fast, and exercises the whole pipeline."""
+    transport = httpx.WSGITransport(app=build_wsgi(placement_app))
+    with httpx.Client(transport=transport, base_url="http://placement.test") as http:
+        yield PlacementClient(http)
+
+
+class LiveServer:
+    """A real uvicorn server on a free loopback port, in a background thread."""
+
+    def __init__(self, wsgi_app: Any) -> None:
+        import socket
+
+        import uvicorn
+        from a2wsgi import WSGIMiddleware
+
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        sock.close()
+        config = uvicorn.Config(WSGIMiddleware(wsgi_app, workers=32), host="127.0.0.1",
+                                port=self.port, log_level="warning", lifespan="off")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture
+def live_server(placement_app: PlacementApp) -> Iterator[LiveServer]:
+    with LiveServer(build_wsgi(placement_app)) as server:
+        yield server
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # Tests marked all_backends run once per database backend.
+    if "database_url" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "all_backends"
+    ):
+        metafunc.parametrize("database_url", BACKENDS, indirect=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "all_backends: run the test on SQLite, PostgreSQL and MariaDB"
+    )
