@@ -57,7 +57,7 @@ class _ServerDatabase:
             with admin.connect() as conn:
                 conn.exec_driver_sql(f"CREATE DATABASE {name}")
             admin.dispose()
-        except Exception as exc:  # noqa: BLE001 - report any driver error as unreachable
+        except Exception as exc:
             self.error = f"{self.backend} at ${_ENV[self.backend]} is unreachable: {exc}"
             return
         self.url = str(sa.engine.make_url(db.normalize_url(base)).set(database=name)

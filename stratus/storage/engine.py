@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 

@@ -114,9 +114,12 @@ class PlacementApp:
             if handler is None:
                 raise HTTPError(405, "The method specified is not allowed for this resource.",
                                 headers={"Allow": route.allow})
-            if request.method == "GET" and request.accept:
-                if not request.accept.acceptable_offers(["application/json"]):
-                    raise HTTPError(406, "Only application/json is provided")
+            if (
+                request.method == "GET"
+                and request.accept
+                and not request.accept.acceptable_offers(["application/json"])
+            ):
+                raise HTTPError(406, "Only application/json is provided")
             req = Req(request, self, want, ctx, dict(match.groupdict()))
             return handler(req)
         raise HTTPError(404, "The resource could not be found.")

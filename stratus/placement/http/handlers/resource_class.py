@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import webob
 
 from stratus.placement import errors
@@ -10,8 +12,6 @@ from stratus.placement.http.schemas.common import CUSTOM_RC_PATTERN
 from stratus.placement.http.wsgi import Req, empty_response, json_response, latest
 from stratus.placement.store import resource_classes as store
 from stratus.storage import engine as db
-
-import re
 
 _CUSTOM = re.compile(CUSTOM_RC_PATTERN)
 
