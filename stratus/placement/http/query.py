@@ -234,23 +234,18 @@ def _parse_one_member_of(value: str) -> tuple[frozenset[str], frozenset[str]]:
             "Multiple values for 'member_of' must be prefixed with the 'in:' or "
             f"'!in:' keyword using the valid microversion. Got: {value}"
         )
-    required: frozenset[str] = frozenset()
-    forbidden: frozenset[str] = frozenset()
-    if value.startswith("!in:"):
-        forbidden = frozenset(value[4:].split(","))
-    elif value.startswith("!"):
-        forbidden = frozenset([value[1:]])
-    elif value.startswith("in:"):
-        required = frozenset(value[3:].split(","))
-    else:
-        required = frozenset([value])
-    for agg in sorted(required | forbidden):
+    refused = value.startswith("!")
+    body = value[1:] if refused else value
+    named = body[3:].split(",") if body.startswith("in:") else [body]
+    for agg in named:
         if not is_uuid_like(agg):
             raise BadRequest(
                 "Invalid query string parameters: Expected 'member_of' parameter "
                 f"to contain valid UUID(s). Got: {agg}"
             )
-    return required, forbidden
+    if refused:
+        return frozenset(), frozenset(named)
+    return frozenset(named), frozenset()
 
 
 # ---- in_tree ----------------------------------------------------------------------
