@@ -1,0 +1,179 @@
+"""What the scheduler is asked for, and the Placement query it becomes.
+
+``RequestSpec`` describes one boot or move (flavor, image traits, port groups,
+hints). ``PlacementQuery`` is the ``GET /allocation_candidates`` question;
+``query_from_spec`` builds it the way Nova does (flavor amounts, then
+``resources:*``/``trait:*`` extra specs, then numbered groups), and request
+filters (``request_filters.py``) sharpen it further before it is sent.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+UNNUMBERED = ""
+
+
+class InvalidRequest(ValueError):
+    """A flavor or request that cannot be turned into a Placement query."""
+
+
+@dataclass(frozen=True)
+class Flavor:
+    name: str
+    vcpus: int
+    memory_mb: int
+    root_gb: int
+    ephemeral_gb: int = 0
+    swap_mb: int = 0
+    extra_specs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def disk_gb(self) -> int:
+        return self.root_gb + self.ephemeral_gb + math.ceil(self.swap_mb / 1024)
+
+
+@dataclass
+class RequestGroup:
+    """One group of a candidates query; the unnumbered group has suffix ''."""
+
+    suffix: str = UNNUMBERED
+    resources: dict[str, int] = field(default_factory=dict)
+    required: set[str] = field(default_factory=set)
+    forbidden: set[str] = field(default_factory=set)
+    any_of: list[frozenset[str]] = field(default_factory=list)
+    member_of: list[frozenset[str]] = field(default_factory=list)
+    forbidden_aggregates: set[str] = field(default_factory=set)
+    in_tree: str | None = None
+
+    def params(self) -> list[tuple[str, str]]:
+        s = self.suffix
+        out: list[tuple[str, str]] = []
+        if self.resources:
+            out.append((f"resources{s}", ",".join(
+                f"{rc}:{amount}" for rc, amount in sorted(self.resources.items()))))
+        traits = sorted(self.required) + [f"!{t}" for t in sorted(self.forbidden)]
+        if traits:
+            out.append((f"required{s}", ",".join(traits)))
+        for group in self.any_of:
+            out.append((f"required{s}", "in:" + ",".join(sorted(group))))
+        for aggs in self.member_of:
+            out.append((f"member_of{s}", "in:" + ",".join(sorted(aggs))))
+        if self.forbidden_aggregates:
+            out.append((f"member_of{s}", "!in:" + ",".join(sorted(self.forbidden_aggregates))))
+        if self.in_tree:
+            out.append((f"in_tree{s}", self.in_tree))
+        return out
+
+
+@dataclass
+class PlacementQuery:
+    groups: dict[str, RequestGroup] = field(default_factory=lambda: {UNNUMBERED: RequestGroup()})
+    group_policy: str | None = None
+    same_subtree: list[list[str]] = field(default_factory=list)
+    root_required: set[str] = field(default_factory=set)
+    root_forbidden: set[str] = field(default_factory=set)
+    limit: int | None = None
+
+    @property
+    def unnumbered(self) -> RequestGroup:
+        return self.groups.setdefault(UNNUMBERED, RequestGroup())
+
+    def group(self, suffix: str) -> RequestGroup:
+        return self.groups.setdefault(suffix, RequestGroup(suffix=suffix))
+
+    def params(self) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for suffix in sorted(self.groups):
+            out.extend(self.groups[suffix].params())
+        numbered = [g for s, g in self.groups.items() if s and (g.resources or g.required)]
+        if self.group_policy:
+            out.append(("group_policy", self.group_policy))
+        elif len(numbered) > 1:
+            # Placement insists on a policy once there are two numbered groups.
+            out.append(("group_policy", "none"))
+        for subtree in self.same_subtree:
+            out.append(("same_subtree", ",".join(subtree)))
+        root = sorted(self.root_required) + [f"!{t}" for t in sorted(self.root_forbidden)]
+        if root:
+            out.append(("root_required", ",".join(root)))
+        if self.limit is not None:
+            out.append(("limit", str(self.limit)))
+        return out
+
+
+@dataclass(frozen=True)
+class ServerGroup:
+    uuid: str
+    policy: str  # affinity, anti-affinity, soft-affinity, soft-anti-affinity
+    hosts: frozenset[str] = frozenset()
+    max_server_per_host: int = 1
+
+
+@dataclass
+class RequestSpec:
+    flavor: Flavor
+    project_id: str
+    user_id: str
+    num_instances: int = 1
+    availability_zone: str | None = None
+    image_required_traits: set[str] = field(default_factory=set)
+    image_forbidden_traits: set[str] = field(default_factory=set)
+    port_groups: list[RequestGroup] = field(default_factory=list)
+    server_group: ServerGroup | None = None
+    ignore_hosts: set[str] = field(default_factory=set)
+    force_hosts: set[str] = field(default_factory=set)
+    requested_host: str | None = None
+    requested_cell: str | None = None
+
+
+_RESOURCES_KEY = re.compile(r"^resources(?P<suffix>[a-zA-Z0-9_-]*):(?P<rc>[A-Z0-9_]+)$")
+_TRAIT_KEY = re.compile(r"^trait(?P<suffix>[a-zA-Z0-9_-]*):(?P<trait>[A-Z0-9_]+)$")
+
+
+def query_from_spec(spec: RequestSpec) -> PlacementQuery:
+    """The candidates query for ``spec`` (Nova's rules for flavors and extra specs)."""
+    query = PlacementQuery()
+    base = query.unnumbered
+    flavor = spec.flavor
+    for rc, amount in (("VCPU", flavor.vcpus), ("MEMORY_MB", flavor.memory_mb),
+                       ("DISK_GB", flavor.disk_gb)):
+        if amount > 0:
+            base.resources[rc] = amount
+    for key, value in sorted(flavor.extra_specs.items()):
+        if m := _RESOURCES_KEY.match(key):
+            try:
+                amount = int(value)
+            except ValueError:
+                raise InvalidRequest(f"extra spec {key}={value!r}: amount must be an "
+                                     "integer") from None
+            if amount < 0:
+                raise InvalidRequest(f"extra spec {key}={value!r}: amount must not be negative")
+            group = query.group(m["suffix"])
+            if amount == 0:
+                group.resources.pop(m["rc"], None)  # resources:VCPU=0 removes the class
+            else:
+                group.resources[m["rc"]] = amount
+        elif m := _TRAIT_KEY.match(key):
+            group = query.group(m["suffix"])
+            if value == "required":
+                group.required.add(m["trait"])
+            elif value == "forbidden":
+                group.forbidden.add(m["trait"])
+            else:
+                raise InvalidRequest(f"extra spec {key}={value!r}: use required or forbidden")
+        elif key == "group_policy":
+            if value not in ("none", "isolate"):
+                raise InvalidRequest("extra spec group_policy must be none or isolate")
+            query.group_policy = value
+    base.required |= spec.image_required_traits
+    base.forbidden |= spec.image_forbidden_traits
+    for port_group in spec.port_groups:
+        query.groups[port_group.suffix] = port_group
+    # Drop groups that ended up asking for nothing (e.g. only resources:X=0).
+    for suffix in [s for s, g in query.groups.items()
+                   if s and not (g.resources or g.required or g.forbidden or g.any_of)]:
+        del query.groups[suffix]
+    return query
