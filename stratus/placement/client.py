@@ -1,0 +1,168 @@
+"""A typed Placement client for Stratus's own services (scheduler, compute, conductor).
+
+It speaks the public HTTP API only, so it works against any Placement. Pass an
+``httpx`` transport to talk in-process (``httpx.WSGITransport`` around the
+Placement WSGI app: the all-in-one mode and the tests) instead of over a socket.
+Every non-2xx answer becomes a typed error; nothing is swallowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+CONCURRENT_UPDATE = "placement.concurrent_update"
+
+
+class PlacementClientError(Exception):
+    def __init__(self, method: str, url: str, status: int, code: str | None, detail: str):
+        super().__init__(f"{method} {url} -> {status} {code or ''}: {detail}".strip())
+        self.status = status
+        self.code = code
+        self.detail = detail
+
+
+class NotFound(PlacementClientError):
+    pass
+
+
+class Conflict(PlacementClientError):
+    """409 that is not a generation race: e.g. capacity exceeded, inventory in use."""
+
+
+class ConcurrentUpdate(Conflict):
+    """409 placement.concurrent_update: re-read and retry."""
+
+
+@dataclass(frozen=True)
+class Candidates:
+    allocation_requests: list[dict[str, Any]]
+    provider_summaries: dict[str, dict[str, Any]]
+
+
+class PlacementClient:
+    def __init__(
+        self,
+        base_url: str,
+        token: str = "admin",
+        version: str = "1.39",
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 30.0,
+        roles: str | None = None,
+    ) -> None:
+        headers = {"X-Auth-Token": token, "OpenStack-API-Version": f"placement {version}",
+                   "Accept": "application/json"}
+        if roles:
+            headers["X-Roles"] = roles
+        self._http = httpx.Client(base_url=base_url, headers=headers, transport=transport,
+                                  timeout=timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    # ---- plumbing ---------------------------------------------------------
+
+    def _call(self, method: str, url: str, *, ok: Iterable[int] = (200, 201, 204),
+              params: Any = None, json: Any = None) -> httpx.Response:
+        resp = self._http.request(method, url, params=params, json=json)
+        if resp.status_code in ok:
+            return resp
+        code, detail = None, resp.text
+        try:
+            err = resp.json()["errors"][0]
+            code, detail = err.get("code"), err.get("detail", detail)
+        except (ValueError, KeyError, IndexError, TypeError):
+            pass
+        cls: type[PlacementClientError] = PlacementClientError
+        if resp.status_code == 404:
+            cls = NotFound
+        elif resp.status_code == 409:
+            cls = ConcurrentUpdate if code == CONCURRENT_UPDATE else Conflict
+        raise cls(method, url, resp.status_code, code, detail)
+
+    # ---- candidates and claims -------------------------------------------
+
+    def allocation_candidates(self, params: Sequence[tuple[str, str]]) -> Candidates:
+        body = self._call("GET", "/allocation_candidates", params=list(params)).json()
+        return Candidates(body["allocation_requests"], body["provider_summaries"])
+
+    def explain(self, params: Sequence[tuple[str, str]]) -> dict[str, Any]:
+        return dict(self._call("GET", "/allocation_candidates/explain",
+                               params=list(params)).json())
+
+    def get_allocations(self, consumer: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/allocations/{consumer}").json())
+
+    def put_allocations(
+        self, consumer: str, allocations: Mapping[str, Any], project_id: str, user_id: str,
+        consumer_generation: int | None, consumer_type: str = "INSTANCE",
+    ) -> None:
+        body = {"allocations": dict(allocations), "project_id": project_id, "user_id": user_id,
+                "consumer_generation": consumer_generation, "consumer_type": consumer_type}
+        self._call("PUT", f"/allocations/{consumer}", json=body)
+
+    def post_allocations(self, body: Mapping[str, Any]) -> None:
+        self._call("POST", "/allocations", json=dict(body))
+
+    def delete_allocations(self, consumer: str) -> bool:
+        """Delete a consumer's allocations; False if it had none."""
+        try:
+            self._call("DELETE", f"/allocations/{consumer}")
+        except NotFound:
+            return False
+        return True
+
+    # ---- provider tree (resource tracker) ---------------------------------
+
+    def get_provider(self, uuid: str) -> dict[str, Any] | None:
+        try:
+            return dict(self._call("GET", f"/resource_providers/{uuid}").json())
+        except NotFound:
+            return None
+
+    def create_provider(self, uuid: str, name: str, parent: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"uuid": uuid, "name": name}
+        if parent:
+            body["parent_provider_uuid"] = parent
+        return dict(self._call("POST", "/resource_providers", json=body).json())
+
+    def delete_provider(self, uuid: str) -> None:
+        self._call("DELETE", f"/resource_providers/{uuid}")
+
+    def set_inventories(self, uuid: str, generation: int,
+                        inventories: Mapping[str, Mapping[str, Any]]) -> int:
+        body = {"resource_provider_generation": generation,
+                "inventories": {rc: dict(inv) for rc, inv in inventories.items()}}
+        resp = self._call("PUT", f"/resource_providers/{uuid}/inventories", json=body)
+        return int(resp.json()["resource_provider_generation"])
+
+    def get_traits(self, uuid: str) -> tuple[set[str], int]:
+        body = self._call("GET", f"/resource_providers/{uuid}/traits").json()
+        return set(body["traits"]), int(body["resource_provider_generation"])
+
+    def set_traits(self, uuid: str, generation: int, traits: Iterable[str]) -> int:
+        body = {"resource_provider_generation": generation, "traits": sorted(set(traits))}
+        resp = self._call("PUT", f"/resource_providers/{uuid}/traits", json=body)
+        return int(resp.json()["resource_provider_generation"])
+
+    def ensure_trait(self, name: str) -> None:
+        self._call("PUT", f"/traits/{name}")
+
+    def ensure_resource_class(self, name: str) -> None:
+        self._call("PUT", f"/resource_classes/{name}")
+
+    def get_aggregates(self, uuid: str) -> tuple[set[str], int]:
+        body = self._call("GET", f"/resource_providers/{uuid}/aggregates").json()
+        return set(body["aggregates"]), int(body["resource_provider_generation"])
+
+    def set_aggregates(self, uuid: str, generation: int, aggregates: Iterable[str]) -> int:
+        body = {"resource_provider_generation": generation, "aggregates": sorted(set(aggregates))}
+        resp = self._call("PUT", f"/resource_providers/{uuid}/aggregates", json=body)
+        return int(resp.json()["resource_provider_generation"])
+
+    def usages(self, uuid: str) -> dict[str, int]:
+        body = self._call("GET", f"/resource_providers/{uuid}/usages").json()
+        return dict(body["usages"])
