@@ -108,7 +108,10 @@ class Policy:
 
     def authorize(self, ctx: Any, action: str, target: dict[str, Any] | None = None) -> None:
         creds = ctx.to_policy_creds()
-        creds["system"] = creds["system_scope"] if self._enforce_scope else None
+        if not self._enforce_scope:
+            # oslo.policy copies system_scope into system, so hide both.
+            creds["system_scope"] = None
+        creds["system"] = creds["system_scope"]
         if target is None:
             target = {"project_id": ctx.project_id, "user_id": ctx.user_id}
         try:
