@@ -45,6 +45,7 @@ class _ServerDatabase:
         self.url: str | None = None
         self.engine: sa.Engine | None = None
         self.error: str | None = None
+        self.extra: list[str] = []
 
     def start(self) -> None:
         base = os.environ.get(_ENV[self.backend])
@@ -78,13 +79,25 @@ class _ServerDatabase:
                 conn.execute(sa.delete(table))
             placement_db.seed(conn)
 
+    def scratch(self) -> str:
+        """A new empty database on this server (dropped at session end)."""
+        name = f"stratus_test_{uuid.uuid4().hex[:10]}"
+        admin = db.create_engine(self.base, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"CREATE DATABASE {name}")
+        admin.dispose()
+        self.extra.append(name)
+        return str(sa.engine.make_url(db.normalize_url(self.base)).set(database=name)
+                   .render_as_string(hide_password=False))
+
     def stop(self) -> None:
         if self.engine is None:
             return
         self.engine.dispose()
         admin = db.create_engine(self.base, isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
-            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {self.name}")
+            for name in [self.name, *self.extra]:
+                conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}")
         admin.dispose()
 
 
@@ -128,6 +141,24 @@ def database_url(
     server.reset()
     assert server.url is not None
     return server.url
+
+
+@pytest.fixture
+def empty_database_url(
+    request: pytest.FixtureRequest,
+    tmp_path: Any,
+    _server_databases: dict[str, _ServerDatabase],
+) -> str:
+    """A brand-new empty database (no schema) on the requested backend."""
+    backend = getattr(request, "param", "sqlite")
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path / f'empty-{uuid.uuid4().hex[:6]}.db'}"
+    server = _server_databases[backend]
+    if server.url is None and server.error is None:
+        server.start()
+    if server.url is None:
+        _unavailable(server.error or f"{backend} unavailable")
+    return server.scratch()
 
 
 def make_config(database_url: str, **overrides: Any) -> configuration.Config:
@@ -226,10 +257,12 @@ def live_server(placement_app: PlacementApp) -> Iterator[LiveServer]:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # Tests marked all_backends run once per database backend.
-    if "database_url" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
-        "all_backends"
-    ):
-        metafunc.parametrize("database_url", BACKENDS, indirect=True)
+    if not metafunc.definition.get_closest_marker("all_backends"):
+        return
+    for name in ("database_url", "empty_database_url"):
+        if name in metafunc.fixturenames:
+            metafunc.parametrize(name, BACKENDS, indirect=True)
+            return
 
 
 def pytest_configure(config: pytest.Config) -> None:

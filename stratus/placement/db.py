@@ -13,40 +13,27 @@ import os
 import os_resource_classes
 import os_traits
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config as AlembicConfig
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
 from stratus.placement import schema as s
 from stratus.placement.store.common import now
 from stratus.storage import engine as db
+from stratus.storage import migrate
 
 MIGRATIONS = os.path.join(os.path.dirname(__file__), "migrations")
 
 
-def _alembic_config(conn: Connection) -> AlembicConfig:
-    cfg = AlembicConfig()
-    cfg.set_main_option("script_location", MIGRATIONS)
-    cfg.attributes["connection"] = conn
-    return cfg
-
-
 def current_revision(engine: Engine) -> str | None:
-    with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+    return migrate.current(engine)
 
 
 def head_revision() -> str | None:
-    script = ScriptDirectory(MIGRATIONS)
-    return script.get_current_head()
+    return migrate.head(MIGRATIONS)
 
 
 def sync(engine: Engine) -> None:
     """Migrate to head and seed the standard classes, traits and the counter row."""
-    with db.write(engine) as conn:
-        command.upgrade(_alembic_config(conn), "head")
+    migrate.upgrade(engine, MIGRATIONS)
     with db.write(engine) as conn:
         seed(conn)
 

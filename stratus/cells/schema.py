@@ -1,0 +1,112 @@
+"""A cell database: one per cell (and cell0, for servers that never got a host).
+
+Services and their heartbeats, compute nodes, instances, and migrations. A
+migration record is also a Placement consumer: during a move it holds the
+source host's allocations while the instance's own consumer holds the
+destination's (design document 004).
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+def _name(length: int) -> sa.String:
+    return sa.String(length).with_variant(
+        mysql.VARCHAR(length, charset="utf8mb4", collation="utf8mb4_bin"), "mysql"
+    )
+
+
+def _timestamps() -> list[sa.Column]:
+    return [
+        sa.Column("created_at", sa.DateTime, nullable=False),
+        sa.Column("updated_at", sa.DateTime, nullable=True),
+    ]
+
+
+services = sa.Table(
+    "services",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("uuid", _name(36), nullable=False, unique=True),
+    sa.Column("host", _name(255), nullable=False),
+    sa.Column("binary", _name(255), nullable=False),
+    sa.Column("topic", _name(255), nullable=True),
+    sa.Column("report_count", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("disabled", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("disabled_reason", sa.String(255), nullable=True),
+    sa.Column("forced_down", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("last_seen_up", sa.DateTime, nullable=True),
+    # The RPC/message version the service speaks; callers skip calls it cannot take.
+    sa.Column("version", sa.Integer, nullable=False, server_default="0"),
+    *_timestamps(),
+    sa.UniqueConstraint("host", "binary"),
+)
+
+compute_nodes = sa.Table(
+    "compute_nodes",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    # Also the uuid of the node's root resource provider in Placement.
+    sa.Column("uuid", _name(36), nullable=False, unique=True),
+    sa.Column("service_id", sa.Integer, sa.ForeignKey("services.id"), nullable=True),
+    sa.Column("host", _name(255), nullable=False, index=True),
+    sa.Column("hypervisor_hostname", _name(255), nullable=False, unique=True),
+    sa.Column("hypervisor_type", sa.String(64), nullable=False),
+    sa.Column("vcpus", sa.Integer, nullable=False),
+    sa.Column("memory_mb", sa.Integer, nullable=False),
+    sa.Column("local_gb", sa.Integer, nullable=False),
+    sa.Column("vcpus_used", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("memory_mb_used", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("local_gb_used", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("running_vms", sa.Integer, nullable=False, server_default="0"),
+    *_timestamps(),
+)
+
+instances = sa.Table(
+    "instances",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("uuid", _name(36), nullable=False, unique=True),
+    sa.Column("name", _name(255), nullable=False),
+    sa.Column("project_id", _name(255), nullable=False, index=True),
+    sa.Column("user_id", _name(255), nullable=False),
+    sa.Column("host", _name(255), nullable=True, index=True),
+    sa.Column("node", _name(255), nullable=True),
+    sa.Column("availability_zone", _name(255), nullable=True),
+    sa.Column("flavor", sa.Text, nullable=False),            # JSON
+    sa.Column("vm_state", sa.String(32), nullable=False),
+    sa.Column("task_state", sa.String(64), nullable=True),
+    sa.Column("power_state", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("fault", sa.Text, nullable=True),
+    sa.Column("launched_at", sa.DateTime, nullable=True),
+    sa.Column("deleted_at", sa.DateTime, nullable=True),
+    *_timestamps(),
+)
+
+migrations = sa.Table(
+    "migrations",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("uuid", _name(36), nullable=False, unique=True),
+    sa.Column("instance_uuid", _name(36), nullable=False, index=True),
+    sa.Column("migration_type", sa.String(32), nullable=False),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("source_compute", _name(255), nullable=True),
+    sa.Column("dest_compute", _name(255), nullable=True),
+    sa.Column("source_node", _name(255), nullable=True),
+    sa.Column("dest_node", _name(255), nullable=True),
+    sa.Column("old_flavor", sa.Text, nullable=True),          # JSON
+    sa.Column("new_flavor", sa.Text, nullable=True),          # JSON
+    *_timestamps(),
+)
