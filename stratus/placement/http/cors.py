@@ -21,6 +21,7 @@ trailing slash); ``*`` admits any origin and is then what the response names.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -92,8 +93,11 @@ class CorsMiddleware:
         return response(environ, start_response)
 
     def preflight(self, request: webob.Request) -> webob.Response:
-        response = webob.Response(status=200, content_type=None)
+        response = webob.Response(status=200)
+        del response.headers["Content-Type"]  # an empty answer, as oslo.middleware's
         response.content_length = 0
+        # Answered before the application runs, so give it the id the app would.
+        response.headers["x-openstack-request-id"] = "req-" + str(uuid.uuid4())
         allowed = self.policy.origin_for(request.headers.get("Origin"))
         method = request.headers.get("Access-Control-Request-Method")
         if allowed is None or method is None or method not in self.policy.allow_methods:
