@@ -155,6 +155,8 @@ def json_response(
 def empty_response(status: int = 204) -> webob.Response:
     # No body, so no content type (Placement clears it too).
     resp = webob.Response(status=status, content_type=None)
+    # webob fills in text/html for content_type=None in the constructor; unset it.
+    resp.content_type = None
     resp.content_length = 0
     return resp
 
