@@ -30,6 +30,9 @@ class Option:
     type: type
     default: Any
     help: str
+    # Accepted values (for str options), and the smallest accepted number.
+    choices: tuple[str, ...] | None = None
+    minimum: int | None = None
 
     @property
     def env_var(self) -> str:
@@ -46,9 +49,12 @@ class Option:
             raise ConfigError(f"{where}: expected true or false, got {raw!r}")
         if self.type is int:
             try:
-                return int(raw)
+                number = int(raw)
             except ValueError:
                 raise ConfigError(f"{where}: expected an integer, got {raw!r}") from None
+            if self.minimum is not None and number < self.minimum:
+                raise ConfigError(f"{where}: must be at least {self.minimum}, got {number}")
+            return number
         if self.type is float:
             try:
                 return float(raw)
@@ -56,7 +62,11 @@ class Option:
                 raise ConfigError(f"{where}: expected a number, got {raw!r}") from None
         if self.type is list:
             return [item.strip() for item in raw.split(",") if item.strip()]
-        return raw
+        if self.choices is not None and raw.strip() not in self.choices:
+            raise ConfigError(
+                f"{where}: expected one of {', '.join(self.choices)}, got {raw!r}"
+            )
+        return raw.strip() if self.choices is not None else raw
 
 
 OPTIONS: list[Option] = [
@@ -69,14 +79,19 @@ OPTIONS: list[Option] = [
     Option("placement_database", "sync_on_startup", bool, True,
            "Run database migrations when the API starts."),
     Option("api", "auth_strategy", str, "noauth2", "noauth2 (tokens are 'user[:project]'; "
-           "'admin' is admin) or keystone (keystonemiddleware validates tokens)."),
+           "'admin' is admin) or keystone (keystonemiddleware validates tokens).",
+           choices=("noauth2", "keystone")),
     Option("placement", "randomize_allocation_candidates", bool, False,
            "Shuffle allocation candidates instead of returning them in a stable order."),
     Option("placement", "max_allocation_candidates", int, -1,
            "Upper bound on candidates generated per request; -1 means no bound "
-           "(Stratus bounds its work by 'limit' anyway)."),
+           "(Stratus bounds its work by 'limit' anyway).", minimum=-1),
     Option("placement", "allocation_candidates_generation_strategy", str, "depth-first",
-           "Accepted for placement.conf compatibility (depth-first or breadth-first)."),
+           "Accepted for placement.conf compatibility (depth-first or breadth-first).",
+           choices=("depth-first", "breadth-first")),
+    Option("placement", "allocation_conflict_retry_count", int, 10,
+           "Times an allocation write is retried, server-side, when a provider's "
+           "generation moved under it (a concurrent writer); then 409."),
     Option("placement", "incomplete_consumer_project_id", str,
            "00000000-0000-0000-0000-000000000000",
            "Project recorded for consumers created before 1.8 without a project."),
@@ -92,12 +107,13 @@ OPTIONS: list[Option] = [
     Option("cors", "allowed_origin", list, [], "Origins allowed to make CORS requests."),
     Option("cors", "allow_credentials", bool, True, "Allow CORS requests with credentials."),
     Option("cors", "expose_headers", list, [], "Headers exposed to CORS clients."),
-    Option("cors", "max_age", int, 3600, "Seconds a CORS preflight may be cached."),
+    Option("cors", "max_age", int, 3600, "Seconds a CORS preflight may be cached.",
+           minimum=0),
     Option("cors", "allow_methods", list, ["GET", "PUT", "POST", "DELETE", "PATCH"],
            "Methods allowed in CORS requests."),
     Option("cors", "allow_headers", list, [], "Extra request headers allowed in CORS requests."),
     Option("api_server", "max_body_bytes", int, 1_048_576,
-           "Largest request body accepted; larger bodies get 413."),
+           "Largest request body accepted; larger bodies get 413.", minimum=1),
 ]
 
 _BY_KEY: dict[tuple[str, str], Option] = {(o.section, o.name): o for o in OPTIONS}
@@ -180,4 +196,6 @@ def describe_options() -> str:
         default = ",".join(opt.default) if isinstance(opt.default, list) else opt.default
         lines.append(f"  [{opt.section}] {opt.name}  (${opt.env_var}, default: {default!r})")
         lines.append(f"      {opt.help}")
+        if opt.choices:
+            lines.append(f"      One of: {', '.join(opt.choices)}.")
     return "\n".join(lines)

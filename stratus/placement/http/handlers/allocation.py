@@ -1,29 +1,180 @@
-"""PLACEHOLDER: being implemented."""
+"""/allocations/{consumer_uuid}, POST /allocations (1.13+), /resource_providers/{uuid}/allocations.
+
+Writes go through ``store.allocations.replace`` in one transaction. Errors
+from the store are given Placement's wording for the endpoint here (the same
+refusal reads "Unable to allocate inventory: ..." on PUT and POST).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import uuid as uuidlib
+from collections.abc import Iterator
+from typing import Any
+
+import sqlalchemy as sa
 import webob
+from sqlalchemy.engine import Connection
 
-from stratus.placement.http.errors import HTTPError
-from stratus.placement.http.wsgi import Req
+from stratus.placement import errors
+from stratus.placement.http.query import is_uuid_like
+from stratus.placement.http.schemas import allocation as schema
+from stratus.placement.http.wsgi import Req, empty_response, json_response, latest
+from stratus.placement.store import allocations as store
+from stratus.placement.store import consumers
+from stratus.placement.store.common import provider_row
+from stratus.storage import engine as db
+
+CHANGED = "Inventory and/or allocations changed while attempting to allocate: "
+
+# Driver error codes that mean "a concurrent transaction got in the way":
+# PostgreSQL deadlock / serialization failure, MySQL deadlock / lock wait timeout.
+_PG_RETRYABLE = {"40P01", "40001"}
+_MYSQL_RETRYABLE = {1213, 1205}
 
 
-def list_for_resource_provider(req: Req) -> webob.Response:
-    raise HTTPError(501, "not implemented yet")
+def _is_contention(exc: sa.exc.DBAPIError) -> bool:
+    orig = exc.orig
+    if getattr(orig, "sqlstate", None) in _PG_RETRYABLE:
+        return True
+    args = getattr(orig, "args", ())
+    return bool(args) and args[0] in _MYSQL_RETRYABLE
 
 
-def set_allocations(req: Req) -> webob.Response:
-    raise HTTPError(501, "not implemented yet")
+@contextlib.contextmanager
+def write_transaction(req: Req) -> Iterator[Connection]:
+    """``db.write``, where a deadlock the database broke becomes a clean 409 to retry."""
+    try:
+        with db.write(req.app.engine) as conn:
+            yield conn
+    except sa.exc.DBAPIError as exc:
+        if _is_contention(exc):
+            raise errors.ConcurrentUpdate(CHANGED + consumers.CONCURRENT) from None
+        raise
+
+
+def retries(req: Req) -> int:
+    return int(req.app.config.get("placement", "allocation_conflict_retry_count"))
+
+
+@contextlib.contextmanager
+def explained(unknown_class_prefix: str) -> Iterator[None]:
+    """Reword store errors the way Placement's allocation handlers word them."""
+    try:
+        yield
+    except store.UnknownResourceClass as exc:
+        raise errors.BadRequest(unknown_class_prefix + exc.detail) from None
+    except store.Refused as exc:
+        raise errors.Conflict("Unable to allocate inventory: " + exc.detail) from None
+    except consumers.GenerationMismatch:
+        raise
+    except errors.ConcurrentUpdate as exc:
+        raise errors.ConcurrentUpdate(CHANGED + exc.detail) from None
+
+
+# ---- building writes from bodies -------------------------------------------
+
+
+def _owner(req: Req, data: dict[str, Any]) -> consumers.Owner:
+    if req.want.supports("allocation_project_user_required"):
+        project_id, user_id = data["project_id"], data["user_id"]
+    else:
+        # Before 1.8 a consumer has no owner in the body; Placement records a placeholder.
+        config = req.app.config
+        project_id = config.get("placement", "incomplete_consumer_project_id")
+        user_id = config.get("placement", "incomplete_consumer_user_id")
+    consumer_type = data.get("consumer_type") if req.want.supports("consumer_types") else None
+    return consumers.Owner(project_id, user_id, consumer_type)
+
+
+def consumer_write(req: Req, uuid: str, data: dict[str, Any]) -> store.ConsumerWrite:
+    """One consumer's part of a PUT, POST or reshaper body (dict form, 1.12+)."""
+    return store.ConsumerWrite(
+        uuid=uuid,
+        owner=_owner(req, data),
+        allocations={rp: dict(alloc["resources"]) for rp, alloc in data["allocations"].items()},
+        generation=data.get("consumer_generation"),
+        check_generation=req.want.supports("consumer_generations"),
+    )
+
+
+def _listish_to_dict(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """Before 1.12 allocations are a list; the same provider twice means the last wins."""
+    return {item["resource_provider"]["uuid"]: {"resources": item["resources"]} for item in items}
+
+
+# ---- handlers ---------------------------------------------------------------
 
 
 def list_for_consumer(req: Req) -> webob.Response:
-    raise HTTPError(501, "not implemented yet")
+    req.authorize("placement:allocations:list")
+    # Consumer uuids are not validated here: an unknown one simply holds nothing.
+    with db.read(req.app.engine) as conn:
+        consumer, held = store.for_consumer(conn, req.arg("consumer_uuid"))
+    by_provider: dict[str, dict[str, Any]] = {}
+    for h in held:
+        entry = by_provider.setdefault(h.provider_uuid, {"resources": {}})
+        entry["resources"][h.resource_class] = h.used
+        entry["generation"] = h.provider_generation
+    body: dict[str, Any] = {"allocations": by_provider}
+    if held and consumer is not None and req.want.supports("allocations_dict"):
+        body["project_id"] = consumer.project_id
+        body["user_id"] = consumer.user_id
+        if req.want.supports("consumer_generations"):
+            body["consumer_generation"] = consumer.generation
+        if req.want.supports("consumer_types"):
+            body["consumer_type"] = consumer.consumer_type or consumers.UNKNOWN_TYPE
+    return json_response(req, body, last_modified=latest(*(h.stamp for h in held)))
+
+
+def list_for_resource_provider(req: Req) -> webob.Response:
+    req.authorize("placement:resource_providers:allocations:list")
+    uuid = req.arg("uuid")
+    with db.read(req.app.engine) as conn:
+        try:
+            provider = provider_row(conn, uuid)
+        except errors.NotFound as exc:
+            raise errors.NotFound(f"Resource provider '{uuid}' not found: {exc.detail}") from None
+        held = store.for_provider(conn, provider.id)
+    show_generation = req.want.supports("consumer_generations")
+    by_consumer: dict[str, dict[str, Any]] = {}
+    for h in held:
+        entry = by_consumer.setdefault(h.consumer_uuid, {"resources": {}})
+        entry["resources"][h.resource_class] = h.used
+        if show_generation:
+            entry["consumer_generation"] = h.consumer_generation
+    body = {"allocations": by_consumer, "resource_provider_generation": provider.generation}
+    return json_response(req, body, last_modified=latest(*(h.stamp for h in held)))
 
 
 def set_allocations_for_consumer(req: Req) -> webob.Response:
-    raise HTTPError(501, "not implemented yet")
+    req.authorize("placement:allocations:update")
+    raw = req.arg("consumer_uuid")
+    if not is_uuid_like(raw):
+        raise errors.BadRequest(f"Malformed consumer_uuid: {raw}")
+    uuid = str(uuidlib.UUID(raw))
+    data = req.json_body(schema.put_schema(req.want.supports))
+    if not req.want.supports("allocations_dict"):
+        data = {**data, "allocations": _listish_to_dict(data["allocations"])}
+    write = consumer_write(req, uuid, data)
+    with explained(f"Unable to allocate inventory for consumer {uuid}: "), \
+            write_transaction(req) as conn:
+        store.replace(conn, [write], retries(req))
+    return empty_response(204)
+
+
+def set_allocations(req: Req) -> webob.Response:
+    req.require("post_allocations")
+    req.authorize("placement:allocations:manage")
+    data = req.json_body(schema.post_schema(req.want.supports))
+    writes = [consumer_write(req, uuid, body) for uuid, body in data.items()]
+    with explained("Unable to allocate inventory "), write_transaction(req) as conn:
+        store.replace(conn, writes, retries(req))
+    return empty_response(204)
 
 
 def delete_allocations(req: Req) -> webob.Response:
-    raise HTTPError(501, "not implemented yet")
-
+    req.authorize("placement:allocations:delete")
+    with write_transaction(req) as conn:
+        store.delete(conn, req.arg("consumer_uuid"))
+    return empty_response(204)
