@@ -1,0 +1,119 @@
+"""Cell cache refresh (signal flag, interval) and scatter-gather across cells."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from stratus.cells import notify
+from stratus.cells.cache import CellCache
+from stratus.cells.mappings import CELL0_UUID, CellMapping
+from stratus.cells.scatter import scatter_gather
+
+
+def cell(name: str, disabled: bool = False, uuid: str | None = None) -> CellMapping:
+    return CellMapping(uuid or f"uuid-{name}", name, f"inproc://{name}", "sqlite://", disabled)
+
+
+class Source:
+    def __init__(self, cells):
+        self.cells = cells
+        self.loads = 0
+
+    def __call__(self):
+        self.loads += 1
+        return list(self.cells)
+
+
+def test_enabled_excludes_disabled_and_cell0():
+    src = Source([cell("cell0", uuid=CELL0_UUID), cell("a"), cell("b", disabled=True)])
+    cache = CellCache(src, refresh_interval=0)
+    assert [c.name for c in cache.enabled()] == ["a"]
+
+
+def test_cached_until_flagged_stale():
+    src = Source([cell("a")])
+    cache = CellCache(src, refresh_interval=0)
+    cache.enabled()
+    src.cells = [cell("a", disabled=True)]
+    assert [c.name for c in cache.enabled()] == ["a"]      # still cached
+    cache.request_refresh()
+    assert cache.enabled() == []
+    assert src.loads == 2
+
+
+def test_interval_refresh_without_signal():
+    now = [0.0]
+    src = Source([cell("a")])
+    cache = CellCache(src, refresh_interval=30, clock=lambda: now[0])
+    cache.enabled()
+    src.cells = []
+    now[0] = 29.0
+    assert len(cache.enabled()) == 1
+    now[0] = 30.0
+    assert cache.enabled() == []
+
+
+def test_sighup_marks_stale_in_a_real_process(tmp_path):
+    """A separate process registered as a scheduler reloads after signal_schedulers()."""
+    script = tmp_path / "sched.py"
+    flag = tmp_path / "reloaded"
+    script.write_text(f"""
+import time, sys
+from stratus.cells.cache import CellCache
+from stratus.cells import notify
+loads = []
+cache = CellCache(lambda: loads.append(1) or [], refresh_interval=0)
+cache.install_sighup()
+cache.enabled()
+with notify.registered({str(tmp_path)!r}):
+    print("ready", flush=True)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        cache.enabled()
+        if len(loads) >= 2:
+            open({str(flag)!r}, "w").write("yes")
+            break
+        time.sleep(0.01)
+""")
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        assert notify.signal_schedulers(str(tmp_path)) == 1
+        proc.wait(timeout=10)
+        assert flag.read_text() == "yes"
+    finally:
+        proc.kill()
+
+
+def test_signal_forgets_dead_schedulers(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / f"scheduler-{dead.pid}.pid").write_text(str(dead.pid))
+    assert notify.signal_schedulers(str(tmp_path)) == 0
+    assert not os.listdir(tmp_path)
+
+
+def test_scatter_skips_failing_and_slow_cells():
+    cells = [cell("ok"), cell("broken"), cell("slow")]
+
+    def ask(c):
+        if c.name == "broken":
+            raise ConnectionError("database unreachable")
+        if c.name == "slow":
+            time.sleep(2)
+        return c.name.upper()
+
+    started = time.monotonic()
+    got = scatter_gather(cells, ask, timeout=0.5)
+    assert got.results == {"uuid-ok": "OK"}
+    assert "database unreachable" in got.failures["uuid-broken"]
+    assert "no answer" in got.failures["uuid-slow"]
+    assert time.monotonic() - started < 1.9   # did not wait for the slow cell
+
+
+def test_signal_module_constant():
+    assert signal.SIGHUP  # POSIX only: Stratus's scheduler refresh relies on it
