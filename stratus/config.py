@@ -126,6 +126,9 @@ class Config:
 
     values: Mapping[tuple[str, str], Any]
     raw_sections: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # The INI files read, absolute, in order: relative paths in them (the
+    # policy file) are looked up beside them, as oslo.config does.
+    files: tuple[str, ...] = ()
 
     def get(self, section: str, name: str) -> Any:
         return self.values[(section, name)]
@@ -149,7 +152,7 @@ class Config:
                 raise ConfigError(f"unknown option [{key[0]}] {key[1]}")
             if value is not None:
                 values[key] = value
-        return Config(values, self.raw_sections)
+        return Config(values, self.raw_sections, self.files)
 
 
 def load(
@@ -158,6 +161,7 @@ def load(
     overrides: Mapping[tuple[str, str], Any] | None = None,
 ) -> Config:
     environ = os.environ if environ is None else environ
+    files = list(files)
     values: dict[tuple[str, str], Any] = {key: opt.default for key, opt in _BY_KEY.items()}
     values[("DEFAULT", "data_dir")] = environ.get("STRATUS_DATA_DIR", "") or os.path.abspath(
         "data"
@@ -171,7 +175,8 @@ def load(
         except OSError as exc:
             raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
         except configparser.Error as exc:
-            raise ConfigError(f"config file {path} is not valid INI: {exc}") from None
+            detail = " ".join(str(exc).split())  # configparser's messages span lines
+            raise ConfigError(f"config file {path} is not valid INI: {detail}") from None
         sections = [("DEFAULT", parser.defaults())] + [
             (name, {k: v for k, v in parser.items(name, raw=True) if k not in parser.defaults()})
             for name in parser.sections()
@@ -181,12 +186,19 @@ def load(
             for name, value in items.items():
                 opt = _BY_KEY.get((section, name))
                 if opt is not None:
-                    values[(section, name)] = opt.parse(value)
+                    values[(section, name)] = _parse(opt, value, path)
     for opt in OPTIONS:
         if opt.env_var in environ:
-            values[(opt.section, opt.name)] = opt.parse(environ[opt.env_var])
-    config = Config(values, raw)
+            values[(opt.section, opt.name)] = _parse(opt, environ[opt.env_var], f"${opt.env_var}")
+    config = Config(values, raw, tuple(os.path.abspath(path) for path in files))
     return config.with_overrides(overrides or {})
+
+
+def _parse(opt: Option, raw: str, source: str) -> Any:
+    try:
+        return opt.parse(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (from {source})") from None
 
 
 def describe_options() -> str:

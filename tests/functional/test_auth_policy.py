@@ -235,3 +235,23 @@ def test_missing_policy_file_means_defaults(make_client, tmp_path):
     http = make_client(oslo_policy__policy_file=str(tmp_path / "absent.yaml"))
     assert call(http, "GET", "/resource_classes", token="admin").status_code == 200
     assert call(http, "GET", "/resource_classes", token="alice:p1").status_code == 403
+
+
+def test_relative_policy_file_is_found_beside_placement_conf(database_url, tmp_path):
+    from stratus import config as configuration
+
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "policy.yaml").write_text('"placement:resource_classes:list": "@"\n')
+    (etc / "placement.conf").write_text(
+        f"[placement_database]\nconnection = {database_url}\n"
+        "[oslo_policy]\npolicy_file = policy.yaml\n"
+    )
+    config = configuration.load([str(etc / "placement.conf")], environ={})
+    app = PlacementApp(config, db.create_engine(database_url))
+    try:
+        http = httpx.Client(transport=httpx.WSGITransport(app=build_wsgi(app)),
+                            base_url="http://placement.test")
+        assert call(http, "GET", "/resource_classes", token="alice:p1").status_code == 200
+    finally:
+        app.engine.dispose()

@@ -91,6 +91,9 @@ class Policy:
         for group, group_opts in oslo_policy_opts.list_opts():
             conf.register_opts(group_opts, group=group)
         policy_file = str(config.get("oslo_policy", "policy_file"))
+        if config_dir is None and config.files:
+            # As oslo.config: a relative policy file lives beside placement.conf.
+            config_dir = os.path.dirname(config.files[-1])
         if config_dir and not os.path.isabs(policy_file):
             policy_file = os.path.join(config_dir, policy_file)
         self._enforcer = oslo_policy.Enforcer(conf, policy_file=policy_file)
