@@ -37,23 +37,23 @@ def detail(resp: httpx.Response) -> str:
     return resp.json()["errors"][0]["detail"]
 
 
-def test_absent_before_1_1(client, placement_app):
-    rp = make_provider(placement_app)
+def test_absent_before_1_1(client):
+    rp = make_provider(client)
     assert client.get(url(rp), version="1.0").status_code == 404
     assert client.put(url(rp), json=[], version="1.0").status_code == 404
     assert client.get(url(rp), version="1.1").status_code == 200
 
 
-def test_generation_shown_from_1_19(client, placement_app):
-    rp = make_provider(placement_app)
+def test_generation_shown_from_1_19(client):
+    rp = make_provider(client)
     assert client.get(url(rp), version="1.1").json() == {"aggregates": []}
     assert client.get(url(rp), version="1.18").json() == {"aggregates": []}
     assert client.get(url(rp), version="1.19").json() == {
         "aggregates": [], "resource_provider_generation": 0}
 
 
-def test_cache_headers_from_1_15(client, placement_app):
-    rp = make_provider(placement_app)
+def test_cache_headers_from_1_15(client):
+    rp = make_provider(client)
     old = client.get(url(rp), version="1.14")
     assert "cache-control" not in old.headers and "last-modified" not in old.headers
     old_put = client.put(url(rp), json=[A1], version="1.14")
@@ -64,8 +64,8 @@ def test_cache_headers_from_1_15(client, placement_app):
         assert resp.headers["last-modified"].endswith(" GMT")
 
 
-def test_set_before_1_19_is_a_bare_list_and_leaves_the_generation(client, placement_app):
-    rp = make_provider(placement_app)
+def test_set_before_1_19_is_a_bare_list_and_leaves_the_generation(client):
+    rp = make_provider(client)
     resp = client.put(url(rp), json=[A2, A1], version="1.1")
     assert resp.status_code == 200
     assert resp.json() == {"aggregates": [A2, A1]}
@@ -74,10 +74,11 @@ def test_set_before_1_19_is_a_bare_list_and_leaves_the_generation(client, placem
     assert resp.json() == {"aggregates": [A3]}
     assert client.get(url(rp), version="1.19").json() == {
         "aggregates": [A3], "resource_provider_generation": 0}
+    assert client.get(f"/resource_providers/{rp}").json()["generation"] == 0
 
 
-def test_set_from_1_19_checks_and_moves_the_generation(client, placement_app):
-    rp = make_provider(placement_app)
+def test_set_from_1_19_checks_and_moves_the_generation(client):
+    rp = make_provider(client)
     resp = put_v19(client, rp, [A1, A2], 0)
     assert resp.status_code == 200
     assert resp.json() == {"aggregates": [A1, A2], "resource_provider_generation": 1}
@@ -87,10 +88,11 @@ def test_set_from_1_19_checks_and_moves_the_generation(client, placement_app):
     resp = put_v19(client, rp, [], 2)
     assert resp.json() == {"aggregates": [], "resource_provider_generation": 3}
     assert client.get(url(rp)).json() == {"aggregates": [], "resource_provider_generation": 3}
+    assert client.get(f"/resource_providers/{rp}").json()["generation"] == 3
 
 
-def test_stale_generation_is_a_conflict(client, placement_app):
-    rp = make_provider(placement_app)
+def test_stale_generation_is_a_conflict(client):
+    rp = make_provider(client)
     put_v19(client, rp, [A1], 0)
     resp = put_v19(client, rp, [A2], 0, version="1.23")
     assert resp.status_code == 409
@@ -101,7 +103,7 @@ def test_stale_generation_is_a_conflict(client, placement_app):
 
 
 def test_replace_is_per_provider_and_aggregates_are_shared(client, placement_app):
-    rp1, rp2 = make_provider(placement_app, "rp1"), make_provider(placement_app, "rp2")
+    rp1, rp2 = make_provider(client, "rp1"), make_provider(client, "rp2")
     put_v19(client, rp1, [A1, A2], 0)
     put_v19(client, rp2, [A2, A3], 0)
     put_v19(client, rp1, [A3], 1)
@@ -112,8 +114,8 @@ def test_replace_is_per_provider_and_aggregates_are_shared(client, placement_app
     assert stored == [A1, A2, A3]  # each aggregate stored once; none is ever deleted
 
 
-def test_undashed_and_upper_case_uuids_are_kept_as_given(client, placement_app):
-    rp = make_provider(placement_app)
+def test_undashed_and_upper_case_uuids_are_kept_as_given(client):
+    rp = make_provider(client)
     plain = uuidlib.uuid4().hex
     upper = str(uuidlib.uuid4()).upper()
     resp = put_v19(client, rp, [plain, upper], 0)
@@ -143,8 +145,8 @@ def test_undashed_and_upper_case_uuids_are_kept_as_given(client, placement_app):
     ("1.19", {"aggregates": [], "resource_provider_generation": 0, "x": 1},
      "Additional properties are not allowed ('x' was unexpected)"),
 ])
-def test_bad_bodies_change_nothing(client, placement_app, version, body, text):
-    rp = make_provider(placement_app)
+def test_bad_bodies_change_nothing(client, version, body, text):
+    rp = make_provider(client)
     put_v19(client, rp, [A3], 0)
     resp = client.put(url(rp), json=body, version=version)
     assert resp.status_code == 400
@@ -152,8 +154,8 @@ def test_bad_bodies_change_nothing(client, placement_app, version, body, text):
     assert client.get(url(rp)).json() == {"aggregates": [A3], "resource_provider_generation": 1}
 
 
-def test_malformed_json_and_wrong_media_type(client, placement_app):
-    rp = make_provider(placement_app)
+def test_malformed_json_and_wrong_media_type(client):
+    rp = make_provider(client)
     bad = client.put(url(rp), content=b"[nope", headers={"content-type": "application/json"})
     assert bad.status_code == 400 and "Malformed JSON" in detail(bad)
     plain = client.put(url(rp), content=b"[]", headers={"content-type": "text/plain"})
@@ -178,7 +180,7 @@ def test_unknown_provider(client):
 
 
 def test_writes_are_logged_for_the_candidates_index(client, placement_app):
-    rp = make_provider(placement_app)
+    rp = make_provider(client)
     with db.read(placement_app.engine) as conn:
         rp_id = conn.execute(sa.select(schema.resource_providers.c.id)
                              .where(schema.resource_providers.c.uuid == rp)).scalar_one()
@@ -217,17 +219,17 @@ def _hammer(live_server, calls: list[tuple[str, object, str]]) -> list[int]:
     return results
 
 
-def test_concurrent_writers_with_generations_one_wins(live_server, client, placement_app):
-    rp = make_provider(placement_app)
+def test_concurrent_writers_with_generations_one_wins(live_server, client):
+    rp = make_provider(client)
     body = {"aggregates": [A1, A2], "resource_provider_generation": 0}
     assert sorted(_hammer(live_server, [(url(rp), body, "1.19")] * 4)) == [200, 409, 409, 409]
     assert generation(client, rp) == 1
 
 
-def test_concurrent_new_aggregates_never_fail(live_server, client, placement_app):
+def test_concurrent_new_aggregates_never_fail(live_server, client):
     # Legacy writers to one provider, and several providers naming the same
     # brand-new aggregates: all succeed, none trips over another's insert.
-    rps = [make_provider(placement_app, f"rp{i}") for i in range(3)]
+    rps = [make_provider(client, f"rp{i}") for i in range(3)]
     fresh = [str(uuidlib.uuid4()) for _ in range(3)]
     calls = [(url(rp), fresh, "1.18") for rp in rps] + [(url(rps[0]), fresh, "1.18")] * 2
     assert _hammer(live_server, calls) == [200] * 5

@@ -11,7 +11,6 @@ import pytest
 import sqlalchemy as sa
 
 from stratus.placement import schema
-from stratus.placement.store.common import now
 from stratus.storage import engine as db
 
 pytestmark = pytest.mark.all_backends
@@ -19,19 +18,11 @@ pytestmark = pytest.mark.all_backends
 HTTP_DATE = r"^\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} GMT$"
 
 
-def make_provider(placement_app, name: str = "rp1") -> str:
-    """A root provider, written straight to the database.
-
-    (POST /resource_providers is another module's work; until it lands this keeps
-    these tests independent of it.)
-    """
+def make_provider(client, name: str = "rp1") -> str:
+    """A root provider, made through the API."""
     rp_uuid = str(uuidlib.uuid4())
-    rp = schema.resource_providers
-    with db.write(placement_app.engine) as conn:
-        rp_id = conn.execute(
-            sa.insert(rp).values(uuid=rp_uuid, name=name, generation=0, created_at=now())
-        ).inserted_primary_key[0]
-        conn.execute(sa.update(rp).where(rp.c.id == rp_id).values(root_provider_id=rp_id))
+    resp = client.post("/resource_providers", json={"name": name, "uuid": rp_uuid})
+    assert resp.status_code in (200, 201), resp.text
     return rp_uuid
 
 
@@ -52,8 +43,8 @@ def detail(resp: httpx.Response) -> str:
 # ---- versions ----------------------------------------------------------------------
 
 
-def test_every_trait_route_is_absent_before_1_6(client, placement_app):
-    rp = make_provider(placement_app)
+def test_every_trait_route_is_absent_before_1_6(client):
+    rp = make_provider(client)
     body = {"traits": [], "resource_provider_generation": 0}
     calls = [
         ("GET", "/traits", None), ("GET", "/traits/HW_CPU_X86_SSE", None),
@@ -128,7 +119,7 @@ def test_get_unknown_trait(client):
     assert "No such trait(s): CUSTOM_NOPE." in detail(resp)
 
 
-def test_delete_trait_rules(client, placement_app):
+def test_delete_trait_rules(client):
     assert client.put("/traits/CUSTOM_GONE").status_code == 201
     assert client.delete("/traits/CUSTOM_GONE").status_code == 204
     assert client.get("/traits/CUSTOM_GONE").status_code == 404
@@ -143,8 +134,8 @@ def test_delete_trait_rules(client, placement_app):
     assert client.delete("/traits/NOT_A_TRAIT").status_code == 404
 
 
-def test_cannot_delete_a_trait_a_provider_carries(client, placement_app):
-    rp = make_provider(placement_app)
+def test_cannot_delete_a_trait_a_provider_carries(client):
+    rp = make_provider(client)
     client.put("/traits/CUSTOM_USED")
     assert set_traits(client, rp, ["CUSTOM_USED"], 0).status_code == 200
     resp = client.delete("/traits/CUSTOM_USED")
@@ -155,7 +146,7 @@ def test_cannot_delete_a_trait_a_provider_carries(client, placement_app):
     assert client.delete("/traits/CUSTOM_USED").status_code == 204
 
 
-def test_list_filters(client, placement_app):
+def test_list_filters(client):
     for name in ("CUSTOM_TRAIT_1", "CUSTOM_TRAIT_2", "CUSTOM_ANOTHER_TRAIT", "CUSTOM_TRAITX"):
         assert client.put(f"/traits/{name}").status_code == 201
     got = names(client.get("/traits?name=in:CUSTOM_TRAIT_1,CUSTOM_TRAIT_2,CUSTOM_NOPE"))
@@ -174,8 +165,8 @@ def test_list_filters(client, placement_app):
         "CUSTOM_TRAIT_2"]
 
 
-def test_list_associated(client, placement_app):
-    rp = make_provider(placement_app)
+def test_list_associated(client):
+    rp = make_provider(client)
     client.put("/traits/CUSTOM_ON")
     client.put("/traits/CUSTOM_OFF")
     assert names(client.get("/traits?associated=true")) == []
@@ -207,8 +198,8 @@ def test_list_bad_query(client, query, text):
 # ---- /resource_providers/{uuid}/traits -------------------------------------------------
 
 
-def test_provider_traits_round_trip(client, placement_app):
-    rp = make_provider(placement_app)
+def test_provider_traits_round_trip(client):
+    rp = make_provider(client)
     client.put("/traits/CUSTOM_TRAIT_1")
     empty = client.get(f"/resource_providers/{rp}/traits", version="1.6")
     assert empty.json() == {"traits": [], "resource_provider_generation": 0}
@@ -227,10 +218,11 @@ def test_provider_traits_round_trip(client, placement_app):
     assert resp.json() == {"traits": ["HW_CPU_X86_AVX"], "resource_provider_generation": 2}
     assert resp.headers["cache-control"] == "no-cache"
     assert names(client.get(f"/resource_providers/{rp}/traits")) == ["HW_CPU_X86_AVX"]
+    assert client.get(f"/resource_providers/{rp}").json()["generation"] == 2
 
 
-def test_setting_the_same_traits_keeps_the_generation(client, placement_app):
-    rp = make_provider(placement_app)
+def test_setting_the_same_traits_keeps_the_generation(client):
+    rp = make_provider(client)
     assert set_traits(client, rp, ["HW_CPU_X86_SSE"], 0).json()["resource_provider_generation"] == 1
     # Repeats in the list are tolerated; the set did not change, so neither does the generation.
     again = set_traits(client, rp, ["HW_CPU_X86_SSE", "HW_CPU_X86_SSE"], 1)
@@ -238,8 +230,8 @@ def test_setting_the_same_traits_keeps_the_generation(client, placement_app):
     assert set_traits(client, rp, ["HW_CPU_X86_SSE"], 1).status_code == 200
 
 
-def test_stale_generation_is_a_conflict(client, placement_app):
-    rp = make_provider(placement_app)
+def test_stale_generation_is_a_conflict(client):
+    rp = make_provider(client)
     resp = set_traits(client, rp, ["HW_CPU_X86_SSE"], 5, version="1.23")
     assert resp.status_code == 409
     err = resp.json()["errors"][0]
@@ -249,8 +241,8 @@ def test_stale_generation_is_a_conflict(client, placement_app):
         "traits": [], "resource_provider_generation": 0}
 
 
-def test_unknown_traits_change_nothing(client, placement_app):
-    rp = make_provider(placement_app)
+def test_unknown_traits_change_nothing(client):
+    rp = make_provider(client)
     set_traits(client, rp, ["HW_CPU_X86_SSE"], 0)
     resp = set_traits(client, rp, ["NON_EXISTED_TRAIT2", "NON_EXISTED_TRAIT1", "HW_CPU_X86_AVX"], 1)
     assert resp.status_code == 400
@@ -275,15 +267,15 @@ def test_unknown_traits_change_nothing(client, placement_app):
     (["HW_CPU_X86_SSE"], "is not of type 'object'"),
     ("HW_CPU_X86_SSE", "is not of type 'object'"),
 ])
-def test_bad_bodies(client, placement_app, body, text):
-    rp = make_provider(placement_app)
+def test_bad_bodies(client, body, text):
+    rp = make_provider(client)
     resp = client.put(f"/resource_providers/{rp}/traits", json=body)
     assert resp.status_code == 400
     assert text in detail(resp)
 
 
-def test_malformed_json_and_wrong_media_type(client, placement_app):
-    rp = make_provider(placement_app)
+def test_malformed_json_and_wrong_media_type(client):
+    rp = make_provider(client)
     url = f"/resource_providers/{rp}/traits"
     bad = client.put(url, content=b"{nope", headers={"content-type": "application/json"})
     assert bad.status_code == 400 and "Malformed JSON" in detail(bad)
@@ -305,8 +297,8 @@ def test_unknown_provider(client):
                       ).status_code == 400
 
 
-def test_delete_provider_traits(client, placement_app):
-    rp = make_provider(placement_app)
+def test_delete_provider_traits(client):
+    rp = make_provider(client)
     set_traits(client, rp, ["HW_CPU_X86_SSE", "HW_CPU_X86_AVX"], 0)
     resp = client.delete(f"/resource_providers/{rp}/traits")
     assert resp.status_code == 204
@@ -319,8 +311,8 @@ def test_delete_provider_traits(client, placement_app):
         "resource_provider_generation"] == 2
 
 
-def test_providers_have_separate_trait_sets(client, placement_app):
-    rp1, rp2 = make_provider(placement_app, "rp1"), make_provider(placement_app, "rp2")
+def test_providers_have_separate_trait_sets(client):
+    rp1, rp2 = make_provider(client, "rp1"), make_provider(client, "rp2")
     set_traits(client, rp1, ["HW_CPU_X86_SSE"], 0)
     set_traits(client, rp2, ["HW_CPU_X86_AVX"], 0)
     client.delete(f"/resource_providers/{rp1}/traits")
@@ -328,7 +320,7 @@ def test_providers_have_separate_trait_sets(client, placement_app):
 
 
 def test_writes_are_logged_for_the_candidates_index(client, placement_app):
-    rp = make_provider(placement_app)
+    rp = make_provider(client)
 
     def changes() -> list[int | None]:
         with db.read(placement_app.engine) as conn:
@@ -348,8 +340,8 @@ def test_writes_are_logged_for_the_candidates_index(client, placement_app):
     assert changes()[len(before):] == [rp_id, rp_id, None, None]
 
 
-def test_concurrent_writers_one_wins(live_server, placement_app):
-    rp = make_provider(placement_app)
+def test_concurrent_writers_one_wins(live_server, client):
+    rp = make_provider(client)
     results: list[int] = []
     barrier = threading.Barrier(4)
 
