@@ -111,8 +111,9 @@ def _ensure_aggregates(conn: Connection, uuids: list[str]) -> list[int]:
             continue
         try:
             with conn.begin_nested():
-                result = conn.execute(sa.insert(agg).values(uuid=agg_uuid))
-            found[agg_uuid] = int(result.inserted_primary_key[0])
+                key = conn.execute(sa.insert(agg).values(uuid=agg_uuid)).inserted_primary_key
+            assert key is not None
+            found[agg_uuid] = int(key[0])
         except sa.exc.IntegrityError:
             # Another transaction created it first (its insert made ours wait
             # until it committed); a locking read sees its row.
