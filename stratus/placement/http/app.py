@@ -11,10 +11,8 @@ the traceback itself.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import webob
@@ -27,25 +25,11 @@ from stratus.placement.http.errors import HTTPError, error_response
 from stratus.placement.http.policy import Policy
 from stratus.placement.http.routes import ROUTES
 from stratus.placement.http.wsgi import Context, Handler, Req
+from stratus.web.routing import MethodNotAllowed, NoRoute, Router
 
 LOG = logging.getLogger(__name__)
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
-
-
-@dataclass(frozen=True)
-class _Route:
-    pattern: re.Pattern[str]
-    methods: dict[str, Handler]
-
-    @property
-    def allow(self) -> str:
-        return ", ".join(self.methods)
-
-
-def _compile(template: str) -> re.Pattern[str]:
-    regex = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", template)
-    return re.compile(f"^{regex}$")
 
 
 class PlacementApp:
@@ -65,7 +49,7 @@ class PlacementApp:
         self.candidates = candidates
         self.max_body_bytes = int(config.get("api_server", "max_body_bytes"))
         self.keystone = str(config.get("api", "auth_strategy")) == "keystone"
-        self._routes = [_Route(_compile(t), dict(m)) for t, m in ROUTES]
+        self._router: Router[Handler] = Router(ROUTES)
 
     # ---- WSGI -------------------------------------------------------------
 
@@ -106,23 +90,20 @@ class PlacementApp:
         if request.content_length and request.content_length > self.max_body_bytes:
             raise HTTPError(413, f"Request body is {request.content_length} bytes; the limit "
                                  f"is {self.max_body_bytes}.")
-        for route in self._routes:
-            match = route.pattern.match(path)
-            if match is None:
-                continue
-            handler = route.methods.get(request.method)
-            if handler is None:
-                raise HTTPError(405, "The method specified is not allowed for this resource.",
-                                headers={"Allow": route.allow})
-            if (
-                request.method == "GET"
-                and request.accept
-                and not request.accept.acceptable_offers(["application/json"])
-            ):
-                raise HTTPError(406, "Only application/json is provided")
-            req = Req(request, self, want, ctx, dict(match.groupdict()))
-            return handler(req)
-        raise HTTPError(404, "The resource could not be found.")
+        try:
+            handler, args = self._router.match(path, request.method)
+        except NoRoute:
+            raise HTTPError(404, "The resource could not be found.") from None
+        except MethodNotAllowed as exc:
+            raise HTTPError(405, "The method specified is not allowed for this resource.",
+                            headers={"Allow": exc.allow}) from None
+        if (
+            request.method == "GET"
+            and request.accept
+            and not request.accept.acceptable_offers(["application/json"])
+        ):
+            raise HTTPError(406, "Only application/json is provided")
+        return handler(Req(request, self, want, ctx, args))
 
     def _authenticate(self, request: webob.Request, path: str, request_id: str) -> Context:
         if path in ("/", ""):
