@@ -1,0 +1,320 @@
+"""The RabbitMQ transport (``amqp://USER:PASS@HOST:PORT/VHOST``), on kombu.
+
+Layout in the broker, under a namespace (default ``stratus``; one virtual
+host per cell keeps cells apart):
+
+- one direct exchange ``<ns>``;
+- ``<ns>.<topic>`` bound with key ``any.<topic>``: the topic's shared queue;
+- ``<ns>.<topic>.<server>`` bound with ``one.<topic>.<server>``: one server's queue;
+- ``<ns>.<topic>.fanout.<server>.<id>`` bound with ``all.<topic>``: exclusive, one per
+  listening server, gone with it;
+- ``<ns>.reply.<id>``: this transport's exclusive reply queue; replies go through
+  the default exchange with the call's ``correlation_id``.
+
+Shared and per-server queues are durable and casts persistent, so work waits
+for a server that is restarting. Calls are transient and expire with their
+timeout. URL options, removed before kombu sees the URL: ``namespace=NAME``,
+``durable=false`` (non-durable, auto-deleted queues: what the tests use so
+they need no admin rights and leave nothing behind).
+
+Threads: one thread owns the consuming connection (kombu connections are not
+thread-safe); other threads ask it to subscribe or cancel through a command
+queue. Publishing goes through a second connection under a lock. If the
+consuming connection drops, the thread reconnects with backoff and consumes
+again; calls in flight then time out.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import contextlib
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import kombu
+
+from stratus.bus import errors
+from stratus.bus.transport import Handler, Listener, Target, Transport, Workers
+
+LOG = logging.getLogger(__name__)
+FALSE = {"0", "false", "no", "off"}
+Command = Callable[[Any], Any]  # run on the consuming thread with its channel
+
+
+class _Subscription(Listener):
+    def __init__(self, transport: AmqpTransport, topic: str, server: str, handler: Handler,
+                 max_inflight: int) -> None:
+        self.transport, self.topic, self.server = transport, topic, server
+        self.handler, self.max_inflight = handler, max_inflight
+        self.fanout_queue = f"{transport.namespace}.{topic}.fanout.{server}.{uuid.uuid4().hex[:8]}"
+        self.consumer: kombu.Consumer | None = None
+        self.cond = threading.Condition()
+        self.inflight = 0
+        # Deliveries beyond max_inflight wait here: they are already acknowledged.
+        self.backlog: collections.deque[tuple[bytes, str | None, str | None]] = (
+            collections.deque())
+        self.stopped = False
+
+    def queues(self) -> list[kombu.Queue]:
+        t = self.transport
+        shared = dict(exchange=t.exchange, durable=t.durable, auto_delete=not t.durable)
+        return [
+            kombu.Queue(f"{t.namespace}.{self.topic}", routing_key=f"any.{self.topic}",
+                        **shared),
+            kombu.Queue(f"{t.namespace}.{self.topic}.{self.server}",
+                        routing_key=f"one.{self.topic}.{self.server}", **shared),
+            kombu.Queue(self.fanout_queue, exchange=t.exchange, routing_key=f"all.{self.topic}",
+                        exclusive=True, auto_delete=True),
+        ]
+
+    def on_message(self, message: Any) -> None:  # on the consuming thread
+        props = message.properties
+        item = (message.body, props.get("reply_to"), props.get("correlation_id"))
+        with self.cond:
+            if self.inflight >= self.max_inflight:
+                self.backlog.append(item)
+                return
+            self.inflight += 1
+        self.transport.workers.submit(lambda: self._run(*item))
+
+    def _run(self, body: bytes, reply_to: str | None, correlation_id: str | None) -> None:
+        while True:
+            try:
+                reply = self.handler(body, reply_to is not None)
+                if reply_to and reply is not None:
+                    self.transport.publish("", reply_to, reply, correlation_id=correlation_id)
+            except Exception:  # a handler's failure must not stop the consumer
+                LOG.exception("amqp: handler for %s.%s failed", self.topic, self.server)
+            with self.cond:
+                if not self.backlog:
+                    self.inflight -= 1
+                    self.cond.notify_all()
+                    return
+                body, reply_to, correlation_id = self.backlog.popleft()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
+        self.transport.unsubscribe(self, timeout)
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.inflight == 0, timeout):
+                LOG.warning("amqp: %d handler(s) of %s.%s still running after stop",
+                            self.inflight, self.topic, self.server)
+
+
+class AmqpTransport(Transport):
+    def __init__(self, url: str, connect_timeout: float = 5.0) -> None:
+        parts = urlsplit(url)
+        options = dict(parse_qsl(parts.query))
+        self.namespace = options.pop("namespace", "stratus")
+        self.durable = options.pop("durable", "true").lower() not in FALSE
+        if not self.namespace or "." in self.namespace:
+            raise errors.TransportError(f"invalid namespace {self.namespace!r} in {url!r}")
+        self.url = url
+        self._broker_url = urlunsplit(parts._replace(query=urlencode(options)))
+        self._connect_timeout = connect_timeout
+        self.exchange = kombu.Exchange(self.namespace, type="direct", durable=self.durable)
+        self.workers = Workers(f"amqp-{self.namespace}")
+        self._reply_queue = f"{self.namespace}.reply.{uuid.uuid4().hex}"
+        self._pending: dict[str, list[bytes | None]] = {}
+        self._pending_events: dict[str, threading.Event] = {}
+        self._pending_lock = threading.Lock()
+        self._subscriptions: list[_Subscription] = []
+        self._commands: collections.deque[tuple[Command, concurrent.futures.Future[Any]]] = (
+            collections.deque())
+        self._closing = threading.Event()
+        self._ready = threading.Event()
+        self._consuming: Any = None  # the consuming thread's kombu connection, when up
+        self._pub_lock = threading.Lock()
+        self._publisher = kombu.Connection(self._broker_url, connect_timeout=connect_timeout)
+        try:
+            self._publisher.ensure_connection(max_retries=1)
+            self.exchange(self._publisher.default_channel).declare()
+        except Exception as exc:  # any failure here means "cannot use the broker"
+            self._publisher.release()
+            raise errors.TransportError(f"cannot use RabbitMQ at {self._redacted()}: {exc}"
+                                        ) from None
+        self._producer = kombu.Producer(self._publisher.default_channel)
+        self._thread = threading.Thread(target=self._consume_forever, daemon=True,
+                                        name=f"amqp-{self.namespace}-consumer")
+        self._thread.start()
+        if not self._ready.wait(connect_timeout):
+            self.close()
+            raise errors.TransportError(f"cannot consume from RabbitMQ at {self._redacted()}")
+
+    def _redacted(self) -> str:
+        return kombu.Connection(self._broker_url).as_uri()  # hides the password
+
+    # -- sending -------------------------------------------------------------
+
+    def publish(self, exchange: str, routing_key: str, payload: bytes, **props: Any) -> None:
+        props = {k: v for k, v in props.items() if v is not None}
+        try:
+            with self._pub_lock:
+                self._producer.publish(
+                    payload, exchange=exchange, routing_key=routing_key,
+                    content_type="application/json", content_encoding="utf-8", retry=True,
+                    retry_policy={"max_retries": 3, "interval_start": 0.2,
+                                  "interval_step": 0.5, "interval_max": 2.0},
+                    **props)
+        except Exception as exc:  # kombu raises many kinds; one typed error out
+            raise errors.TransportError(f"cannot publish to RabbitMQ at {self._redacted()}: "
+                                        f"{exc}") from None
+
+    def _route(self, target: Target) -> str:
+        if target.fanout:
+            return f"all.{target.topic}"
+        return f"one.{target.topic}.{target.server}" if target.server else f"any.{target.topic}"
+
+    def send(self, target: Target, payload: bytes) -> None:
+        self._check_open()
+        self.publish(self.namespace, self._route(target), payload,
+                     delivery_mode=2 if self.durable else 1)
+
+    def request(self, target: Target, payload: bytes, timeout: float) -> bytes:
+        self._check_open()
+        if target.fanout:
+            raise ValueError("a fan-out cannot be answered: use send()")
+        correlation_id = uuid.uuid4().hex
+        event = threading.Event()
+        with self._pending_lock:
+            self._pending[correlation_id] = []
+            self._pending_events[correlation_id] = event
+        try:
+            self.publish(self.namespace, self._route(target), payload, delivery_mode=1,
+                         reply_to=self._reply_queue, correlation_id=correlation_id,
+                         expiration=timeout)
+            if not event.wait(timeout):
+                raise TimeoutError(f"no reply from {target} within {timeout}s")
+        finally:
+            with self._pending_lock:
+                box = self._pending.pop(correlation_id)
+                self._pending_events.pop(correlation_id)
+        if not box or box[0] is None:
+            raise errors.TransportError(f"transport {self._redacted()} closed while waiting "
+                                        f"for {target}")
+        return box[0]
+
+    def _on_reply(self, message: Any) -> None:  # on the consuming thread
+        correlation_id = message.properties.get("correlation_id")
+        with self._pending_lock:
+            box = self._pending.get(correlation_id)
+            if box is not None and not box:
+                box.append(message.body)
+                self._pending_events[correlation_id].set()
+
+    # -- consuming -----------------------------------------------------------
+
+    def listen(self, topic: str, server: str, handler: Handler, max_inflight: int = 16
+               ) -> Listener:
+        self._check_open()
+        Target(topic, server)  # validates the names
+        sub = _Subscription(self, topic, server, handler, max(1, max_inflight))
+
+        def start(channel: Any) -> None:
+            self._consume(channel, sub)
+            self._subscriptions.append(sub)
+
+        self._command(start)
+        return sub
+
+    def unsubscribe(self, sub: _Subscription, timeout: float) -> None:
+        def cancel(channel: Any) -> None:
+            if sub in self._subscriptions:
+                self._subscriptions.remove(sub)
+            if sub.consumer is not None:
+                sub.consumer.cancel()
+                sub.consumer = None
+
+        if not self._closing.is_set():
+            self._command(cancel, timeout)
+
+    def _consume(self, channel: Any, sub: _Subscription) -> None:
+        sub.consumer = kombu.Consumer(channel, queues=sub.queues(), no_ack=True,
+                                      on_message=sub.on_message)
+        sub.consumer.consume()
+
+    def _command(self, command: Command, timeout: float | None = None) -> Any:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._commands.append((command, future))
+        try:
+            return future.result(timeout or self._connect_timeout * 2)
+        except concurrent.futures.TimeoutError:
+            raise errors.TransportError(f"RabbitMQ at {self._redacted()} did not respond"
+                                        ) from None
+        except errors.BusError:
+            raise
+        except Exception as exc:  # broker refusals (e.g. a queue's options)
+            raise errors.TransportError(f"RabbitMQ at {self._redacted()} refused: {exc}"
+                                        ) from None
+
+    def _consume_forever(self) -> None:
+        backoff = 0.5
+        while not self._closing.is_set():
+            conn = kombu.Connection(self._broker_url, connect_timeout=self._connect_timeout)
+            try:
+                conn.ensure_connection(max_retries=1)
+                self._consuming = conn
+                channel = conn.channel()
+                replies = kombu.Queue(self._reply_queue, exclusive=True, auto_delete=True)
+                kombu.Consumer(channel, queues=[replies], no_ack=True,
+                               on_message=self._on_reply).consume()
+                for sub in list(self._subscriptions):
+                    self._consume(channel, sub)
+                self._ready.set()
+                backoff = 0.5
+                while not self._closing.is_set():
+                    self._run_commands(channel)
+                    with contextlib.suppress(TimeoutError):
+                        conn.drain_events(timeout=0.05)
+            except Exception as exc:  # reconnect on any connection failure
+                if self._closing.is_set():
+                    break
+                LOG.warning("amqp: lost the consuming connection (%s); reconnecting in %.1fs",
+                            exc, backoff)
+                self._closing.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+            finally:
+                with contextlib.suppress(Exception):  # already broken
+                    conn.release()
+        self._run_commands(None)  # fail whatever is still queued
+
+    def _run_commands(self, channel: Any) -> None:
+        while self._commands:
+            command, future = self._commands.popleft()
+            if channel is None:
+                future.set_exception(errors.TransportError("transport closed"))
+                continue
+            try:
+                future.set_result(command(channel))
+            except Exception as exc:  # handed to the waiting caller
+                future.set_exception(exc)
+                if not getattr(channel, "is_open", True):
+                    raise  # the broker closed the channel over it: reconnect
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closing.is_set():
+            raise errors.TransportError(f"transport {self._redacted()} is closed")
+
+    def close(self) -> None:
+        if self._closing.is_set():
+            return
+        for sub in list(self._subscriptions):
+            sub.stop()
+        self._closing.set()
+        self._thread.join(self._connect_timeout)
+        with self._pending_lock:
+            for correlation_id, box in self._pending.items():
+                if not box:
+                    box.append(None)
+                    self._pending_events[correlation_id].set()
+        with self._pub_lock:
+            self._publisher.release()

@@ -1,0 +1,157 @@
+"""The message envelope: what crosses every transport, as UTF-8 JSON.
+
+A request::
+
+    {"kind": "request", "service": "compute", "method": "set_host_enabled",
+     "args": {"enabled": false}, "version": "1.0", "msg_id": "<uuid4 hex>",
+     "sender": "conductor", "sent_at": 1718000000.25, "signature": "<hex>"?}
+
+A reply::
+
+    {"kind": "reply", "in_reply_to": "<msg_id>", "msg_id": "<uuid4 hex>",
+     "sender": "compute.host1", "sent_at": ..., "result": ... | "error": {...},
+     "signature": "<hex>"?}
+
+``version`` is the interface's message-schema version the sender needed for
+this call (see :mod:`stratus.bus.interfaces`). ``kind`` is inside the signed
+bytes, so a signed request cannot be replayed as a reply. The canonical form
+(:func:`canonical`) is what signatures cover: every field but ``signature``,
+keys sorted, no whitespace, ASCII only.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import asdict, dataclass, field, replace
+from functools import total_ordering
+from typing import Any
+
+from stratus.bus import errors
+
+
+@total_ordering
+@dataclass(frozen=True)
+class Version:
+    """A ``major.minor`` message-schema version. Same major, higher minor: compatible superset."""
+
+    major: int
+    minor: int
+
+    @classmethod
+    def parse(cls, text: str | Version) -> Version:
+        if isinstance(text, Version):
+            return text
+        try:
+            major, minor = str(text).split(".")
+            value = cls(int(major), int(minor))
+        except ValueError:
+            raise ValueError(f"invalid version {text!r}: expected 'MAJOR.MINOR'") from None
+        if value.major < 0 or value.minor < 0:
+            raise ValueError(f"invalid version {text!r}: negative number")
+        return value
+
+    def can_accept(self, other: Version) -> bool:
+        """True if a receiver at this version understands a message at ``other``."""
+        return other.major == self.major and other.minor <= self.minor
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
+        return (self.major, self.minor) < (other.major, other.minor)
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class Request:
+    service: str
+    method: str
+    args: dict[str, Any]
+    version: str
+    sender: str
+    msg_id: str = field(default_factory=new_id)
+    sent_at: float = field(default_factory=time.time)
+    signature: str | None = None
+    kind: str = "request"
+
+
+@dataclass(frozen=True)
+class Reply:
+    in_reply_to: str
+    sender: str
+    result: Any = None
+    error: dict[str, Any] | None = None
+    msg_id: str = field(default_factory=new_id)
+    sent_at: float = field(default_factory=time.time)
+    signature: str | None = None
+    kind: str = "reply"
+
+
+Message = Request | Reply
+
+_REQUIRED: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "request": {"service": str, "method": str, "args": dict, "version": str, "sender": str,
+                "msg_id": str, "sent_at": (int, float)},
+    "reply": {"in_reply_to": str, "sender": str, "msg_id": str, "sent_at": (int, float)},
+}
+
+
+def as_dict(message: Message) -> dict[str, Any]:
+    data = asdict(message)
+    if data.get("signature") is None:
+        data.pop("signature", None)
+    if isinstance(message, Reply):
+        data.pop("error" if message.error is None else "result")
+    return data
+
+
+def canonical(message: Message | dict[str, Any]) -> bytes:
+    """The bytes a signature covers: everything but ``signature``, in one fixed spelling."""
+    data = dict(message) if isinstance(message, dict) else as_dict(message)
+    data.pop("signature", None)
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      allow_nan=False).encode("ascii")
+
+
+def encode(message: Message) -> bytes:
+    """Serialise; arguments or results that JSON cannot carry are the sender's BadMessage."""
+    try:
+        return json.dumps(as_dict(message), separators=(",", ":"), allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        what = message.method if isinstance(message, Request) else "reply"
+        raise errors.BadMessage(f"cannot encode {what}: {exc}") from None
+
+
+def decode(payload: bytes) -> Message:
+    """Parse and check field types; anything malformed is BadMessage."""
+    try:
+        data = json.loads(payload)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise errors.BadMessage(f"message is not JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("kind") not in _REQUIRED:
+        raise errors.BadMessage("message is not a request or reply envelope")
+    kind = data["kind"]
+    for name, typ in _REQUIRED[kind].items():
+        if not isinstance(data.get(name), typ) or isinstance(data.get(name), bool):
+            raise errors.BadMessage(f"{kind} envelope field '{name}' is missing or invalid")
+    signature = data.get("signature")
+    if signature is not None and not isinstance(signature, str):
+        raise errors.BadMessage(f"{kind} envelope field 'signature' is invalid")
+    if kind == "request":
+        return Request(**{k: data[k] for k in _REQUIRED["request"]}, signature=signature)
+    error = data.get("error")
+    if error is not None and not isinstance(error, dict):
+        raise errors.BadMessage("reply envelope field 'error' is invalid")
+    return Reply(**{k: data[k] for k in _REQUIRED["reply"]}, result=data.get("result"),
+                 error=error, signature=signature)
+
+
+def with_signature(message: Message, signature: str) -> Message:
+    return replace(message, signature=signature)

@@ -1,0 +1,132 @@
+"""The bus contract over RabbitMQ, plus what only a broker can show (durability, reconnects).
+
+Needs ``STRATUS_TEST_RABBIT_URL`` (e.g. ``amqp://guest:guest@127.0.0.1:5672/``); without
+it these tests skip, and with ``CI`` set a missing or unreachable broker fails them.
+Everything lives in the given virtual host under a unique namespace: queues are
+auto-deleted, and the namespace's exchange is deleted at the end, so no admin
+rights are needed and nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+
+import kombu
+import pytest
+
+from stratus import bus
+from stratus.bus.amqp import AmqpTransport
+from tests.unit import test_bus_contract as contract
+
+pytestmark = pytest.mark.backend
+
+ENV = "STRATUS_TEST_RABBIT_URL"
+IN_CI = bool(os.environ.get("CI"))
+
+
+def _unavailable(message: str) -> None:
+    if IN_CI:
+        pytest.fail(f"{message} (CI is set, so a missing backend is a failure)")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def rabbit_url() -> str:
+    base = os.environ.get(ENV, "")
+    if not base:
+        _unavailable(f"RabbitMQ tests need ${ENV} (see .ci/run)")
+    try:
+        AmqpTransport(base, connect_timeout=3).close()
+    except bus.TransportError as exc:
+        _unavailable(f"RabbitMQ at ${ENV} is unreachable: {exc}")
+    return base
+
+
+def namespaced(base: str, namespace: str, durable: bool = False) -> str:
+    sep = "&" if "?" in base else "?"
+    return f"{base}{sep}namespace={namespace}&durable={'true' if durable else 'false'}"
+
+
+def cleanup(base: str, namespace: str, queues: list[str] = ()) -> None:  # type: ignore[assignment]
+    with kombu.Connection(base) as conn:
+        channel = conn.channel()
+        for name in queues:
+            channel.queue_delete(name)
+        channel.exchange_delete(namespace)
+
+
+class TestRabbitBus(contract.BusContract):
+    @pytest.fixture
+    def bus_url(self, rabbit_url: str) -> Iterator[str]:
+        namespace = f"stratus-test-{uuid.uuid4().hex[:10]}"
+        yield namespaced(rabbit_url, namespace)
+        cleanup(rabbit_url, namespace)
+
+
+def test_durable_queues_keep_casts_for_a_restarting_server(rabbit_url: str) -> None:
+    namespace = f"stratus-test-{uuid.uuid4().hex[:10]}"
+    b = bus.Bus(namespaced(rabbit_url, namespace, durable=True), identity="t", timeout=3)
+    try:
+        b.serve(contract.EchoRPC, contract.Echo("h1"), server="h1").stop()
+        b.client(contract.EchoRPC, server="h1").cast("note", text="while down")
+        back = contract.Echo("h1")
+        b.serve(contract.EchoRPC, back, server="h1")
+        assert back.wait_notes(1) == ["while down"]
+    finally:
+        b.close()
+        cleanup(rabbit_url, namespace, [f"{namespace}.echo", f"{namespace}.echo.h1"])
+
+
+def test_an_expired_call_is_not_executed_later(rabbit_url: str) -> None:
+    namespace = f"stratus-test-{uuid.uuid4().hex[:10]}"
+    b = bus.Bus(namespaced(rabbit_url, namespace, durable=True), identity="t", timeout=3)
+    try:
+        b.serve(contract.EchoRPC, contract.Echo("h1"), server="h1").stop()
+        with pytest.raises(bus.MessagingTimeout):
+            b.client(contract.EchoRPC, server="h1", timeout=0.2).call("echo", text="late")
+        time.sleep(0.3)
+        back = contract.Echo("h1")
+        b.serve(contract.EchoRPC, back, server="h1")
+        b.client(contract.EchoRPC, server="h1").cast("note", text="marker")
+        back.wait_notes(1)
+        assert back.calls == []
+    finally:
+        b.close()
+        cleanup(rabbit_url, namespace, [f"{namespace}.echo", f"{namespace}.echo.h1"])
+
+
+def test_the_consumer_reconnects_after_losing_its_connection(rabbit_url: str) -> None:
+    namespace = f"stratus-test-{uuid.uuid4().hex[:10]}"
+    b = bus.Bus(namespaced(rabbit_url, namespace), identity="t", timeout=3)
+    try:
+        b.serve(contract.EchoRPC, contract.Echo("h1"), server="h1")
+        client = b.client(contract.EchoRPC, server="h1")
+        assert client.call("echo", text="before") == "before"
+        transport = b.transport
+        assert isinstance(transport, AmqpTransport)
+        transport._consuming.connection.transport.sock.shutdown(socket.SHUT_RDWR)  # cut the wire
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                assert client.prepare(timeout=0.5).call("echo", text="after") == "after"
+                break
+            except bus.MessagingTimeout:
+                if time.monotonic() > deadline:
+                    raise
+    finally:
+        b.close()
+        cleanup(rabbit_url, namespace)
+
+
+def test_an_unreachable_broker_is_a_transport_error() -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(bus.TransportError, match="cannot use RabbitMQ"):
+        AmqpTransport(f"amqp://guest:guest@127.0.0.1:{port}/", connect_timeout=1)
+    assert time.monotonic() - started < 10
