@@ -15,7 +15,7 @@ from stratus.cli import common, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = common.ArgumentParser(
         prog="stratus",
         description="Stratus: placement, scheduling and compute plane for a cloud.",
         epilog=configuration.describe_options(),

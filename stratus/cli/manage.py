@@ -1,60 +1,79 @@
-"""``stratus-manage``: database and operator maintenance commands."""
+"""``stratus-manage``: database and operator maintenance commands.
+
+``stratus-manage placement db sync`` and ``db version`` work as
+``placement-manage db sync`` / ``db version`` do, on SQLite, PostgreSQL and
+MariaDB, reading the same placement.conf.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from stratus import config as configuration
 from stratus.cli import common
 from stratus.placement import db as placement_db
-from stratus.storage import engine as db
+
+DB_WAIT_SECONDS = 5.0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = common.ArgumentParser(
         prog="stratus-manage",
         description="Stratus maintenance: database migrations and operator repairs.",
         epilog=configuration.describe_options(),
         formatter_class=common.HelpFormatter,
     )
     top = parser.add_subparsers(dest="area", metavar="AREA")
-    placement = top.add_parser("placement", help="Placement database commands")
+    placement = common.add_parser(top, "placement", help="Placement database commands",
+                                  description="Placement database commands.", options=False)
     psub = placement.add_subparsers(dest="group", metavar="GROUP")
-    dbp = psub.add_parser("db", help="schema migrations")
+    dbp = common.add_parser(psub, "db", help="schema migrations",
+                            description="Placement schema migrations.", options=False)
     dsub = dbp.add_subparsers(dest="action", metavar="ACTION")
     for name, func, text in (
-        ("sync", cmd_db_sync, "migrate the placement database to the current schema"),
-        ("version", cmd_db_version, "print the database's schema revision"),
+        ("sync", cmd_db_sync, "migrate the placement database to the current schema and "
+         "seed the standard resource classes and traits (safe to repeat)"),
+        ("version", cmd_db_version, "print the database's schema revision, or 'empty'"),
     ):
-        p = dsub.add_parser(name, help=text, description=text)
+        p = common.add_parser(dsub, name, help=text, description=text[0].upper() + text[1:]
+                              + ". The database is [placement_database] connection, or --db.")
         common.add_config_args(p)
         p.add_argument("--db", metavar="URL", help="database URL (overrides configuration)")
         p.set_defaults(func=func)
     return parser
 
 
-def _engine(args: argparse.Namespace) -> db.Engine:
+def _engine(args: argparse.Namespace) -> Any:
     config = common.load_config(args, {("placement_database", "connection"): args.db})
-    engine = db.create_engine(config.placement_db_url)
-    try:
-        db.wait_for(engine, seconds=5)
-    except Exception as exc:  # noqa: BLE001
-        common.fail(f"cannot connect to the placement database: {exc}")
-    return engine
+    return common.connect(config.placement_db_url, DB_WAIT_SECONDS)
 
 
 def cmd_db_sync(args: argparse.Namespace) -> int:
     engine = _engine(args)
-    placement_db.sync(engine)
-    print(f"placement database at revision {placement_db.current_revision(engine)}")
+    try:
+        common.sync_database(engine)
+        print(f"placement database at revision {_revision(engine)}")
+    finally:
+        engine.dispose()
     return 0
 
 
 def cmd_db_version(args: argparse.Namespace) -> int:
     engine = _engine(args)
-    print(placement_db.current_revision(engine) or "empty (run: stratus-manage placement db sync)")
+    try:
+        print(_revision(engine) or "empty (run: stratus-manage placement db sync)")
+    finally:
+        engine.dispose()
     return 0
+
+
+def _revision(engine: Any) -> str | None:
+    try:
+        return placement_db.current_revision(engine)
+    except Exception as exc:
+        common.fail(f"cannot read the schema revision: {common.db_error(exc)}")
 
 
 def main(argv: list[str] | None = None) -> None:
