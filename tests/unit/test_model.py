@@ -69,3 +69,38 @@ def test_capacity_acceptable_reserved_equal_total_only_when_allowed():
     assert model.capacity_acceptable(full, reserved_may_equal_total=True)
     over = Inventory("VCPU", total=4, reserved=5)
     assert not model.capacity_acceptable(over, reserved_may_equal_total=True)
+
+
+# The store's guard for inventories built outside the HTTP schemas (the reshaper).
+
+from stratus.placement.store.inventories import build  # noqa: E402
+
+
+def test_build_fills_defaults_and_makes_integral_floats_ints():
+    inv = build("VCPU", {"total": 4.0, "allocation_ratio": 2})
+    assert inv == Inventory("VCPU", total=4, allocation_ratio=2.0)
+    assert isinstance(inv.total, int)
+    assert isinstance(inv.allocation_ratio, float)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"total": 0},
+        {"total": -3},
+        {"total": 2_147_483_648},
+        {"total": 4.5},
+        {"total": True},
+        {"total": "4"},
+        {"total": 4, "reserved": -1},
+        {"total": 4, "step_size": 0},
+        {"total": 4, "allocation_ratio": float("nan")},
+        {"total": 4, "allocation_ratio": float("inf")},
+        {"total": 4, "allocation_ratio": "1.0"},
+        {"total": 4, "allocation_ratio": 1e39},
+    ],
+)
+def test_build_refuses_values_the_columns_cannot_hold(fields):
+    with pytest.raises(errors.BadRequest):
+        build("VCPU", fields)

@@ -27,7 +27,14 @@ from sqlalchemy.engine import Connection
 
 from stratus.placement import errors
 from stratus.placement import schema as s
-from stratus.placement.model import FIELDS, Inventory, capacity, capacity_acceptable
+from stratus.placement.model import (
+    FIELDS,
+    MAX_INT,
+    SQL_SP_FLOAT_MAX,
+    Inventory,
+    capacity,
+    capacity_acceptable,
+)
 from stratus.placement.store.common import now
 
 LOG = logging.getLogger(__name__)
@@ -102,12 +109,41 @@ def get(conn: Connection, provider_id: int, provider_uuid: str, resource_class: 
 # ---- validation ----------------------------------------------------------------------
 
 
+_LOWEST = {"total": 1, "reserved": 0, "min_unit": 1, "max_unit": 1, "step_size": 1}
+
+
+def _whole(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
 def build(resource_class: str, fields: Mapping[str, Any]) -> Inventory:
-    """An Inventory from a schema-validated body: defaults filled, integral floats made ints."""
+    """An Inventory from request fields: defaults filled, integral floats made ints.
+
+    The HTTP schemas already enforce these bounds; checking again here keeps
+    callers that build inventories themselves (the reshaper) from writing
+    values the columns or the arithmetic cannot hold.
+    """
+    if "total" not in fields:
+        raise errors.BadRequest(f"Bad inventory {resource_class}: 'total' is required.")
     inv = Inventory.from_fields(resource_class, fields)
-    ints = {f: int(getattr(inv, f)) for f in FIELDS if f != "allocation_ratio"}
-    return Inventory(resource_class=resource_class, allocation_ratio=float(inv.allocation_ratio),
-                     **ints)
+    for name, lowest in _LOWEST.items():
+        value = getattr(inv, name)
+        if not _whole(value) or not lowest <= value <= MAX_INT:
+            raise errors.BadRequest(
+                f"Bad inventory {resource_class}: {name} must be an integer from {lowest} "
+                f"to {MAX_INT}."
+            )
+    ratio = inv.allocation_ratio
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not (
+        math.isfinite(ratio) and ratio <= SQL_SP_FLOAT_MAX
+    ):
+        raise errors.BadRequest(
+            f"Bad inventory {resource_class}: allocation_ratio must be a finite number."
+        )
+    ints = {name: int(getattr(inv, name)) for name in _LOWEST}
+    return Inventory(resource_class=resource_class, allocation_ratio=float(ratio), **ints)
 
 
 def check_capacity(
