@@ -7,12 +7,6 @@ import uuid as uuidlib
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
-
-from stratus.placement import schema as s
-from stratus.placement.model import DEFAULTS
-from stratus.placement.store.common import now, record_change
-from stratus.storage import engine as db
 
 pytestmark = pytest.mark.all_backends
 
@@ -23,48 +17,31 @@ INCOMPLETE = "00000000-0000-0000-0000-000000000000"
 
 
 # ---- world building -----------------------------------------------------------
-# Providers and inventories are written straight to the database here, so these
-# tests depend only on the allocation endpoints.
 
 
-def add_provider(app: Any, name: str, inventories: dict[str, dict[str, Any]] | None = None,
+def add_provider(client: Any, name: str, inventories: dict[str, dict[str, Any]] | None = None,
                  parent: str | None = None) -> str:
     """Create a provider with ``inventories`` (class -> fields; total required); its uuid.
 
-    Its generation is 1 if it has inventory (as after create + PUT inventories), else 0.
+    Its generation is 1 if it has inventory (create, then PUT inventories), else 0.
     """
-    uuid = str(uuidlib.uuid4())
-    rp = s.resource_providers
-    with db.write(app.engine) as conn:
-        parent_row = None
-        if parent is not None:
-            parent_row = conn.execute(sa.select(rp).where(rp.c.uuid == parent)).one()
-        pid = conn.execute(sa.insert(rp).values(
-            uuid=uuid, name=name, generation=1 if inventories else 0, created_at=now(),
-            parent_provider_id=parent_row.id if parent_row is not None else None,
-        )).inserted_primary_key[0]
-        root = parent_row.root_provider_id if parent_row is not None else pid
-        conn.execute(sa.update(rp).where(rp.c.id == pid).values(root_provider_id=root))
-        rc_ids = dict(conn.execute(sa.select(s.resource_classes.c.name,
-                                             s.resource_classes.c.id)).all())
-        for rc, fields in (inventories or {}).items():
-            conn.execute(sa.insert(s.inventories).values(
-                resource_provider_id=pid, resource_class_id=rc_ids[rc], created_at=now(),
-                **{**DEFAULTS, **fields}))
-        record_change(conn, [pid])
+    data: dict[str, Any] = {"name": name}
+    if parent is not None:
+        data["parent_provider_uuid"] = parent
+    resp = client.post("/resource_providers", json=data, version="1.20")
+    assert resp.status_code == 200, resp.text
+    uuid = resp.json()["uuid"]
+    if inventories:
+        set_inventories(client, uuid, inventories)
     return uuid
 
 
-def set_inventory_row(app: Any, provider: str, rc: str, **fields: Any) -> None:
-    """Change an inventory row behind the API's back (e.g. shrink it below its usage)."""
-    with db.write(app.engine) as conn:
-        pid = conn.execute(sa.select(s.resource_providers.c.id)
-                           .where(s.resource_providers.c.uuid == provider)).scalar_one()
-        rc_id = conn.execute(sa.select(s.resource_classes.c.id)
-                             .where(s.resource_classes.c.name == rc)).scalar_one()
-        conn.execute(sa.update(s.inventories).where(
-            s.inventories.c.resource_provider_id == pid,
-            s.inventories.c.resource_class_id == rc_id).values(**fields))
+def set_inventories(client: Any, provider: str, inventories: dict[str, dict[str, Any]]) -> None:
+    """PUT the provider's whole inventory (Placement allows shrinking it below its usage)."""
+    generation = client.get(f"/resource_providers/{provider}").json()["generation"]
+    resp = client.put(f"/resource_providers/{provider}/inventories", json={
+        "resource_provider_generation": generation, "inventories": inventories})
+    assert resp.status_code == 200, resp.text
 
 
 def body(allocs: dict[str, dict[str, int]], generation: Any = "absent", project: str = PROJECT,
@@ -104,13 +81,16 @@ def fill(data: Any, **names: str) -> Any:
     return names.get(data, data) if isinstance(data, str) else data
 
 
+RP_INVENTORY = {
+    "DISK_GB": {"total": 2048, "min_unit": 10, "max_unit": 1024},
+    "VCPU": {"total": 8},
+    "MEMORY_MB": {"total": 4096, "step_size": 256},
+}
+
+
 @pytest.fixture
-def rp(placement_app: Any) -> str:
-    return add_provider(placement_app, "cn1", {
-        "DISK_GB": {"total": 2048, "min_unit": 10, "max_unit": 1024},
-        "VCPU": {"total": 8},
-        "MEMORY_MB": {"total": 4096, "step_size": 256},
-    })
+def rp(client: Any) -> str:
+    return add_provider(client, "cn1", RP_INVENTORY)
 
 
 # ---- GET ----------------------------------------------------------------------
@@ -303,15 +283,15 @@ def test_empty_allocations_delete_from_1_28(client, rp):
     consumer = new_uuid()
     url = f"/allocations/{consumer}"
     client.put(url, json=body({rp: {"DISK_GB": 10, "VCPU": 2}}, None), version="1.28")
-    before = client.get(f"/resource_providers/{rp}").json().get("generation")
+    before = client.get(f"/resource_providers/{rp}").json()["generation"]
     resp = client.put(url, json=body({}, 1), version="1.28")
     assert resp.status_code == 204, resp.text
     assert client.get(url).json() == {"allocations": {}}
     assert usages(client, rp) == {"DISK_GB": 0, "MEMORY_MB": 0, "VCPU": 0}
     # The consumer is gone with its allocations: starting again takes generation null.
     assert client.put(url, json=body({rp: {"VCPU": 1}}, None), version="1.28").status_code == 204
-    if before is not None:  # provider endpoint implemented
-        assert client.get(f"/resource_providers/{rp}").json()["generation"] == before + 2
+    # Emptying and refilling each moved the provider's generation.
+    assert client.get(f"/resource_providers/{rp}").json()["generation"] == before + 2
 
 
 def test_failed_write_does_not_leave_a_consumer_behind(client, rp):
@@ -384,8 +364,8 @@ def test_refusals_name_provider_and_class(client, rp, resources, status, text):
     assert client.get(f"/allocations/{consumer}").json() == {"allocations": {}}
 
 
-def test_capacity_counts_reserved_and_allocation_ratio(client, placement_app):
-    rp = add_provider(placement_app, "ratio", {
+def test_capacity_counts_reserved_and_allocation_ratio(client):
+    rp = add_provider(client, "ratio", {
         "VCPU": {"total": 10, "reserved": 2, "allocation_ratio": 1.5}})  # capacity 12
     first, second = new_uuid(), new_uuid()
     assert client.put(f"/allocations/{first}", json=body({rp: {"VCPU": 8}}, None),
@@ -397,8 +377,8 @@ def test_capacity_counts_reserved_and_allocation_ratio(client, placement_app):
     assert usages(client, rp) == {"VCPU": 12}
 
 
-def test_provider_without_any_of_the_classes(client, placement_app, rp):
-    empty = add_provider(placement_app, "empty")
+def test_provider_without_any_of_the_classes(client, rp):
+    empty = add_provider(client, "empty")
     resp = client.put(f"/allocations/{new_uuid()}", json=body({empty: {"VCPU": 1}}, None),
                       version="1.28")
     assert resp.status_code == 409
@@ -415,12 +395,11 @@ def test_unknown_provider_is_400(client, rp):
     assert usages(client, rp)["VCPU"] == 0
 
 
-def test_over_capacity_provider_accepts_writes_that_do_not_make_it_worse(
-        client, placement_app, rp):
+def test_over_capacity_provider_accepts_writes_that_do_not_make_it_worse(client, rp):
     consumer = new_uuid()
     url = f"/allocations/{consumer}"
     assert client.put(url, json=body({rp: {"VCPU": 6}}, None), version="1.28").status_code == 204
-    set_inventory_row(placement_app, rp, "VCPU", total=4)  # now 6 used of 4
+    set_inventories(client, rp, {**RP_INVENTORY, "VCPU": {"total": 4}})  # now 6 used of 4
     assert client.put(url, json=body({rp: {"VCPU": 7}}, 1), version="1.28").status_code == 409
     assert client.put(url, json=body({rp: {"VCPU": 5}}, 1), version="1.28").status_code == 204
     assert client.put(f"/allocations/{new_uuid()}", json=body({rp: {"VCPU": 1}}, None),
@@ -460,8 +439,8 @@ def test_delete(client, rp):
 # ---- GET /resource_providers/{uuid}/allocations --------------------------------
 
 
-def test_provider_allocations(client, placement_app, rp):
-    other = add_provider(placement_app, "cn2", {"VCPU": {"total": 16}})
+def test_provider_allocations(client, rp):
+    other = add_provider(client, "cn2", {"VCPU": {"total": 16}})
     a, b = new_uuid(), new_uuid()
     client.put(f"/allocations/{a}", json=body({rp: {"VCPU": 2, "DISK_GB": 10}, other: {"VCPU": 1}},
                                               None), version="1.28")
@@ -489,11 +468,11 @@ def post_entry(allocs: dict[str, dict[str, int]], generation: Any = "absent",
 
 
 @pytest.fixture
-def hosts(placement_app: Any) -> tuple[str, str, str]:
+def hosts(client: Any) -> tuple[str, str, str]:
     inv = {"VCPU": {"total": 16}, "MEMORY_MB": {"total": 2048}}
-    return (add_provider(placement_app, "compute01", inv),
-            add_provider(placement_app, "compute02", inv),
-            add_provider(placement_app, "storage01", {"DISK_GB": {"total": 4096}}))
+    return (add_provider(client, "compute01", inv),
+            add_provider(client, "compute02", inv),
+            add_provider(client, "storage01", {"DISK_GB": {"total": 4096}}))
 
 
 def test_post_not_before_1_13(client, hosts):
@@ -534,9 +513,9 @@ def test_post_several_consumers_and_move(client, hosts):
     assert client.get(f"/allocations/{instance}").json()["consumer_generation"] == 3
 
 
-def test_post_sums_amounts_of_all_consumers(client, placement_app):
+def test_post_sums_amounts_of_all_consumers(client):
     # Placement bug 1778743: three consumers of 1 VCPU each on a 2-VCPU provider.
-    rp = add_provider(placement_app, "small", {"VCPU": {"total": 2}})
+    rp = add_provider(client, "small", {"VCPU": {"total": 2}})
     data = {new_uuid(): post_entry({rp: {"VCPU": 1}}, None) for _ in range(3)}
     resp = client.post("/allocations", json=data, version="1.28")
     assert resp.status_code == 409

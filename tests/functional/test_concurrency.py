@@ -18,7 +18,7 @@ import pytest
 
 from stratus.placement.http.app import PlacementApp, build_wsgi
 from stratus.storage import engine as db
-from tests.conftest import LiveServer, make_config
+from tests.conftest import LiveServer, PlacementClient, make_config
 from tests.functional.test_allocations import add_provider, body, new_uuid
 
 pytestmark = pytest.mark.all_backends
@@ -29,9 +29,11 @@ CAPACITY = {"VCPU": 24, "MEMORY_MB": 24 * 512}
 HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.28"}
 
 
-def _providers(app: PlacementApp) -> list[str]:
+def _providers(url: str) -> list[str]:
     inventory = {rc: {"total": total} for rc, total in CAPACITY.items()}
-    return [add_provider(app, f"host{i}", inventory) for i in range(3)]
+    with httpx.Client(base_url=url) as http:
+        client = PlacementClient(http)
+        return [add_provider(client, f"host{i}", inventory) for i in range(3)]
 
 
 def _clean_refusal(resp: httpx.Response) -> str:
@@ -115,8 +117,8 @@ def _check_books(url: str, providers: list[str], outcome: dict[str, Any]) -> Non
             assert http.get(f"/allocations/{consumer}").json() == {"allocations": {}}
 
 
-def test_racing_claims_never_over_allocate(placement_app, live_server):
-    providers = _providers(placement_app)
+def test_racing_claims_never_over_allocate(live_server):
+    providers = _providers(live_server.url)
     outcome = _race(live_server.url, providers, seed=1)
     _check_books(live_server.url, providers, outcome)
     # The demand (about 20 * 4 * 2.5 VCPU) is well over the 72 VCPU on offer,
@@ -131,8 +133,8 @@ def test_without_server_side_retries_losers_get_concurrent_update(database_url):
     config = make_config(database_url, placement__allocation_conflict_retry_count=1)
     app = PlacementApp(config, db.create_engine(database_url))
     try:
-        providers = _providers(app)
         with LiveServer(build_wsgi(app)) as server:
+            providers = _providers(server.url)
             outcome = _race(server.url, providers, seed=2)
             _check_books(server.url, providers, outcome)
         assert outcome["accepted"]

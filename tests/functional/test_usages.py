@@ -20,17 +20,17 @@ OTHER_USER = "78725f09-5c01-4c9e-97a5-98d75e1e32b1"
 TOO_LONG = "x" * 256
 
 
-def test_provider_usages(client, placement_app):
+def test_provider_usages(client):
     missing = new_uuid()
     resp = client.get(f"/resource_providers/{missing}/usages")
     assert resp.status_code == 404
     assert f"No resource provider with uuid {missing} found" in error(resp)["detail"]
 
-    bare = add_provider(placement_app, "bare")
+    bare = add_provider(client, "bare")
     assert client.get(f"/resource_providers/{bare}/usages").json() == {
         "resource_provider_generation": 0, "usages": {}}
 
-    rp = add_provider(placement_app, "cn", {"VCPU": {"total": 8}, "DISK_GB": {"total": 100}})
+    rp = add_provider(client, "cn", {"VCPU": {"total": 8}, "DISK_GB": {"total": 100}})
     assert client.get(f"/resource_providers/{rp}/usages").json() == {
         "resource_provider_generation": 1, "usages": {"VCPU": 0, "DISK_GB": 0}}
     client.put(f"/allocations/{new_uuid()}", version="1.28",
@@ -40,8 +40,8 @@ def test_provider_usages(client, placement_app):
         "resource_provider_generation": 3, "usages": {"VCPU": 5, "DISK_GB": 10}}
 
 
-def test_provider_usages_cache_headers(client, placement_app):
-    rp = add_provider(placement_app, "cn")
+def test_provider_usages_cache_headers(client):
+    rp = add_provider(client, "cn")
     old = client.get(f"/resource_providers/{rp}/usages", version="1.14")
     assert "cache-control" not in old.headers and "last-modified" not in old.headers
     new = client.get(f"/resource_providers/{rp}/usages", version="1.15")
@@ -76,10 +76,10 @@ def test_consumer_type_filter_needs_1_38(client):
 
 
 @pytest.fixture
-def world(client, placement_app):
+def world(client):
     """Two providers; PROJECT has consumers of types INSTANCE (1), PONY (1) and none (2)."""
-    cn = add_provider(placement_app, "cn", {"VCPU": {"total": 32}, "MEMORY_MB": {"total": 8192}})
-    disk = add_provider(placement_app, "disk", {"DISK_GB": {"total": 2000}})
+    cn = add_provider(client, "cn", {"VCPU": {"total": 32}, "MEMORY_MB": {"total": 8192}})
+    disk = add_provider(client, "disk", {"DISK_GB": {"total": 2000}})
     writes = [
         ("1.38", body({cn: {"VCPU": 2, "MEMORY_MB": 512}, disk: {"DISK_GB": 10}}, None,
                       consumer_type="INSTANCE")),
