@@ -220,6 +220,17 @@ def test_put_accepts_mappings_from_1_34_and_ignores_them(client, rp):
     assert "mappings" not in client.get(f"/allocations/{consumer}").json()
 
 
+def test_integral_floats_count_as_integers(client, rp):
+    # Placement validates with jsonschema's newest draft: 2.0 is an integer, 2.5 is not.
+    consumer = new_uuid()
+    url = f"/allocations/{consumer}"
+    assert client.put(url, json=body({rp: {"VCPU": 2.0}}, None), version="1.28").status_code == 204
+    assert client.put(url, json=body({rp: {"VCPU": 3}}, 1.0), version="1.28").status_code == 204
+    assert client.get(url).json()["allocations"][rp]["resources"] == {"VCPU": 3}
+    resp = client.put(url, json=body({rp: {"VCPU": 2.5}}, 2), version="1.28")
+    assert resp.status_code == 400
+
+
 def test_put_malformed_consumer_uuid(client, rp):
     resp = client.put("/allocations/not-a-uuid",
                       json=body({rp: {"VCPU": 1}}, None, consumer_type="I"))

@@ -89,11 +89,16 @@ def _owner(req: Req, data: dict[str, Any]) -> consumers.Owner:
 
 def consumer_write(req: Req, uuid: str, data: dict[str, Any]) -> store.ConsumerWrite:
     """One consumer's part of a PUT, POST or reshaper body (dict form, 1.12+)."""
+    # The schema admits integral floats (2.0) as integers, as Placement's does.
+    generation = data.get("consumer_generation")
     return store.ConsumerWrite(
         uuid=uuid,
         owner=_owner(req, data),
-        allocations={rp: dict(alloc["resources"]) for rp, alloc in data["allocations"].items()},
-        generation=data.get("consumer_generation"),
+        allocations={
+            rp: {rc: int(amount) for rc, amount in alloc["resources"].items()}
+            for rp, alloc in data["allocations"].items()
+        },
+        generation=None if generation is None else int(generation),
         check_generation=req.want.supports("consumer_generations"),
     )
 

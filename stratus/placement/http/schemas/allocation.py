@@ -13,7 +13,9 @@ The shapes, in the order the API grew them:
 - 1.38: consumer_type is required.
 
 Each version's schema is built from the previous one by a small function, so
-what changed at each step is visible in one line.
+what changed at each step is visible in one line. Like Placement, bodies are
+validated with jsonschema's newest draft, where an integral float (``2.0``)
+is an integer.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ UUID_KEY = "^[0-9a-fA-F-]{36}$"
 RC_NAME = "^[A-Z0-9_]+$"
 CONSUMER_TYPE_NAME = RC_NAME
 GROUP_SUFFIX = "[a-zA-Z0-9_-]{1,64}"
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 _EXTERNAL_ID = {"type": "string", "minLength": 1, "maxLength": 255}
 
@@ -148,32 +151,45 @@ POST_V1_34 = _by_consumer(PUT_V1_34)
 POST_V1_38 = _by_consumer(PUT_V1_38)
 
 
+def _top(schema: dict[str, Any]) -> dict[str, Any]:
+    """A schema to validate a whole body with (names the draft)."""
+    return {"$schema": DRAFT, **schema}
+
+
+_PUT = [(feature, _top(schema)) for feature, schema in (
+    ("consumer_types", PUT_V1_38),
+    ("candidates_mappings", PUT_V1_34),
+    ("consumer_generations", PUT_V1_28),
+    ("allocations_dict", PUT_V1_12),
+    ("allocation_project_user_required", PUT_V1_8),
+)]
+_POST = [(feature, _top(schema)) for feature, schema in (
+    ("consumer_types", POST_V1_38),
+    ("candidates_mappings", POST_V1_34),
+    ("consumer_generations", POST_V1_28),
+)]
+
+
 def put_schema(supports: Any) -> dict[str, Any]:
     """The PUT body schema for a request; ``supports`` is ``req.want.supports``."""
-    for feature, schema in (
-        ("consumer_types", PUT_V1_38),
-        ("candidates_mappings", PUT_V1_34),
-        ("consumer_generations", PUT_V1_28),
-        ("allocations_dict", PUT_V1_12),
-        ("allocation_project_user_required", PUT_V1_8),
-    ):
+    for feature, schema in _PUT:
         if supports(feature):
             return schema
-    return PUT_V1_0
+    return _top(PUT_V1_0)
 
 
-def post_schema(supports: Any, min_consumers: int = 1) -> dict[str, Any]:
-    """The POST /allocations body schema (also the reshaper's allocations, with 0 consumers)."""
+def post_schema(supports: Any, min_consumers: int = 1, top: bool = True) -> dict[str, Any]:
+    """The POST /allocations body schema.
+
+    The reshaper embeds it (``top=False``) for its allocations, where zero
+    consumers is fine (``min_consumers=0``).
+    """
     schema = POST_V1_13
-    for feature, candidate in (
-        ("consumer_types", POST_V1_38),
-        ("candidates_mappings", POST_V1_34),
-        ("consumer_generations", POST_V1_28),
-    ):
+    for feature, candidate in _POST:
         if supports(feature):
             schema = candidate
             break
-    if min_consumers != 1:
-        schema = copy.deepcopy(schema)
-        schema["minProperties"] = min_consumers
-    return schema
+    schema = copy.deepcopy(schema)
+    schema.pop("$schema", None)
+    schema["minProperties"] = min_consumers
+    return _top(schema) if top else schema
