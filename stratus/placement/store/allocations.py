@@ -169,9 +169,15 @@ def _class_ids(conn: Connection, names: list[str]) -> dict[str, int]:
     return found
 
 
+@dataclass(frozen=True)
+class Applied:
+    claimed: set[int]  # providers whose generation this write moved
+    changed: set[int]  # providers whose usage may have changed (for the change log)
+
+
 def apply(conn: Connection, writes: Iterable[ConsumerWrite],
-          retries: int = DEFAULT_RETRIES) -> set[int]:
-    """Replace the allocations of every consumer in ``writes``; the providers whose usage changed.
+          retries: int = DEFAULT_RETRIES) -> Applied:
+    """Replace the allocations of every consumer in ``writes``.
 
     Raises GenerationMismatch / ConcurrentUpdate (409), UnknownProvider /
     UnknownResourceClass (400) or Refused (409); the caller's transaction then
@@ -233,7 +239,7 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
             for r in rows
         ])
     consumers.delete_if_unallocated(conn, emptied)
-    return claimed | {o.resource_provider_id for o in old}
+    return Applied(claimed, claimed | {o.resource_provider_id for o in old})
 
 
 def _claim(conn: Connection, rows: list[_Row], ours: set[int], claimed: set[int],
@@ -308,7 +314,7 @@ def _names(conn: Connection, table: sa.Table, ids: set[int], column: str = "name
 def replace(conn: Connection, writes: Iterable[ConsumerWrite],
             retries: int = DEFAULT_RETRIES) -> None:
     """PUT and POST /allocations: :func:`apply`, then log the change."""
-    record_change(conn, apply(conn, writes, retries))
+    record_change(conn, apply(conn, writes, retries).changed)
 
 
 def delete(conn: Connection, uuid: str) -> None:
