@@ -86,7 +86,9 @@ inventories = sa.Table(
     sa.Column("min_unit", sa.Integer, nullable=False),
     sa.Column("max_unit", sa.Integer, nullable=False),
     sa.Column("step_size", sa.Integer, nullable=False),
-    sa.Column("allocation_ratio", sa.Float, nullable=False),
+    # Double precision everywhere: capacity = int((total - reserved) * ratio) must come
+    # out the same on every backend (a MySQL FLOAT would turn 1.1 into 1.10000002).
+    sa.Column("allocation_ratio", sa.Double, nullable=False),
     *_timestamps(),
     sa.UniqueConstraint("resource_provider_id", "resource_class_id"),
     sa.Index("ix_inventories_resource_class_id", "resource_class_id"),

@@ -83,9 +83,8 @@ def _record(row: sa.Row) -> Record:
 
 
 def _ratio(stored: float) -> float:
-    # A single-precision FLOAT column (MariaDB) returns 1.1 as 1.100000023841858;
-    # seven significant digits is all such a column holds, so show those.
-    return float(f"{float(stored):.7g}")
+    # The column is double precision on every backend, so the stored value is exact.
+    return float(stored)
 
 
 def list_for(conn: Connection, provider_id: int) -> list[Record]:

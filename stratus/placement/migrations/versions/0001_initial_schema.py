@@ -210,7 +210,7 @@ def upgrade() -> None:
         sa.Column("min_unit", sa.Integer(), nullable=False),
         sa.Column("max_unit", sa.Integer(), nullable=False),
         sa.Column("step_size", sa.Integer(), nullable=False),
-        sa.Column("allocation_ratio", sa.Float(), nullable=False),
+        sa.Column("allocation_ratio", sa.Double(), nullable=False),
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.Column("updated_at", sa.DateTime(), nullable=True),
         sa.ForeignKeyConstraint(
