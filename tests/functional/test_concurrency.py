@@ -144,3 +144,46 @@ def test_without_server_side_retries_losers_get_concurrent_update(database_url):
             assert "concurrent" in outcome["refusals"]
     finally:
         app.engine.dispose()
+
+
+def test_one_consumer_many_writers_exactly_one_wins(live_server):
+    # Every writer holds the same consumer generation (null, then 1): the
+    # generation compare-and-swap (and, for a new consumer, its unique uuid)
+    # must let exactly one of them through each time.
+    rp = _providers(live_server.url)[0]
+    consumer = new_uuid()
+    barrier = threading.Barrier(THREADS)
+
+    def writers(generation: int | None) -> list[httpx.Response]:
+        results: list[httpx.Response] = []
+        lock = threading.Lock()
+
+        def write(n: int) -> None:
+            with httpx.Client(base_url=live_server.url, headers=HEADERS, timeout=120) as http:
+                barrier.wait()
+                resp = http.put(f"/allocations/{consumer}",
+                                json=body({rp: {"VCPU": 1 + n % 3}}, generation))
+            with lock:
+                results.append(resp)
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(THREADS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        assert len(results) == THREADS
+        return results
+
+    for generation in (None, 1):
+        results = writers(generation)
+        winners = [r for r in results if r.status_code == 204]
+        assert len(winners) == 1, [(r.status_code, r.text) for r in results]
+        for r in results:
+            if r.status_code != 204:
+                assert r.status_code == 409, r.text
+                assert r.json()["errors"][0]["code"] == "placement.concurrent_update"
+        with httpx.Client(base_url=live_server.url, headers=HEADERS) as http:
+            got = http.get(f"/allocations/{consumer}").json()
+            assert got["consumer_generation"] == (generation or 0) + 1
+            held = got["allocations"][rp]["resources"]["VCPU"]
+            assert http.get(f"/resource_providers/{rp}/usages").json()["usages"]["VCPU"] == held

@@ -183,7 +183,7 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
     UnknownResourceClass (400) or Refused (409); the caller's transaction then
     rolls everything back.
     """
-    writes = sorted(writes, key=lambda w: w.uuid)
+    writes = list(writes)  # request order: errors name what the client sent first
     current = consumers.get_many(conn, [w.uuid for w in writes])
     for w in writes:
         if w.check_generation:
@@ -197,7 +197,7 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
 
     owners = consumers.resolve_owners(conn, [w.owner for w in writes])
     consumer_ids: dict[str, int] = {}
-    for w in writes:
+    for w in sorted(writes, key=lambda w: w.uuid):  # lock order
         existing = current.get(w.uuid)
         if existing is not None:
             consumers.advance(conn, existing, owners[w.owner])
