@@ -20,6 +20,7 @@ from sqlalchemy.engine import Engine
 
 from stratus.config import Config
 from stratus.placement import errors
+from stratus.placement.candidates.changes import LiveIndex
 from stratus.placement.http import auth, microversion
 from stratus.placement.http.errors import HTTPError, error_response
 from stratus.placement.http.policy import Policy
@@ -46,7 +47,7 @@ class PlacementApp:
         self.engine = engine
         self.policy = policy or Policy(config)
         # The allocation-candidates index, when one is attached (issue: candidates).
-        self.candidates = candidates
+        self.candidates = candidates if candidates is not None else LiveIndex()
         self.max_body_bytes = int(config.get("api_server", "max_body_bytes"))
         self.keystone = str(config.get("api", "auth_strategy")) == "keystone"
         self._router: Router[Handler] = Router(ROUTES)

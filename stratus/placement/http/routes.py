@@ -70,6 +70,7 @@ ROUTES: list[tuple[str, dict[str, Handler]]] = [
     ("/allocation_candidates", {
         "GET": allocation_candidate.list_allocation_candidates,
     }),
+    ("/allocation_candidates/explain", {"GET": allocation_candidate.explain_allocation_candidates}),
     ("/traits", {"GET": trait.list_traits}),
     ("/traits/{name}", {
         "GET": trait.get_trait,

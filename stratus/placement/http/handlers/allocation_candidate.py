@@ -1,13 +1,78 @@
-"""PLACEHOLDER: being implemented."""
+"""GET /allocation_candidates (1.10+) and the Stratus extension
+GET /allocation_candidates/explain (same query; says why providers were left out)."""
 
 from __future__ import annotations
 
+import random
+
 import webob
 
-from stratus.placement.http.errors import HTTPError
-from stratus.placement.http.wsgi import Req
+from stratus.placement import candidates
+from stratus.placement.candidates import explain as explaining
+from stratus.placement.candidates.render import Shape, render
+from stratus.placement.candidates.solve import solve
+from stratus.placement.http.schemas import allocation_candidate as schema
+from stratus.placement.http.wsgi import Req, json_response
+from stratus.storage import engine as db
+
+
+def _parse(req: Req, extra: tuple[str, ...] = ()) -> candidates.CandidateRequest:
+    """The checked request; ``extra`` keys (explain's) are not the query's business."""
+    req.require("allocation_candidates")
+    req.authorize("placement:allocation_candidates:list")
+    pairs = [(k, v) for k, v in req.webob.GET.items() if k not in extra]
+    schema.validate_query(pairs, req.want.supports)
+    return candidates.parse_query(pairs, req.want.supports)
+
+
+def _options(req: Req, request: candidates.CandidateRequest) -> candidates.Options:
+    config = req.app.config
+    return candidates.Options(
+        limit=request.limit,
+        randomize=bool(config.get("placement", "randomize_allocation_candidates")),
+        nested_aware=req.want.supports("candidates_nested"),
+        breadth_first=config.get("placement", "allocation_candidates_generation_strategy")
+        == "breadth-first",
+        max_candidates=int(config.get("placement", "max_allocation_candidates")),
+        rng=random.Random(),
+    )
+
+
+def _shape(req: Req) -> Shape:
+    want = req.want.supports
+    return Shape(dict_requests=want("allocations_dict"), mappings=want("candidates_mappings"),
+                 traits=want("candidates_required_traits"),
+                 all_classes=want("summaries_all_classes"), nested=want("candidates_nested"))
+
+
+def _names(request: candidates.CandidateRequest) -> tuple[set[str], set[str]]:
+    traits = set(request.root_required | request.root_forbidden)
+    for group in request.groups:
+        traits |= group.trait_names()
+    return request.resource_classes(), traits
 
 
 def list_allocation_candidates(req: Req) -> webob.Response:
-    raise HTTPError(501, "not implemented yet")
+    request = _parse(req)
+    options = _options(req, request)
+    classes, traits = _names(request)
+    with db.read(req.app.engine) as conn, req.app.candidates.current(conn) as index:
+        candidates.ensure_names(index, conn, classes, traits)
+        solution = solve(index, request, options)
+        requested = {index.names.rc_id[c] for c in classes if c in index.names.rc_id}
+        body = render(index, solution, _shape(req), requested)
+    # json_response sets the version's cache headers; the body is already JSON.
+    resp = json_response(req, None)
+    resp.body = body.encode()
+    return resp
 
+
+def explain_allocation_candidates(req: Req) -> webob.Response:
+    request = _parse(req, extra=("provider",))
+    options = _options(req, request)
+    classes, traits = _names(request)
+    named = req.webob.GET.getall("provider")
+    with db.read(req.app.engine) as conn, req.app.candidates.current(conn) as index:
+        candidates.ensure_names(index, conn, classes, traits)
+        body = explaining.explain(index, request, options, named)
+    return json_response(req, body)

@@ -1,0 +1,215 @@
+"""Keeping a :class:`ProviderIndex` current from the database's change log.
+
+Every write transaction ends with ``store.common.record_change``: it bumps the
+one-row ``change_counter`` and logs which providers it touched in
+``provider_changes`` (a NULL provider means "something global changed").
+The counter row stays locked until commit, so values become visible in
+order: once this reader sees value N, every change up to N is committed.
+
+:func:`refresh` runs before each query, inside the query's read
+transaction: it reads the counter and, if it moved, reloads just the
+providers logged since (or everything, after a global change). Rows read may
+already include changes logged after N; those providers are simply reloaded
+again on the next refresh, which is harmless.
+
+:class:`LiveIndex` is what the HTTP layer holds: one index per process,
+guarded by a lock, built at first use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stratus.placement import schema as s
+from stratus.placement.candidates.index import (
+    InventoryRecord,
+    Names,
+    ProviderIndex,
+    ProviderRecord,
+)
+
+_CHUNK = 500
+
+
+class LiveIndex:
+    """The process's index, refreshed from the change log on every use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._index: ProviderIndex | None = None
+
+    @contextlib.contextmanager
+    def current(self, conn: Connection) -> Iterator[ProviderIndex]:
+        """The index as of ``conn``'s transaction, held exclusively while in use."""
+        with self._lock:
+            self._index = refresh(self._index, conn)
+            yield self._index
+
+
+def refresh(index: ProviderIndex | None, conn: Connection) -> ProviderIndex:
+    """``index`` brought up to date (or a freshly loaded one, when that is needed)."""
+    value = conn.execute(
+        sa.select(s.change_counter.c.value).where(s.change_counter.c.id == 1)
+    ).scalar()
+    value = int(value or 0)
+    if index is None or index.seq is None or value < index.seq or index.needs_compaction():
+        return load(conn, value)
+    if value == index.seq:
+        return index
+    pc = s.provider_changes
+    ids = set(conn.execute(
+        sa.select(pc.c.resource_provider_id).where(pc.c.seq > index.seq, pc.c.seq <= value)
+    ).scalars())
+    if None in ids:
+        return load(conn, value)
+    _partial(index, conn, {int(i) for i in ids})
+    index.seq = value
+    return index
+
+
+def load_names(conn: Connection) -> Names:
+    names = Names()
+    names.set_classes(conn.execute(sa.select(s.resource_classes.c.id, s.resource_classes.c.name)))
+    names.set_traits(conn.execute(sa.select(s.traits.c.id, s.traits.c.name)))
+    return names
+
+
+def load(conn: Connection, value: int) -> ProviderIndex:
+    """A new index of every provider, as of change counter ``value``."""
+    index = ProviderIndex()
+    index.names = load_names(conn)
+    index.names.add_aggregates(
+        conn.execute(sa.select(s.placement_aggregates.c.id, s.placement_aggregates.c.uuid))
+    )
+    records = _records(conn, None)
+    if any(name_missing(index.names, rec) for rec in records):
+        # A class or trait created while we were reading: read the names again.
+        fresh = load_names(conn)
+        fresh.agg_uuid, fresh.agg_id = index.names.agg_uuid, index.names.agg_id
+        index.names = fresh
+    # apply() gives every record a slot before linking parents, so any order
+    # works; database id order makes slot order the creation order.
+    records.sort(key=lambda r: r.id)
+    index.apply(records)
+    index.seq = value
+    return index
+
+
+def _partial(index: ProviderIndex, conn: Connection, ids: set[int]) -> None:
+    wanted = set(ids)
+    records: dict[int, ProviderRecord] = {}
+    while wanted:
+        for rec in _records(conn, sorted(wanted)):
+            records[rec.id] = rec
+        # A new child may hang under providers the index has not seen yet.
+        referenced = {r.parent_id for r in records.values() if r.parent_id is not None}
+        referenced |= {r.root_id for r in records.values()}
+        wanted = {i for i in referenced if i not in records and i not in index.slot_of_id}
+    removed = [i for i in ids if i not in records]
+    if any(name_missing(index.names, rec) for rec in records.values()):
+        fresh = load_names(conn)
+        fresh.agg_uuid, fresh.agg_id = index.names.agg_uuid, index.names.agg_id
+        index.names = fresh
+    _add_aggregate_names(index.names, conn, records.values())
+    index.apply(sorted(records.values(), key=lambda r: r.id), removed)
+
+
+def ensure_names(index: ProviderIndex, conn: Connection, classes: Iterable[str],
+                 traits: Iterable[str]) -> None:
+    """Re-read class and trait names if the request names one the index lacks
+    (creating a class or trait touches no provider, so it is not in the log)."""
+    names = index.names
+    if any(c not in names.rc_id for c in classes) or any(t not in names.trait_id
+                                                           for t in traits):
+        fresh = load_names(conn)
+        fresh.agg_uuid, fresh.agg_id = names.agg_uuid, names.agg_id
+        index.names = fresh
+
+
+def name_missing(names: Names, rec: ProviderRecord) -> bool:
+    return any(t not in names.trait_name for t in rec.trait_ids) or any(
+        inv.rc_id not in names.rc_name for inv in rec.inventories
+    )
+
+
+def _add_aggregate_names(names: Names, conn: Connection, records: Iterable[ProviderRecord]
+                         ) -> None:
+    unknown = {a for r in records for a in r.aggregate_ids if a not in names.agg_uuid}
+    for chunk in _chunks(sorted(unknown)):
+        names.add_aggregates(conn.execute(
+            sa.select(s.placement_aggregates.c.id, s.placement_aggregates.c.uuid)
+            .where(s.placement_aggregates.c.id.in_(chunk))
+        ))
+
+
+def _chunks(ids: list[int]) -> Iterator[list[int]]:
+    for start in range(0, len(ids), _CHUNK):
+        yield ids[start:start + _CHUNK]
+
+
+def _records(conn: Connection, ids: list[int] | None) -> list[ProviderRecord]:
+    """Providers with these ids (all when None), with everything the index keeps."""
+    if ids is None:
+        return _records_where(conn, None)
+    out: list[ProviderRecord] = []
+    for chunk in _chunks(ids):
+        out.extend(_records_where(conn, chunk))
+    return out
+
+
+def _records_where(conn: Connection, ids: list[int] | None) -> list[ProviderRecord]:
+    rp, inv, alloc = s.resource_providers, s.inventories, s.allocations
+    rpt, rpa = s.resource_provider_traits, s.resource_provider_aggregates
+
+    def only(column: sa.ColumnElement) -> list[sa.ColumnElement]:
+        return [] if ids is None else [column.in_(ids)]
+
+    used: dict[tuple[int, int], int] = {}
+    for pid, rc_id, total in conn.execute(
+        sa.select(alloc.c.resource_provider_id, alloc.c.resource_class_id,
+                  sa.func.sum(alloc.c.used))
+        .where(*only(alloc.c.resource_provider_id))
+        .group_by(alloc.c.resource_provider_id, alloc.c.resource_class_id)
+    ):
+        used[(pid, rc_id)] = int(total or 0)
+    inventories: dict[int, list[InventoryRecord]] = defaultdict(list)
+    for row in conn.execute(
+        sa.select(inv.c.resource_provider_id, inv.c.resource_class_id, inv.c.total,
+                  inv.c.reserved, inv.c.min_unit, inv.c.max_unit, inv.c.step_size,
+                  inv.c.allocation_ratio).where(*only(inv.c.resource_provider_id))
+    ):
+        pid, rc_id = row[0], row[1]
+        inventories[pid].append(InventoryRecord(
+            rc_id, int(row[2]), int(row[3]), int(row[4]), int(row[5]), int(row[6]),
+            float(row[7]), used.get((pid, rc_id), 0),
+        ))
+    traits: dict[int, set[int]] = defaultdict(set)
+    for pid, trait_id in conn.execute(
+        sa.select(rpt.c.resource_provider_id, rpt.c.trait_id)
+        .where(*only(rpt.c.resource_provider_id))
+    ):
+        traits[pid].add(trait_id)
+    aggs: dict[int, set[int]] = defaultdict(set)
+    for pid, agg_id in conn.execute(
+        sa.select(rpa.c.resource_provider_id, rpa.c.aggregate_id)
+        .where(*only(rpa.c.resource_provider_id))
+    ):
+        aggs[pid].add(agg_id)
+    return [
+        ProviderRecord(
+            id=pid, uuid=uuid, parent_id=parent, root_id=root if root is not None else pid,
+            inventories=tuple(inventories.get(pid, ())),
+            trait_ids=frozenset(traits.get(pid, ())),
+            aggregate_ids=frozenset(aggs.get(pid, ())),
+        )
+        for pid, uuid, parent, root in conn.execute(
+            sa.select(rp.c.id, rp.c.uuid, rp.c.parent_provider_id, rp.c.root_provider_id)
+            .where(*only(rp.c.id))
+        )
+    ]
