@@ -114,6 +114,15 @@ OPTIONS: list[Option] = [
     Option("cors", "allow_headers", list, [], "Extra request headers allowed in CORS requests."),
     Option("api_server", "max_body_bytes", int, 1_048_576,
            "Largest request body accepted; larger bodies get 413.", minimum=1),
+    Option("DEFAULT", "transport_url", str, "", "Message bus URL: inproc://NAME (one "
+           "process) or amqp://USER:PASS@HOST:PORT/VHOST (RabbitMQ); see docs/bus.md."),
+    Option("compute", "report_interval", int, 10,
+           "Seconds between a compute service's heartbeats.", minimum=1),
+    Option("compute", "service_down_time", int, 60,
+           "Seconds without a heartbeat after which a service counts as down.", minimum=1),
+    Option("compute", "resource_tracker_interval", int, 60,
+           "Seconds between a compute's resource tracker passes (provider tree, "
+           "inventories, traits and aggregates synced to Placement).", minimum=1),
 ]
 
 _BY_KEY: dict[tuple[str, str], Option] = {(o.section, o.name): o for o in OPTIONS}
