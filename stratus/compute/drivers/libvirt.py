@@ -1,0 +1,93 @@
+"""A libvirt-like driver: one node per host, named after the host.
+
+Tree (Nova's libvirt and Neutron's bandwidth providers, simplified)::
+
+    host1             VCPU, MEMORY_MB, DISK_GB; COMPUTE_NODE + shape traits; aggregates
+    ├── host1_NUMA0   VCPU, MEMORY_MB (a share of the host's); HW_NUMA_ROOT  (numa_nodes > 0)
+    ├── host1_NUMA1   ...
+    └── host1:ens1    NET_BW_EGR_KILOBIT_PER_SEC, NET_BW_IGR_KILOBIT_PER_SEC;
+                      CUSTOM_PHYSNET_<PHYSNET>, CUSTOM_VNIC_TYPE_<TYPE>          (per NIC)
+
+With NUMA cells the root keeps DISK_GB only; VCPU and MEMORY_MB (and their
+reserved amounts) are split evenly over the cells, the first cells taking any
+remainder. ``max_unit`` is each provider's total: one instance cannot exceed
+the provider that holds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import os_traits
+
+from stratus.compute.drivers.base import Driver
+from stratus.compute.provider_tree import Provider, ProviderTree, stable_uuid
+from stratus.compute.shapes import LibvirtShape, NetworkDevice
+from stratus.placement.model import Inventory
+
+EGRESS, INGRESS = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
+
+
+def split(amount: int, parts: int) -> list[int]:
+    """``amount`` in ``parts`` near-equal shares, larger shares first."""
+    share, extra = divmod(amount, parts)
+    return [share + (1 if i < extra else 0) for i in range(parts)]
+
+
+def _inventory(rc: str, total: int, reserved: int = 0, ratio: float = 1.0) -> Inventory:
+    return Inventory(rc, total=total, reserved=reserved, max_unit=total, allocation_ratio=ratio)
+
+
+def build_tree(host: str, shape: LibvirtShape, aggregates: Iterable[str] = ()) -> ProviderTree:
+    root_uuid = stable_uuid("compute-node", host, host)
+    ratios = {"VCPU": 1.0, "MEMORY_MB": 1.0, "DISK_GB": 1.0, **shape.allocation_ratios}
+
+    def host_inventory(rc: str, total: int, reserved: int) -> Inventory:
+        return _inventory(rc, total, reserved, ratios[rc])
+
+    root_classes = ["DISK_GB"] if shape.numa_nodes else ["VCPU", "MEMORY_MB", "DISK_GB"]
+    root = Provider(
+        name=host, uuid=root_uuid,
+        inventories={rc: host_inventory(rc, shape.total(rc), shape.reserved.get(rc, 0))
+                     for rc in root_classes if shape.total(rc) > 0},
+        traits=frozenset({os_traits.COMPUTE_NODE, *shape.traits}),
+        aggregates=frozenset(aggregates),
+    )
+    providers = [root]
+    if shape.numa_nodes:
+        cells = shape.numa_nodes
+        per_class = {rc: (split(shape.total(rc), cells), split(shape.reserved.get(rc, 0), cells))
+                     for rc in ("VCPU", "MEMORY_MB")}
+        for i in range(cells):
+            name = f"{host}_NUMA{i}"
+            providers.append(Provider(
+                name=name, uuid=stable_uuid("numa", root_uuid, name), parent_uuid=root_uuid,
+                inventories={rc: host_inventory(rc, totals[i], reserved[i])
+                             for rc, (totals, reserved) in per_class.items()},
+                traits=frozenset({os_traits.HW_NUMA_ROOT}),
+            ))
+    providers.extend(_device(host, root_uuid, device) for device in shape.network_devices)
+    return ProviderTree(providers)
+
+
+def _device(host: str, root_uuid: str, device: NetworkDevice) -> Provider:
+    name = f"{host}:{device.name}"
+    bandwidth = {EGRESS: device.egress_kbps, INGRESS: device.ingress_kbps}
+    return Provider(
+        name=name, uuid=stable_uuid("net-device", root_uuid, name), parent_uuid=root_uuid,
+        inventories={rc: _inventory(rc, kbps) for rc, kbps in bandwidth.items() if kbps > 0},
+        traits=device.traits,
+    )
+
+
+class LibvirtDriver(Driver):
+    hypervisor = "libvirt"
+
+    def __init__(self, host: str, shape: LibvirtShape, aggregates: Iterable[str] = ()) -> None:
+        super().__init__(host)
+        self.shape = shape
+        self._set_tree(host, build_tree(host, shape, aggregates))
+
+    @property
+    def nodename(self) -> str:
+        return self.host

@@ -1,0 +1,147 @@
+"""Host shapes: what one simulated compute host is made of, as plain frozen data.
+
+A shape names its driver (``libvirt`` or ``ironic``); the fleet file
+(:mod:`stratus.compute.fleet`) gives many hosts a shape. Shapes validate
+themselves on construction, so a driver can trust what it is given.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import os_resource_classes
+import os_traits
+
+STANDARD_TRAITS = frozenset(os_traits.get_traits())
+CUSTOM_NAME = re.compile(r"CUSTOM_[A-Z0-9_]+")
+VNIC_TYPES = ("normal", "direct", "macvtap", "baremetal", "direct-physical",
+              "virtio-forwarder", "smart-nic", "remote-managed", "vdpa")
+HOST_CLASSES = ("VCPU", "MEMORY_MB", "DISK_GB")
+
+
+class ShapeError(ValueError):
+    """A shape that cannot describe a real host; the message says which field and why."""
+
+
+def check_trait(name: str, where: str) -> str:
+    if name not in STANDARD_TRAITS and not CUSTOM_NAME.fullmatch(name):
+        raise ShapeError(f"{where}: {name!r} is neither a standard trait nor CUSTOM_[A-Z0-9_]+")
+    return name
+
+
+def custom_name(prefix: str, value: str) -> str:
+    """``physnet-1.a`` -> ``CUSTOM_<PREFIX>_PHYSNET_1_A``, as Nova and Neutron normalise names."""
+    return os_traits.normalize_name(f"{prefix}_{value}")
+
+
+@dataclass(frozen=True)
+class NetworkDevice:
+    """A physical NIC: a child provider with bandwidth inventory, physnet and vNIC type traits."""
+
+    name: str
+    physnet: str
+    vnic_types: tuple[str, ...] = ("normal",)
+    egress_kbps: int = 0
+    ingress_kbps: int = 0
+
+    def __post_init__(self) -> None:
+        where = f"network device {self.name!r}"
+        if not self.name or not self.physnet:
+            raise ShapeError(f"{where}: needs a name and a physnet")
+        unknown = [v for v in self.vnic_types if v not in VNIC_TYPES]
+        if unknown or not self.vnic_types:
+            raise ShapeError(f"{where}: vnic_types must be some of {', '.join(VNIC_TYPES)}")
+        if self.egress_kbps < 0 or self.ingress_kbps < 0:
+            raise ShapeError(f"{where}: bandwidth cannot be negative")
+
+    @property
+    def traits(self) -> frozenset[str]:
+        return frozenset({custom_name("PHYSNET", self.physnet),
+                          *(custom_name("VNIC_TYPE", v) for v in self.vnic_types)})
+
+
+@dataclass(frozen=True)
+class LibvirtShape:
+    """A hypervisor host: VCPU, MEMORY_MB, DISK_GB; optionally NUMA cells and NICs as children."""
+
+    driver: ClassVar[str] = "libvirt"
+    name: str
+    vcpus: int
+    memory_mb: int
+    disk_gb: int = 0
+    reserved: Mapping[str, int] = field(default_factory=dict)
+    allocation_ratios: Mapping[str, float] = field(default_factory=dict)
+    numa_nodes: int = 0  # 0: VCPU and MEMORY_MB on the root; N: split over N child cells
+    network_devices: tuple[NetworkDevice, ...] = ()
+    traits: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        where = f"shape {self.name!r}"
+        if self.vcpus < 1 or self.memory_mb < 1 or self.disk_gb < 0:
+            raise ShapeError(f"{where}: needs vcpus >= 1, memory_mb >= 1 and disk_gb >= 0")
+        for rc, amount in self.reserved.items():
+            if rc not in HOST_CLASSES:
+                raise ShapeError(f"{where}: reserved: unknown class {rc!r} "
+                                 f"(one of {', '.join(HOST_CLASSES)})")
+            if amount < 0 or (amount > 0 and amount >= self.total(rc)):
+                raise ShapeError(f"{where}: reserved {rc} must be >= 0 and below the total "
+                                 f"({self.total(rc)})")
+        for rc, ratio in self.allocation_ratios.items():
+            if rc not in HOST_CLASSES or not ratio > 0:
+                raise ShapeError(f"{where}: allocation_ratios: {rc} must be one of "
+                                 f"{', '.join(HOST_CLASSES)} with a ratio > 0")
+        if not 0 <= self.numa_nodes <= self.vcpus or self.numa_nodes > self.memory_mb:
+            raise ShapeError(f"{where}: numa_nodes must be between 0 and the number of vcpus")
+        names = [d.name for d in self.network_devices]
+        if len(set(names)) != len(names):
+            raise ShapeError(f"{where}: network device names must be unique")
+        for trait in self.traits:
+            check_trait(trait, f"{where}: traits")
+
+    def total(self, resource_class: str) -> int:
+        return {"VCPU": self.vcpus, "MEMORY_MB": self.memory_mb,
+                "DISK_GB": self.disk_gb}[resource_class]
+
+
+@dataclass(frozen=True)
+class BaremetalNodes:
+    """``count`` identical bare-metal nodes of one resource class."""
+
+    count: int
+    resource_class: str  # "baremetal-gold" or "CUSTOM_BAREMETAL_GOLD"
+    traits: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise ShapeError("a bare-metal node group needs count >= 1")
+        if not self.resource_class:
+            raise ShapeError("a bare-metal node group needs a resource_class")
+        for trait in self.traits:
+            check_trait(trait, f"bare-metal nodes {self.resource_class!r}: traits")
+
+    @property
+    def custom_class(self) -> str:
+        """Ironic's rule: the node's class, upper-cased and prefixed, as Placement knows it."""
+        name = self.resource_class
+        if name.startswith("CUSTOM_") and CUSTOM_NAME.fullmatch(name):
+            return name
+        return str(os_resource_classes.normalize_name(name))
+
+
+@dataclass(frozen=True)
+class IronicShape:
+    """One compute service managing many bare-metal nodes, each node its own provider."""
+
+    driver: ClassVar[str] = "ironic"
+    name: str
+    nodes: tuple[BaremetalNodes, ...]
+
+    def __post_init__(self) -> None:
+        if not self.nodes:
+            raise ShapeError(f"shape {self.name!r}: an ironic shape needs node groups")
+
+
+HostShape = LibvirtShape | IronicShape
