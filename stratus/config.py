@@ -123,6 +123,35 @@ OPTIONS: list[Option] = [
     Option("compute", "resource_tracker_interval", int, 60,
            "Seconds between a compute's resource tracker passes (provider tree, "
            "inventories, traits and aggregates synced to Placement).", minimum=1),
+    Option("api_database", "connection", str, "", "API database URL (cell mappings, "
+           "flavors, aggregates, request specs); default: api.db in data_dir."),
+    Option("placement_client", "endpoint", str, "http://127.0.0.1:8778",
+           "Where services (scheduler, conductor, compute) reach the Placement API."),
+    Option("placement_client", "token", str, "admin",
+           "Token services send to Placement (noauth2: 'admin' is an admin)."),
+    Option("scheduler", "max_placement_results", int, 1000,
+           "Allocation candidates asked of Placement per request (its 'limit').", minimum=1),
+    Option("scheduler", "max_attempts", int, 3,
+           "Hosts tried per server: the chosen one plus max_attempts - 1 alternates "
+           "for reschedules after a failed spawn.", minimum=1),
+    Option("scheduler", "enabled_filters", list,
+           ["compute", "hosts_requested", "availability_zone", "server_group_affinity",
+            "server_group_anti_affinity"],
+           "Host filters, in order (stratus/scheduler/filters.py names)."),
+    Option("scheduler", "request_filters", list,
+           ["disabled_cells", "availability_zone", "tenant_isolation"],
+           "Request filters, in order; compute_status (disabled computes) always runs."),
+    Option("scheduler", "weights", list, ["ram:1.0", "cpu:1.0", "disk:1.0", "affinity:1.0"],
+           "Weigher multipliers as name:multiplier (negative packs, positive spreads)."),
+    Option("scheduler", "cell_cache_refresh_interval", int, 60,
+           "Seconds after which the cached cell list is reloaded even without SIGHUP "
+           "(0: only on SIGHUP).", minimum=0),
+    Option("scheduler", "claim_retries", int, 3,
+           "Retries of a claim that lost a generation race before trying the next host.",
+           minimum=0),
+    Option("scheduler", "cell_timeout", int, 10,
+           "Seconds to wait for a cell database; a cell that does not answer is skipped.",
+           minimum=1),
 ]
 
 _BY_KEY: dict[tuple[str, str], Option] = {(o.section, o.name): o for o in OPTIONS}

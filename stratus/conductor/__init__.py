@@ -1,0 +1,1 @@
+"""The conductor: build (and later move) tasks that span the scheduler, the cells and computes."""

@@ -1,0 +1,24 @@
+"""The scheduler's RPC interface (topic ``scheduler``): where should these servers go?"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stratus.bus import RPCInterface, rpc_method
+from stratus.scheduler.errors import NoValidHost
+
+
+class SchedulerRPC(RPCInterface):
+    service = "scheduler"
+    version = "1.0"
+    errors = (NoValidHost,)
+
+    @rpc_method(since="1.0")
+    def select_destinations(self, request_spec: dict[str, Any], instance_uuids: list[str],
+                            return_alternates: bool = True) -> list[list[dict[str, Any]]]:
+        """Per instance, in order: the chosen host first (its allocations already claimed
+        in Placement for that instance), then up to ``max_attempts - 1`` alternates in the
+        same cell, each ``{host, nodename, cell_uuid, allocation_request,
+        allocation_request_version}``. Raises NoValidHost, with counts, when any instance
+        cannot be placed (and then nothing stays claimed)."""
+        raise NotImplementedError
