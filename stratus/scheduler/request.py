@@ -128,6 +128,14 @@ class RequestSpec:
     requested_host: str | None = None
     requested_cell: str | None = None
 
+    def to_dict(self) -> dict[str, object]:
+        """Versioned JSON-ready data (see ``spec_to_dict``)."""
+        return spec_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RequestSpec:
+        return spec_from_dict(data)
+
 
 _RESOURCES_KEY = re.compile(r"^resources(?P<suffix>[a-zA-Z0-9_-]*):(?P<rc>[A-Z0-9_]+)$")
 _TRAIT_KEY = re.compile(r"^trait(?P<suffix>[a-zA-Z0-9_-]*):(?P<trait>[A-Z0-9_]+)$")
@@ -177,3 +185,85 @@ def query_from_spec(spec: RequestSpec) -> PlacementQuery:
                    if s and not (g.resources or g.required or g.forbidden or g.any_of)]:
         del query.groups[suffix]
     return query
+
+
+# ---- versioned JSON (api.request_specs, and the scheduler's RPC argument) -----------
+
+SPEC_VERSION = "1.0"
+
+
+def _group_to_dict(group: RequestGroup) -> dict[str, object]:
+    return {"suffix": group.suffix, "resources": dict(group.resources),
+            "required": sorted(group.required), "forbidden": sorted(group.forbidden),
+            "any_of": [sorted(g) for g in group.any_of],
+            "member_of": [sorted(g) for g in group.member_of],
+            "forbidden_aggregates": sorted(group.forbidden_aggregates),
+            "in_tree": group.in_tree}
+
+
+def _group_from_dict(data: dict) -> RequestGroup:
+    return RequestGroup(
+        suffix=str(data.get("suffix", UNNUMBERED)),
+        resources={str(k): int(v) for k, v in data.get("resources", {}).items()},
+        required=set(data.get("required", ())), forbidden=set(data.get("forbidden", ())),
+        any_of=[frozenset(g) for g in data.get("any_of", ())],
+        member_of=[frozenset(g) for g in data.get("member_of", ())],
+        forbidden_aggregates=set(data.get("forbidden_aggregates", ())),
+        in_tree=data.get("in_tree"))
+
+
+def spec_to_dict(spec: RequestSpec) -> dict[str, object]:
+    """``spec`` as JSON-ready data, tagged with its schema version."""
+    f = spec.flavor
+    group = spec.server_group
+    return {
+        "version": SPEC_VERSION,
+        "flavor": {"name": f.name, "vcpus": f.vcpus, "memory_mb": f.memory_mb,
+                   "root_gb": f.root_gb, "ephemeral_gb": f.ephemeral_gb, "swap_mb": f.swap_mb,
+                   "extra_specs": dict(f.extra_specs)},
+        "project_id": spec.project_id, "user_id": spec.user_id,
+        "num_instances": spec.num_instances, "availability_zone": spec.availability_zone,
+        "image_required_traits": sorted(spec.image_required_traits),
+        "image_forbidden_traits": sorted(spec.image_forbidden_traits),
+        "port_groups": [_group_to_dict(g) for g in spec.port_groups],
+        "server_group": None if group is None else {
+            "uuid": group.uuid, "policy": group.policy, "hosts": sorted(group.hosts),
+            "max_server_per_host": group.max_server_per_host},
+        "ignore_hosts": sorted(spec.ignore_hosts), "force_hosts": sorted(spec.force_hosts),
+        "requested_host": spec.requested_host, "requested_cell": spec.requested_cell,
+    }
+
+
+def spec_from_dict(data: dict) -> RequestSpec:
+    """The inverse of ``spec_to_dict``; InvalidRequest for data it cannot read.
+
+    Unknown keys are ignored, so a newer writer's extra fields do not break an
+    older reader; a newer major version is refused.
+    """
+    version = str(data.get("version", SPEC_VERSION))
+    if version.split(".")[0] != SPEC_VERSION.split(".")[0]:
+        raise InvalidRequest(f"request spec version {version} is not readable "
+                             f"(this scheduler reads {SPEC_VERSION})")
+    try:
+        f = data["flavor"]
+        flavor = Flavor(str(f["name"]), int(f["vcpus"]), int(f["memory_mb"]), int(f["root_gb"]),
+                        int(f.get("ephemeral_gb", 0)), int(f.get("swap_mb", 0)),
+                        {str(k): str(v) for k, v in f.get("extra_specs", {}).items()})
+        group = data.get("server_group")
+        return RequestSpec(
+            flavor=flavor, project_id=str(data["project_id"]), user_id=str(data["user_id"]),
+            num_instances=int(data.get("num_instances", 1)),
+            availability_zone=data.get("availability_zone"),
+            image_required_traits=set(data.get("image_required_traits", ())),
+            image_forbidden_traits=set(data.get("image_forbidden_traits", ())),
+            port_groups=[_group_from_dict(g) for g in data.get("port_groups", ())],
+            server_group=None if not group else ServerGroup(
+                str(group["uuid"]), str(group["policy"]), frozenset(group.get("hosts", ())),
+                int(group.get("max_server_per_host") or 1)),
+            ignore_hosts=set(data.get("ignore_hosts", ())),
+            force_hosts=set(data.get("force_hosts", ())),
+            requested_host=data.get("requested_host"),
+            requested_cell=data.get("requested_cell"))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidRequest(f"request spec is not readable: {type(exc).__name__}: {exc}") \
+            from None
