@@ -63,10 +63,15 @@ def update_resource_class(req: Req) -> webob.Response:
                 "Failed validating 'pattern' in schema: name must start with CUSTOM_ and "
                 "contain only upper-case letters, digits and underscores."
             )
-        with db.write(req.app.engine) as conn:
-            if store.exists(conn, name):
-                return empty_response(204)
-            rc = store.create(conn, name)
+        try:
+            with db.write(req.app.engine) as conn:
+                if store.exists(conn, name):
+                    return empty_response(204)
+                rc = store.create(conn, name)
+        except errors.Conflict:
+            # A concurrent PUT created it between our check and our insert (PostgreSQL
+            # and MariaDB do not serialise the two): it exists, which is what was asked.
+            return empty_response(204)
         resp = empty_response(201)
         resp.location = req.url(f"/resource_classes/{rc.name}")
         return resp
