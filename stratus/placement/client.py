@@ -132,6 +132,15 @@ class PlacementClient:
     def delete_provider(self, uuid: str) -> None:
         self._call("DELETE", f"/resource_providers/{uuid}")
 
+    def providers_in_tree(self, uuid: str) -> list[dict[str, Any]]:
+        """Every provider in the tree that ``uuid`` belongs to (root and descendants)."""
+        body = self._call("GET", "/resource_providers", params={"in_tree": uuid}).json()
+        return list(body["resource_providers"])
+
+    def get_inventories(self, uuid: str) -> tuple[dict[str, dict[str, Any]], int]:
+        body = self._call("GET", f"/resource_providers/{uuid}/inventories").json()
+        return dict(body["inventories"]), int(body["resource_provider_generation"])
+
     def set_inventories(self, uuid: str, generation: int,
                         inventories: Mapping[str, Mapping[str, Any]]) -> int:
         body = {"resource_provider_generation": generation,

@@ -1,0 +1,84 @@
+"""The compute service's RPC endpoint (:class:`~stratus.compute.rpcapi.ComputeRPC`).
+
+Allocations are not the compute's: the conductor claims them before a build and
+moves them on a reschedule, the API deletes them after terminate_instance
+returns. The compute only spawns and destroys, and records instance state in
+its cell database.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from sqlalchemy.engine import Engine
+
+from stratus.cells import services
+from stratus.compute import cell_records
+from stratus.compute.drivers import Driver, Instance
+from stratus.compute.drivers.errors import DriverError, InstanceNotFound
+from stratus.compute.resource_tracker import ResourceTracker
+from stratus.storage import engine as db
+
+LOG = logging.getLogger(__name__)
+
+
+class Rescheduler(Protocol):
+    """What the compute needs of the conductor (ConductorRPC's typed proxy fits)."""
+
+    def reschedule(self, instance_uuid: str, failed_host: str, reason: str) -> None: ...
+
+
+class ComputeManager:
+    def __init__(self, host: str, driver: Driver, tracker: ResourceTracker,
+                 cell_engine: Engine, conductor: Rescheduler | None, *,
+                 clock: Callable[[], dt.datetime] = services.utcnow) -> None:
+        self.host, self.driver, self.tracker = host, driver, tracker
+        self.cell_engine, self.conductor, self.clock = cell_engine, conductor, clock
+
+    def set_host_enabled(self, enabled: bool) -> str:
+        """The disabled trait on this host's root providers, in Placement before answering.
+        The services row is the API's to write; this only mirrors it."""
+        self.tracker.set_disabled(not enabled)
+        return "enabled" if enabled else "disabled"
+
+    def build_and_run_instance(self, instance: dict, allocations: dict, request_spec: dict,
+                               alternates: list) -> None:
+        uuid = str(instance["uuid"])
+        target = Instance(uuid, str(instance.get("name", "")), instance.get("node"))
+        try:
+            node = self.driver.spawn(target, allocations)
+        except Exception as exc:
+            if not isinstance(exc, DriverError):
+                LOG.exception("%s: spawn of %s raised unexpectedly", self.host, uuid)
+            self._reschedule(uuid, str(exc))
+            return
+        with db.write(self.cell_engine) as conn:
+            found = cell_records.instance_active(conn, uuid, self.host, node, self.clock())
+        if not found:
+            # Deleted while it was building: nothing may keep running for it.
+            LOG.info("%s: instance %s was deleted during its build; destroying it",
+                     self.host, uuid)
+            self.driver.destroy(uuid)
+            return
+        LOG.info("%s: instance %s is active on node %s", self.host, uuid, node)
+
+    def terminate_instance(self, instance_uuid: str) -> None:
+        try:
+            self.driver.destroy(instance_uuid)
+        except InstanceNotFound:
+            LOG.info("%s: instance %s was not on this host", self.host, instance_uuid)
+        with db.write(self.cell_engine) as conn:
+            cell_records.instance_deleted(conn, instance_uuid, self.clock())
+
+    def _reschedule(self, uuid: str, reason: str) -> None:
+        LOG.warning("%s: build of %s failed: %s", self.host, uuid, reason)
+        with db.write(self.cell_engine) as conn:
+            cell_records.instance_rescheduling(conn, uuid, self.clock())
+        if self.conductor is None:
+            LOG.error("%s: no conductor to reschedule %s; it stays in scheduling",
+                      self.host, uuid)
+            return
+        self.conductor.reschedule(instance_uuid=uuid, failed_host=self.host, reason=reason)

@@ -1,0 +1,202 @@
+"""The resource tracker: one compute service's nodes, reported to Placement and its cell.
+
+A pass (:meth:`ResourceTracker.update_available_resource`, at service start and
+every ``[compute] resource_tracker_interval``) asks the driver for each node's
+provider tree and makes Placement match it: providers (the node's root and its
+NUMA and network-device children) created, inventories set, traits and
+aggregates merged (see :mod:`.provider_sync`), children that left the tree
+deleted. The root of each node also carries ``COMPUTE_STATUS_DISABLED`` exactly
+when the service is disabled in the cell database, so a disable that never
+reached this compute (it was down, it was too old, the call was lost) is
+repaired here (design document 000). Each node's compute_nodes row is written
+too.
+
+:meth:`set_disabled` is the synchronous path (set_host_enabled, hypervisor
+events): only the disabled trait, only on root providers. One lock serialises it
+with passes, so a pass that read the flag just before an operator's change
+cannot undo the trait the change's call has set.
+
+A steady provider costs one GET per pass: when Placement's generation is the one
+the last undisturbed sync left and the description has not changed, nothing is
+read or written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import os_traits
+from sqlalchemy.engine import Engine
+
+from stratus.cells import services
+from stratus.compute import cell_records
+from stratus.compute.drivers import Driver
+from stratus.compute.drivers.errors import HypervisorUnavailable
+from stratus.compute.provider_sync import PlacementSync, SyncConflict
+from stratus.compute.provider_tree import Provider, ProviderTree
+from stratus.compute.rpcapi import BINARY
+from stratus.placement.client import NotFound, PlacementClient, PlacementClientError
+from stratus.storage import engine as db
+
+LOG = logging.getLogger(__name__)
+DISABLED = os_traits.COMPUTE_STATUS_DISABLED
+
+
+@dataclass
+class PassReport:
+    """What a pass did: nodes synced, and per node what went wrong."""
+
+    synced: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    hypervisor_down: bool = False
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    inventories: dict[str, dict[str, Any]]
+    traits: frozenset[str]
+    managed_traits: frozenset[str]
+    aggregates: frozenset[str]
+    managed_aggregates: frozenset[str]
+
+
+class ResourceTracker:
+    def __init__(self, host: str, driver: Driver, placement: PlacementClient,
+                 cell_engine: Engine, *, binary: str = BINARY,
+                 clock: Callable[[], dt.datetime] = services.utcnow) -> None:
+        self.host, self.driver, self.cell_engine = host, driver, cell_engine
+        self.binary, self.clock = binary, clock
+        self.sync = PlacementSync(placement)
+        self._lock = threading.Lock()
+        self._reported: dict[str, Provider] = {}  # uuid -> the description last synced
+        self._steady: dict[str, tuple[_Wanted, int]] = {}  # uuid -> (wanted, generation)
+        self._members: dict[str, frozenset[str]] = {}  # root uuid -> provider uuids
+
+    # -- the periodic pass -------------------------------------------------------
+
+    def update_available_resource(self) -> PassReport:
+        report = PassReport()
+        with self._lock:
+            service = self._service()
+            disabled = bool(service and service.disabled)
+            try:
+                trees = {node: self.driver.provider_tree(node)
+                         for node in self.driver.get_available_nodes()}
+            except HypervisorUnavailable as exc:
+                # Nothing to describe, but the disabled flag can still be made true.
+                LOG.warning("%s: resource tracker pass without the hypervisor: %s",
+                            self.host, exc)
+                report.hypervisor_down = True
+                self._set_disabled_locked(disabled, report)
+                return report
+            for node, tree in sorted(trees.items()):
+                try:
+                    self._save_node(service, node, tree)
+                    self._sync_tree(tree, disabled)
+                except (PlacementClientError, SyncConflict, HypervisorUnavailable) as exc:
+                    LOG.warning("%s: node %s not synced: %s", self.host, node, exc)
+                    report.failed[node] = str(exc)
+                else:
+                    report.synced.append(node)
+        return report
+
+    # -- the synchronous disabled trait ----------------------------------------------
+
+    def set_disabled(self, disabled: bool) -> list[str]:
+        """Add or remove COMPUTE_STATUS_DISABLED on this host's root providers; returns the
+        roots changed. Placement errors propagate: the caller wants a synchronous answer."""
+        with self._lock:
+            return self._set_disabled_locked(disabled, report=None)
+
+    def _set_disabled_locked(self, disabled: bool, report: PassReport | None) -> list[str]:
+        changed = []
+        for root in self.root_uuids():
+            try:
+                step = self.sync.traits(root, {DISABLED} if disabled else set(),
+                                        managed={DISABLED})
+            except NotFound:
+                LOG.info("%s: root provider %s is not in Placement yet", self.host, root)
+                continue
+            except (PlacementClientError, SyncConflict) as exc:
+                if report is None:
+                    raise
+                LOG.warning("%s: disabled trait of %s not synced: %s", self.host, root, exc)
+                report.failed[root] = str(exc)
+                continue
+            if step.changed:
+                changed.append(root)
+        return changed
+
+    def root_uuids(self) -> list[str]:
+        """Roots reported by this host: known from passes, or from its compute_nodes rows."""
+        with db.read(self.cell_engine) as conn:
+            stored = cell_records.root_provider_uuids(conn, self.host)
+        return list(dict.fromkeys([*self._members, *stored]))
+
+    # -- helpers -------------------------------------------------------------------
+
+    def _service(self) -> services.Service | None:
+        with db.read(self.cell_engine) as conn:
+            try:
+                return services.get_by_host(conn, self.host, self.binary)
+            except services.ServiceNotFound:
+                LOG.warning("%s: no %s service record; treating it as enabled",
+                            self.host, self.binary)
+                return None
+
+    def _save_node(self, service: services.Service | None, node: str,
+                   tree: ProviderTree) -> None:
+        used = self.driver.usage(node)
+
+        def total_used(rc: str) -> int:
+            return sum(amounts.get(rc, 0) for amounts in used.values())
+
+        usage = cell_records.NodeUsage(total_used("VCPU"), total_used("MEMORY_MB"),
+                                       total_used("DISK_GB"), len(self.driver.instances(node)))
+        with db.write(self.cell_engine) as conn:
+            cell_records.save_compute_node(
+                conn, service_id=service.id if service else None, host=self.host, node=node,
+                hypervisor_type=self.driver.hypervisor, tree=tree, usage=usage,
+                now=self.clock())
+
+    def _sync_tree(self, tree: ProviderTree, disabled: bool) -> None:
+        members = frozenset(p.uuid for p in tree)
+        for provider in tree:
+            self._sync_provider(provider, disabled)
+        if self._members.get(tree.root.uuid) != members:
+            # The tree's shape changed (or this is the first pass): drop leftovers.
+            self.sync.delete_missing(tree.root.uuid, members)
+            self._members[tree.root.uuid] = members
+
+    def _wanted(self, provider: Provider, disabled: bool) -> _Wanted:
+        """Placement's wanted state; the disabled trait is a root's only."""
+        is_root = provider.parent_uuid is None
+        before = self._reported.get(provider.uuid)
+        traits = set(provider.traits) | ({DISABLED} if disabled and is_root else set())
+        managed = set(before.traits if before else ()) | ({DISABLED} if is_root else set())
+        return _Wanted(provider.inventory_body(), frozenset(traits), frozenset(managed),
+                       provider.aggregates,
+                       frozenset(before.aggregates if before else ()))
+
+    def _sync_provider(self, provider: Provider, disabled: bool) -> None:
+        uuid = provider.uuid
+        wanted = self._wanted(provider, disabled)
+        generation = self.sync.ensure_provider(provider)
+        if self._steady.get(uuid) == (wanted, generation):
+            return
+        self._steady.pop(uuid, None)
+        inv = self.sync.inventories(uuid, wanted.inventories, expected=generation)
+        traits = self.sync.traits(uuid, wanted.traits, wanted.managed_traits,
+                                  expected=inv.generation)
+        aggs = self.sync.aggregates(uuid, wanted.aggregates, wanted.managed_aggregates,
+                                    expected=traits.generation)
+        self._reported[uuid] = provider
+        if inv.undisturbed and traits.undisturbed and aggs.undisturbed:
+            # What the next pass will want for the same description (its managed sets
+            # now name what was just reported), at the generation this sync left.
+            self._steady[uuid] = (self._wanted(provider, disabled), aggs.generation)

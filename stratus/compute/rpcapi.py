@@ -1,0 +1,69 @@
+"""ComputeRPC: what other services may ask of a compute service (topic "compute", server = host).
+
+Versions:
+
+- 1.0: build_and_run_instance (cast), terminate_instance (call).
+- 1.1: set_host_enabled (call): add or remove COMPUTE_STATUS_DISABLED on the host's root
+  compute-node providers in Placement before answering (design document 000).
+
+A compute started with ``--rpc-version 1.0`` advertises 1.0 (on the bus and, encoded by
+:func:`service_version`, in its ``services.version`` row), as a not-yet-upgraded compute
+would during a rolling upgrade; callers check before sending newer methods
+(:mod:`stratus.compute.api_helpers`).
+
+Ownership of allocations: the compute never writes allocations. The API (delete) and the
+conductor (build, reschedule) own them; the compute only reports its providers.
+"""
+
+from __future__ import annotations
+
+from stratus.bus import RPCInterface, Version, rpc_method
+from stratus.compute.drivers import errors as driver_errors
+
+TOPIC = "compute"
+BINARY = "stratus-compute"
+SET_HOST_ENABLED_SINCE = "1.1"
+
+
+def service_version(rpc_version: str) -> int:
+    """The ``services.version`` integer for an advertised RPC version ("1.1" -> 1001)."""
+    version = Version.parse(rpc_version)
+    return version.major * 1000 + version.minor
+
+
+def rpc_version(service_version_number: int) -> str:
+    """The inverse of :func:`service_version` (0, a row that never said, is "0.0")."""
+    major, minor = divmod(service_version_number, 1000)
+    return f"{major}.{minor}"
+
+
+class ComputeRPC(RPCInterface):
+    service = "compute"
+    version = "1.1"
+    errors = (
+        driver_errors.HypervisorUnavailable,
+        driver_errors.NodeNotFound,
+        driver_errors.InstanceExists,
+        driver_errors.InstanceNotFound,
+        driver_errors.InvalidAllocation,
+        driver_errors.InsufficientCapacity,
+        driver_errors.SpawnFailed,
+    )
+
+    @rpc_method(since="1.0", kind="cast")
+    def build_and_run_instance(self, instance: dict, allocations: dict, request_spec: dict,
+                               alternates: list) -> None:
+        """Spawn ``instance`` (``{"uuid", "name", "node"?...}``) with its claimed allocations.
+
+        On success the instance is ACTIVE with host and node in the cell database; on
+        failure the compute casts ConductorRPC.reschedule and changes nothing else.
+        """
+
+    @rpc_method(since="1.0")
+    def terminate_instance(self, instance_uuid: str) -> None:
+        """Destroy the instance on the hypervisor and mark it deleted in the cell database
+        (an instance not on this host is already gone: not an error)."""
+
+    @rpc_method(since=SET_HOST_ENABLED_SINCE)
+    def set_host_enabled(self, enabled: bool) -> str:
+        """Reflect the service's enabled state as the disabled trait; "enabled"/"disabled"."""

@@ -1,0 +1,124 @@
+"""A compute service: one host's driver, its service record, its resource tracker, its RPC server.
+
+::
+
+    svc = ComputeService("cmp1", driver, bus, cell_engine, placement_client)
+    svc.start()      # register, first resource pass, hypervisor events, RPC, threads
+    ...
+    svc.stop()       # threads joined, RPC server stopped; the bus stays the caller's
+
+Started with ``rpc_version="1.0"`` it advertises that older version on the bus
+and in its service row, as a compute not yet upgraded would.
+
+Two background threads: the heartbeat (``report_interval``) and the resource
+tracker pass (``tracker_interval``). ``clock`` stamps heartbeats and records, so
+tests can move time without sleeping.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+from collections.abc import Callable
+
+from sqlalchemy.engine import Engine
+
+from stratus.bus import Bus, RPCServer
+from stratus.cells import services
+from stratus.compute.drivers import Driver
+from stratus.compute.events import HypervisorEventHandler
+from stratus.compute.manager import ComputeManager, Rescheduler
+from stratus.compute.resource_tracker import PassReport, ResourceTracker
+from stratus.compute.rpcapi import BINARY, ComputeRPC, service_version
+from stratus.placement.client import PlacementClient
+from stratus.storage import engine as db
+
+LOG = logging.getLogger(__name__)
+
+
+def conductor_for(bus: Bus) -> Rescheduler:
+    from stratus.conductor.rpcapi import ConductorRPC
+
+    return bus.client(ConductorRPC).proxy()
+
+
+class ComputeService:
+    def __init__(self, host: str, driver: Driver, bus: Bus, cell_engine: Engine,
+                 placement: PlacementClient, *, report_interval: float = 10.0,
+                 tracker_interval: float = 60.0, rpc_version: str = ComputeRPC.version,
+                 conductor: Rescheduler | None = None,
+                 clock: Callable[[], dt.datetime] = services.utcnow) -> None:
+        self.host, self.driver, self.bus, self.cell_engine = host, driver, bus, cell_engine
+        self.report_interval, self.tracker_interval = report_interval, tracker_interval
+        self.rpc_version, self.clock = rpc_version, clock
+        self.service_id: int | None = None
+        self.tracker = ResourceTracker(host, driver, placement, cell_engine, clock=clock)
+        self.manager = ComputeManager(host, driver, self.tracker, cell_engine,
+                                      conductor if conductor is not None else conductor_for(bus),
+                                      clock=clock)
+        self.events = HypervisorEventHandler(host, cell_engine, self.tracker)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._server: RPCServer | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    def start(self) -> None:
+        if self.running:
+            raise RuntimeError(f"compute service {self.host} is already running")
+        with db.write(self.cell_engine) as conn:
+            record = services.register(conn, self.host, BINARY,
+                                       service_version(self.rpc_version), now=self.clock())
+        self.service_id = record.id
+        # Before answering anything: Placement matches the host and its disabled flag
+        # (a disable made while this compute was down or too old is repaired here).
+        self.update_available_resource()
+        self._unsubscribe = self.driver.subscribe(self.events)
+        self._server = self.bus.serve(ComputeRPC, self.manager, server=self.host,
+                                      version=self.rpc_version)
+        self._stop.clear()
+        self._threads = [
+            self._loop("heartbeat", self.report_interval, self.heartbeat),
+            self._loop("resource-tracker", self.tracker_interval, self.update_available_resource),
+        ]
+        LOG.info("compute %s started (RPC %s, driver %s)", self.host, self.rpc_version,
+                 self.driver.hypervisor)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop answering and reporting; returns once every thread has ended."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout)
+        self._threads = []
+        if self._server is not None:
+            self._server.stop(timeout)
+            self._server = None
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        LOG.info("compute %s stopped", self.host)
+
+    def heartbeat(self) -> None:
+        if self.service_id is None:
+            raise RuntimeError("heartbeat before the service registered")
+        with db.write(self.cell_engine) as conn:
+            services.heartbeat(conn, self.service_id, now=self.clock())
+
+    def update_available_resource(self) -> PassReport:
+        return self.tracker.update_available_resource()
+
+    def _loop(self, name: str, interval: float, work: Callable[[], object]) -> threading.Thread:
+        def run() -> None:
+            while not self._stop.wait(interval):
+                try:
+                    work()
+                except Exception:  # one failed round must not end the service
+                    LOG.exception("compute %s: %s failed", self.host, name)
+
+        thread = threading.Thread(target=run, name=f"compute-{self.host}-{name}", daemon=True)
+        thread.start()
+        return thread
