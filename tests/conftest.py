@@ -269,3 +269,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "all_backends: run the test on SQLite, PostgreSQL and MariaDB"
     )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    # Registered here (the root conftest) so the option is known wherever pytest starts.
+    parser.addoption(
+        "--differential-cases", type=int, default=None, metavar="N",
+        help="run the differential test against the reference Placement with N cases "
+        "(worlds x queries); see docs/differential.md",
+    )

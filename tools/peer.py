@@ -131,13 +131,14 @@ class PeerServer:
 
     def __init__(self, db: str = "sqlite", workers: int = 1, port: int | None = None,
                  venv: str | Path | None = None, randomize: bool = False,
-                 mysql_admin: str = MYSQL_ADMIN) -> None:
+                 mysql_admin: str = MYSQL_ADMIN, extra_env: dict[str, str] | None = None) -> None:
         self.db = db
         self.workers = workers
         self.port = port or procs.free_port()
         self.venv_arg = venv
         self.randomize = randomize
         self.mysql_admin = mysql_admin
+        self.extra_env = dict(extra_env or {})
         self.process: procs.ManagedProcess | None = None
         self._mysql_db: str | None = None
         self.db_url = ""
@@ -172,6 +173,7 @@ class PeerServer:
             "OS_PLACEMENT__RANDOMIZE_ALLOCATION_CANDIDATES": str(self.randomize),
             "PYTHONHASHSEED": "0",
         })
+        env.update(self.extra_env)
         argv = [
             str(venv / "bin" / "python"), "-m", "gunicorn",
             "-w", str(self.workers), "-b", f"127.0.0.1:{self.port}",

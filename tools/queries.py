@@ -57,23 +57,36 @@ class Query:
     def url(self) -> str:
         return "/allocation_candidates?" + urlencode(self.params, safe=":,!")
 
-    def reference_bug(self) -> str | None:
+    def reference_bug(self, world: World) -> str | None:
         """Why the reference's answer cannot be trusted for this query, if it cannot.
 
-        openstack-placement 16.0.0 adds amounts in place on a shared object when
-        the unnumbered group and a numbered group ask for the same class and
-        group_policy is not ``none`` (see docs/differential.md).
+        Two bugs of openstack-placement 16.0.0 (see docs/differential.md):
+        1. the unnumbered group and a numbered group ask for the same class and
+           group_policy is not ``none``: amounts are added in place on a shared
+           object, so they grow from candidate to candidate;
+        2. the unnumbered group could be served by sharing providers alone and
+           there are numbered groups: the unnumbered group's candidates are kept
+           in a set that ignores their anchor tree, so one sharing candidate per
+           provider survives, anchored to whichever tree came first in database
+           order, and combinations with numbered groups in other trees are lost.
         """
-        if self.group_policy == "none":
-            return None
         unnumbered = next((g for g in self.groups if g.suffix == ""), None)
-        if unnumbered is None:
+        numbered = [g for g in self.groups if g.suffix and g.resources]
+        if unnumbered is None or not unnumbered.resources or not numbered:
             return None
-        for g in self.groups:
-            shared = set(g.resources) & set(unnumbered.resources) if g.suffix else set()
-            if shared:
-                return (f"reference bug: class {sorted(shared)[0]} in the unnumbered group and "
-                        f"group '{g.suffix}' with group_policy={self.group_policy}")
+        if self.group_policy != "none":
+            for g in numbered:
+                shared = set(g.resources) & set(unnumbered.resources)
+                if shared:
+                    return (f"reference bug 1: class {sorted(shared)[0]} in the unnumbered "
+                            f"group and group '{g.suffix}' with group_policy="
+                            f"{self.group_policy}")
+        sharable = {rc for p in world.providers
+                    if "MISC_SHARES_VIA_AGGREGATE" in p.traits and p.aggregates
+                    for rc in p.inventories}
+        if set(unnumbered.resources) <= sharable:
+            return ("reference bug 2: the unnumbered group can come from sharing providers "
+                    "alone and there are numbered groups")
         return None
 
 
