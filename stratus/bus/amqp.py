@@ -244,10 +244,12 @@ class AmqpTransport(Transport):
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self._commands.append((command, future))
         try:
-            return future.result(timeout or self._connect_timeout * 2)
-        except concurrent.futures.TimeoutError:
-            raise errors.TransportError(f"RabbitMQ at {self._redacted()} did not respond"
-                                        ) from None
+            concurrent.futures.wait([future], timeout or self._connect_timeout * 2)
+            # Not started (e.g. reconnecting): cancel it, so it never runs behind our back.
+            # Already running: it is about to finish, so wait for its outcome.
+            if future.cancel():
+                raise errors.TransportError(f"RabbitMQ at {self._redacted()} did not respond")
+            return future.result()
         except errors.BusError:
             raise
         except Exception as exc:  # broker refusals (e.g. a queue's options)
@@ -276,7 +278,7 @@ class AmqpTransport(Transport):
             except Exception as exc:  # reconnect on any connection failure
                 if self._closing.is_set():
                     break
-                LOG.warning("amqp: lost the consuming connection (%s); reconnecting in %.1fs",
+                LOG.warning("amqp: consuming connection failed (%s); reconnecting in %.1fs",
                             exc, backoff)
                 self._closing.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
@@ -288,6 +290,8 @@ class AmqpTransport(Transport):
     def _run_commands(self, channel: Any) -> None:
         while self._commands:
             command, future = self._commands.popleft()
+            if not future.set_running_or_notify_cancel():
+                continue  # its caller gave up waiting
             if channel is None:
                 future.set_exception(errors.TransportError("transport closed"))
                 continue
@@ -295,7 +299,7 @@ class AmqpTransport(Transport):
                 future.set_result(command(channel))
             except Exception as exc:  # handed to the waiting caller
                 future.set_exception(exc)
-                if not getattr(channel, "is_open", True):
+                if isinstance(exc, self._consuming.channel_errors):
                     raise  # the broker closed the channel over it: reconnect
 
     # -- lifecycle -----------------------------------------------------------

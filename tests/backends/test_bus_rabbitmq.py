@@ -130,3 +130,36 @@ def test_an_unreachable_broker_is_a_transport_error() -> None:
     with pytest.raises(bus.TransportError, match="cannot use RabbitMQ"):
         AmqpTransport(f"amqp://guest:guest@127.0.0.1:{port}/", connect_timeout=1)
     assert time.monotonic() - started < 10
+
+
+def test_a_broker_refusal_is_a_transport_error_and_the_transport_recovers(
+    rabbit_url: str,
+) -> None:
+    namespace = f"stratus-test-{uuid.uuid4().hex[:10]}"
+    conflicting = f"{namespace}.echo"
+    with kombu.Connection(rabbit_url) as conn:  # a queue of that name, with other options
+        kombu.Queue(conflicting, durable=True, auto_delete=False)(conn.default_channel).declare()
+    b = bus.Bus(namespaced(rabbit_url, namespace), identity="t", timeout=3)
+    try:
+        with pytest.raises(bus.TransportError, match="refused"):
+            b.serve(contract.EchoRPC, contract.Echo("h1"), server="h1")
+
+        class OtherTopic(contract.EchoRPC):
+            topic = "echo2"
+
+        b.serve(OtherTopic, contract.Echo("h2"), server="h2")
+        assert b.client(OtherTopic, server="h2").call("whoami") == "h2"
+    finally:
+        b.close()
+        cleanup(rabbit_url, namespace, [conflicting])
+
+
+def test_a_namespace_declared_with_other_options_is_refused(rabbit_url: str) -> None:
+    namespace = f"stratus-test-{uuid.uuid4().hex[:10]}"
+    durable = AmqpTransport(namespaced(rabbit_url, namespace, durable=True))
+    try:
+        with pytest.raises(bus.TransportError, match="cannot use RabbitMQ"):
+            AmqpTransport(namespaced(rabbit_url, namespace, durable=False))
+    finally:
+        durable.close()
+        cleanup(rabbit_url, namespace)

@@ -262,7 +262,7 @@ class BusContract:
                 t.join()
             return time.monotonic() - started
 
-        assert elapsed("wide") < 0.9
+        assert elapsed("wide") < 1.0  # four at once; one at a time takes 1.2s
         assert elapsed("narrow") >= 1.15
 
     def test_a_handler_may_call_another_server(self, pair: tuple[bus.Bus, bus.Bus]) -> None:
