@@ -187,3 +187,61 @@ def test_one_consumer_many_writers_exactly_one_wins(live_server):
             assert got["consumer_generation"] == (generation or 0) + 1
             held = got["allocations"][rp]["resources"]["VCPU"]
             assert http.get(f"/resource_providers/{rp}/usages").json()["usages"]["VCPU"] == held
+
+
+def test_reshapes_racing_with_claims(live_server):
+    # Ten reshapes of one provider, all from the same generation, race ten
+    # claims on it: exactly one reshape may win, and the claims that got in
+    # must be exactly what the provider's usage says.
+    rp = _providers(live_server.url)[0]
+    service = {**HEADERS, "X-Roles": "service", "OpenStack-API-Version": "placement 1.30"}
+    with httpx.Client(base_url=live_server.url, headers=HEADERS) as http:
+        gen = http.get(f"/resource_providers/{rp}").json()["generation"]
+    barrier = threading.Barrier(20)
+    lock = threading.Lock()
+    reshapes: list[httpx.Response] = []
+    claims: dict[str, httpx.Response] = {}
+
+    def reshaper(n: int) -> None:
+        data = {"inventories": {rp: {"resource_provider_generation": gen, "inventories": {
+            "VCPU": {"total": 30 + n}, "MEMORY_MB": {"total": CAPACITY["MEMORY_MB"]}}}},
+            "allocations": {}}
+        with httpx.Client(base_url=live_server.url, headers=service, timeout=120) as http:
+            barrier.wait()
+            resp = http.post("/reshaper", json=data)
+        with lock:
+            reshapes.append(resp)
+
+    def claimer(n: int) -> None:
+        consumer = new_uuid()
+        with httpx.Client(base_url=live_server.url, headers=HEADERS, timeout=120) as http:
+            barrier.wait()
+            resp = http.put(f"/allocations/{consumer}",
+                            json=body({rp: {"VCPU": 3, "MEMORY_MB": 512}}, None))
+        with lock:
+            claims[consumer] = resp
+
+    threads = [threading.Thread(target=reshaper, args=(n,)) for n in range(10)]
+    threads += [threading.Thread(target=claimer, args=(n,)) for n in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert len(reshapes) == 10 and len(claims) == 10
+    won = [r for r in reshapes if r.status_code == 204]
+    assert len(won) <= 1, [r.text for r in won]
+    for r in reshapes:
+        if r.status_code != 204:
+            assert r.status_code == 409, r.text
+            assert r.json()["errors"][0]["code"] == "placement.concurrent_update"
+    accepted = [c for c, r in claims.items() if r.status_code == 204]
+    for r in claims.values():
+        if r.status_code != 204:
+            _clean_refusal(r)
+    with httpx.Client(base_url=live_server.url, headers=HEADERS) as http:
+        usage = http.get(f"/resource_providers/{rp}/usages").json()["usages"]
+        assert usage == {"VCPU": 3 * len(accepted), "MEMORY_MB": 512 * len(accepted)}
+        inventory = http.get(f"/resource_providers/{rp}/inventories").json()
+        total = inventory["inventories"]["VCPU"]["total"]
+        assert usage["VCPU"] <= total
+        assert (total == CAPACITY["VCPU"]) == (not won)
