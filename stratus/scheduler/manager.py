@@ -1,0 +1,263 @@
+"""The scheduler service: ``select_destinations``, one small counted step after another.
+
+::
+
+    request spec -> query_from_spec -> request filters (context from the API DB)
+      -> GET /allocation_candidates?limit=max_placement_results
+      -> host states (enabled cells only) -> host filters -> weighers
+      -> claim the best host's allocation request (retry races, then the next host)
+      -> selection + alternates, per instance, consuming host state between picks
+
+Whatever this call claims it also releases if it cannot place every instance
+(a batch is all or nothing), so a NoValidHost never leaves allocations behind.
+Every exclusion is counted by reason; NoValidHost carries the counts, with
+Placement's own (``/allocation_candidates/explain``) when it has none to offer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from stratus import config as configuration
+from stratus.placement import client as pc
+from stratus.scheduler import claims, context, filters, request_filters, weighers
+from stratus.scheduler.errors import NoValidHost
+from stratus.scheduler.host_manager import HostManager
+from stratus.scheduler.host_state import HostState
+from stratus.scheduler.pipeline import run_filters
+from stratus.scheduler.request import InvalidRequest, RequestSpec, query_from_spec
+from stratus.storage import engine as db
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SchedulerOptions:
+    max_placement_results: int = 1000
+    max_attempts: int = 3
+    host_filters: Sequence[filters.HostFilter] = field(
+        default_factory=lambda: filters.resolve(filters.DEFAULT_ORDER))
+    request_filters: Sequence[request_filters.RequestFilter] = field(
+        default_factory=lambda: request_filters.resolve(request_filters.DEFAULT_ORDER))
+    weights: Mapping[str, float] = field(
+        default_factory=lambda: dict(weighers.DEFAULT_MULTIPLIERS))
+    claim_retries: int = 3
+
+    @classmethod
+    def from_config(cls, config: configuration.Config) -> SchedulerOptions:
+        def get(name: str) -> Any:
+            return config.get("scheduler", name)
+
+        try:
+            weights = {}
+            for item in get("weights"):
+                name, _, multiplier = item.partition(":")
+                weights[name.strip()] = float(multiplier) if multiplier else 1.0
+            unknown = [n for n in weights if n not in weighers.REGISTRY]
+            if unknown:
+                raise ValueError(f"unknown weigher(s): {', '.join(unknown)}; "
+                                 f"known: {', '.join(weighers.REGISTRY)}")
+            return cls(max_placement_results=get("max_placement_results"),
+                       max_attempts=get("max_attempts"),
+                       host_filters=filters.resolve(get("enabled_filters")),
+                       request_filters=request_filters.resolve(get("request_filters")),
+                       weights=weights, claim_retries=get("claim_retries"))
+        except ValueError as exc:
+            raise configuration.ConfigError(f"[scheduler]: {exc}") from None
+
+
+def selection(host: HostState, allocation_request: Mapping[str, Any],
+              version: str) -> dict[str, Any]:
+    return {"host": host.host, "nodename": host.nodename, "compute_node_uuid": host.uuid,
+            "cell_uuid": host.cell, "allocation_request": dict(allocation_request),
+            "allocation_request_version": version}
+
+
+class SchedulerManager:
+    """The endpoint behind SchedulerRPC (any number of these may run at once)."""
+
+    def __init__(self, placement: pc.PlacementClient, api_engine: Engine,
+                 host_manager: HostManager, options: SchedulerOptions | None = None,
+                 placement_version: str = "1.39") -> None:
+        self.placement = placement
+        self.api_engine = api_engine
+        self.host_manager = host_manager
+        self.options = options or SchedulerOptions()
+        self.placement_version = placement_version
+
+    def select_destinations(self, request_spec: dict[str, Any], instance_uuids: list[str],
+                            return_alternates: bool = True) -> list[list[dict[str, Any]]]:
+        try:
+            spec = RequestSpec.from_dict(request_spec)
+            query = query_from_spec(spec)
+        except InvalidRequest as exc:
+            raise NoValidHost(f"The request cannot be scheduled: {exc}") from None
+        if not instance_uuids:
+            return []
+        with db.read(self.api_engine) as conn:
+            view = context.load(conn, self.host_manager.cells.all())
+        try:
+            notes = request_filters.apply(spec, query, view.filters, self.options.request_filters)
+        except request_filters.NoHostPossible as exc:
+            raise NoValidHost(str(exc)) from None
+        query.limit = self.options.max_placement_results
+        params = query.params()
+        LOG.debug("candidates query %s (request filters: %s)", params, "; ".join(notes))
+        found = self.placement.allocation_candidates(params)
+        if not found.allocation_requests:
+            raise self._nothing_offered(params)
+        by_root = _by_root(found.allocation_requests, found.provider_summaries)
+        states = self.host_manager.host_states(by_root, requested_cell=spec.requested_cell,
+                                               host_zones=view.host_zones)
+        counts: Counter[str] = Counter()
+        for cell_uuid, why in states.skipped_cells.items():
+            LOG.warning("cell %s skipped while scheduling: %s", cell_uuid, why)
+            counts[f"cell {cell_uuid} skipped ({why})"] += 1
+        hosts = []
+        for root, requests in by_root.items():
+            state = states.hosts.get(root)
+            if state is None:
+                counts["not a compute node of an enabled cell"] += 1
+                continue
+            state.allocation_requests = requests
+            _overlay_usage(state, root, found.provider_summaries)
+            hosts.append(state)
+        passed, report = run_filters(hosts, spec, self.options.host_filters)
+        counts.update(report.rejected)
+        counts.update({f"error in filter {k}": n for k, n in report.errors.items()})
+        if not passed:
+            raise NoValidHost(f"Placement offered {len(by_root)} host(s); none passed the "
+                              "scheduler's checks.", counts)
+        return self._place_all(spec, instance_uuids, passed, counts, return_alternates)
+
+    # ---- choosing and claiming ---------------------------------------------------
+
+    def _place_all(self, spec: RequestSpec, instance_uuids: Sequence[str],
+                   hosts: list[HostState], counts: Counter[str],
+                   return_alternates: bool) -> list[list[dict[str, Any]]]:
+        claimed: list[str] = []
+        refused: set[str] = set()   # hosts whose claim failed: full for this request
+        results = []
+        try:
+            for instance_uuid in instance_uuids:
+                ranked = [w.host for w in weighers.weigh(
+                    [h for h in hosts if h.uuid not in refused], spec, self.options.weights)]
+                chosen = self._claim_best(spec, instance_uuid, ranked, refused, counts)
+                if chosen is None:
+                    raise NoValidHost(
+                        f"No host could be claimed for instance {instance_uuid} "
+                        f"({len(claimed)} of {len(instance_uuids)} placed).", counts)
+                host, allocation_request = chosen
+                claimed.append(instance_uuid)
+                flavor = spec.flavor
+                host.consume(flavor.vcpus, flavor.memory_mb, flavor.disk_gb, instance_uuid)
+                picks = [selection(host, allocation_request, self.placement_version)]
+                if return_alternates:
+                    picks += self._alternates(host, ranked, refused)
+                results.append(picks)
+        except BaseException:
+            for instance_uuid in claimed:   # all or nothing: release what this call claimed
+                claims.unclaim(self.placement, instance_uuid)
+            raise
+        return results
+
+    def _claim_best(self, spec: RequestSpec, instance_uuid: str, ranked: list[HostState],
+                    refused: set[str], counts: Counter[str]
+                    ) -> tuple[HostState, Mapping[str, Any]] | None:
+        for host in ranked:
+            for allocation_request in host.allocation_requests:
+                outcome = claims.claim(self.placement, instance_uuid, allocation_request,
+                                       spec.project_id, spec.user_id,
+                                       retries=self.options.claim_retries)
+                if outcome.ok:
+                    return host, allocation_request
+                LOG.info("claim for %s on %s refused after %d attempt(s): %s", instance_uuid,
+                         host.host, outcome.attempts, outcome.reason)
+            refused.add(host.uuid)
+            counts["claim refused by Placement (taken meanwhile)"] += 1
+        return None
+
+    def _alternates(self, chosen: HostState, ranked: list[HostState],
+                    refused: set[str]) -> list[dict[str, Any]]:
+        """Up to max_attempts - 1 other hosts of the chosen host's cell, best first.
+
+        Same cell, because the instance's record now lives in that cell's database
+        and a reschedule only moves its claim and its host there.
+        """
+        wanted = self.options.max_attempts - 1
+        out: list[dict[str, Any]] = []
+        seen = {chosen.host}
+        for host in ranked:
+            if len(out) >= wanted:
+                break
+            if host.host in seen or host.cell != chosen.cell or host.uuid in refused:
+                continue
+            seen.add(host.host)
+            out.append(selection(host, host.allocation_requests[0], self.placement_version))
+        return out
+
+    # ---- why nothing was offered ---------------------------------------------------
+
+    def _nothing_offered(self, params: Sequence[tuple[str, str]]) -> NoValidHost:
+        reason = "Placement has no allocation candidates for this request."
+        try:
+            body = self.placement.explain([p for p in params if p[0] != "limit"])
+        except pc.PlacementClientError as exc:
+            # Explain is a Stratus extension: another Placement (or an older one) lacks it.
+            LOG.info("explain unavailable: %s", exc)
+            return NoValidHost(reason + " (Placement cannot explain why: "
+                               f"{exc.status} from /allocation_candidates/explain)")
+        return NoValidHost(reason, explain_counts(body))
+
+
+def explain_counts(body: Mapping[str, Any]) -> dict[str, int]:
+    """Placement's explain answer as reason -> count (providers per group, then hosts)."""
+    counts: Counter[str] = Counter()
+    for suffix, group in (body.get("groups") or {}).items():
+        where = "placement" if not suffix else f"placement group {suffix}"
+        for reason, n in (group.get("providers_excluded") or {}).items():
+            counts[f"{where}: {reason} (providers)"] += int(n)
+    for reason, n in (body.get("trees_excluded") or {}).items():
+        counts[f"placement: {reason} (hosts)"] += int(n)
+    return dict(counts)
+
+
+def _by_root(allocation_requests: list[dict[str, Any]],
+             summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Allocation requests grouped by the root provider (the host) they allocate from.
+
+    A request that also draws on a sharing provider (another tree) is filed under
+    the tree that holds most of its providers, the compute node's.
+    """
+    out: dict[str, list[dict[str, Any]]] = {}
+    for ar in allocation_requests:
+        roots: Counter[str] = Counter()
+        for rp in ar["allocations"]:
+            roots[(summaries.get(rp) or {}).get("root_provider_uuid") or rp] += 1
+        root = roots.most_common(1)[0][0]
+        out.setdefault(root, []).append(ar)
+    return out
+
+
+def _overlay_usage(state: HostState, root: str,
+                   summaries: Mapping[str, Mapping[str, Any]]) -> None:
+    """Placement's capacity and usage for the host's tree replace the cell's figures
+    (Placement is the book of record; the cell's compute_nodes row may lag)."""
+    totals: dict[str, list[int]] = {}
+    for rp, summary in summaries.items():
+        if (summary.get("root_provider_uuid") or rp) != root:
+            continue
+        for rc, figures in (summary.get("resources") or {}).items():
+            cap_used = totals.setdefault(rc, [0, 0])
+            cap_used[0] += int(figures.get("capacity", 0))
+            cap_used[1] += int(figures.get("used", 0))
+    for rc, attr in (("VCPU", "vcpus"), ("MEMORY_MB", "memory_mb"), ("DISK_GB", "disk_gb")):
+        if rc in totals:
+            setattr(state, f"{attr}_total", totals[rc][0])
+            setattr(state, f"{attr}_used", totals[rc][1])
