@@ -151,3 +151,16 @@ request_specs = sa.Table(
     sa.Column("spec", sa.Text, nullable=False),
     *_timestamps(),
 )
+
+# Added by migration 0003: a server the API accepted that no cell holds yet (Nova's
+# build request). The API reads it until the conductor records the server in a cell.
+build_requests = sa.Table(
+    "build_requests",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("instance_uuid", _name(36), nullable=False, unique=True),
+    sa.Column("project_id", _name(255), nullable=False, index=True),
+    sa.Column("user_id", _name(255), nullable=False),
+    sa.Column("name", _name(255), nullable=False),
+    *_timestamps(),
+)
