@@ -1,0 +1,240 @@
+"""The build task: schedule servers, record them in their cell, start them on a compute;
+and its sequel, the reschedule task, when a compute's spawn failed.
+
+Each task has ``execute`` and ``rollback``; every step that changes something
+pushes its undo, and ``rollback`` runs the undos newest first (the scheduler's
+claim is the "reserve"; dropping the allocations is its "unreserve"). A task
+never leaves a server half-built: it is building on a host that holds its
+claim, or it is in ERROR with the reason and holds no allocations. A server no
+host would take is buried in cell0 (design: instance in cell0, ERROR, reason).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from stratus.bus import BusError, RPCClient
+from stratus.cells.engines import CellEngines
+from stratus.cells.mappings import CELL0_UUID, CellMapping, get_cell
+from stratus.conductor import records
+from stratus.placement import client as pc
+from stratus.scheduler import claims
+from stratus.scheduler.errors import NoValidHost
+from stratus.scheduler.rpcapi import SchedulerRPC
+from stratus.storage import engine as db
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass
+class ConductorContext:
+    """What the conductor's tasks need, built once by the service."""
+
+    api_engine: Engine
+    engines: CellEngines
+    placement: pc.PlacementClient
+    scheduler: RPCClient[SchedulerRPC]
+    compute: Callable[[CellMapping], RPCClient[Any]]  # ComputeRPC client on the cell's bus
+    max_attempts: int = 3
+    claim_retries: int = 3
+
+    def cell(self, uuid: str) -> CellMapping:
+        with db.read(self.api_engine) as conn:
+            return get_cell(conn, uuid)
+
+
+class Undo:
+    """A stack of undo steps, run newest first; a failing undo is logged, not raised."""
+
+    def __init__(self) -> None:
+        self._steps: list[tuple[str, Callable[[], None]]] = []
+
+    def push(self, what: str, step: Callable[[], None]) -> None:
+        self._steps.append((what, step))
+
+    def rollback(self) -> None:
+        while self._steps:
+            what, step = self._steps.pop()
+            try:
+                step()
+            except Exception:
+                LOG.exception("rollback step failed: %s", what)
+
+    def forget(self) -> None:
+        self._steps.clear()
+
+
+def bury_in_cell0(ctx: ConductorContext, instance: dict[str, Any], spec: dict[str, Any],
+                  reason: str) -> None:
+    """No host: the server lives on in cell0, in ERROR, with the reason, holding nothing."""
+    ctx.placement.delete_allocations(instance["uuid"])
+    cell0 = ctx.cell(CELL0_UUID)
+    with db.write(ctx.engines.get(cell0)) as conn:
+        if records.get_instance(conn, instance["uuid"]) is None:
+            records.create_instance(conn, instance, spec["flavor"], host=None, node=None,
+                                    availability_zone=spec.get("availability_zone"),
+                                    vm_state=records.ERROR, task_state=None, fault=reason)
+        else:
+            records.update_instance(conn, instance["uuid"], vm_state=records.ERROR,
+                                    task_state=None, fault=reason)
+    with db.write(ctx.api_engine) as conn:
+        records.map_instance(conn, instance["uuid"], cell0, instance["project_id"],
+                             instance.get("user_id"))
+    LOG.warning("instance %s buried in cell0: %s", instance["uuid"], reason)
+
+
+def cast_build(ctx: ConductorContext, cell: CellMapping, instance: dict[str, Any],
+               selected: dict[str, Any], spec: dict[str, Any],
+               alternates: list[dict[str, Any]]) -> None:
+    body = dict(instance, host=selected["host"], node=selected["nodename"],
+                cell_uuid=cell.uuid, flavor=spec["flavor"])
+    ctx.compute(cell).prepare(server=selected["host"]).cast(
+        "build_and_run_instance", instance=body,
+        allocations=selected["allocation_request"]["allocations"], request_spec=spec,
+        alternates=alternates)
+
+
+@dataclass
+class BuildTask:
+    ctx: ConductorContext
+    instances: list[dict[str, Any]]
+    spec: dict[str, Any]
+    built: list[str] = field(default_factory=list)     # uuids handed to a compute
+    buried: list[str] = field(default_factory=list)    # uuids put in ERROR
+    _undo: Undo = field(default_factory=Undo)
+
+    def execute(self) -> None:
+        uuids = [i["uuid"] for i in self.instances]
+        with db.write(self.ctx.api_engine) as conn:
+            for instance in self.instances:
+                records.save_request_spec(conn, instance["uuid"], self.spec)
+                records.map_instance(conn, instance["uuid"], None, instance["project_id"],
+                                     instance.get("user_id"))
+        try:
+            picks = self.ctx.scheduler.call("select_destinations", request_spec=self.spec,
+                                            instance_uuids=uuids, return_alternates=True)
+        except (NoValidHost, BusError) as exc:
+            for instance in self.instances:
+                self._bury(instance, str(exc))
+            return
+        for instance, selections in zip(self.instances, picks, strict=True):
+            self._undo.push("release the claim", self._unclaimer(instance["uuid"]))
+            try:
+                self._build_one(instance, selections[0], selections[1:])
+            except Exception as exc:
+                LOG.exception("build of %s failed before reaching a compute", instance["uuid"])
+                self.rollback()
+                self._bury(instance, f"Build failed: {type(exc).__name__}: {exc}")
+            else:
+                self._undo.forget()   # the compute has it now; reschedule takes over
+                self.built.append(instance["uuid"])
+
+    def _build_one(self, instance: dict[str, Any], selected: dict[str, Any],
+                   alternates: list[dict[str, Any]]) -> None:
+        uuid = instance["uuid"]
+        cell = self.ctx.cell(selected["cell_uuid"])
+        with db.write(self.ctx.engines.get(cell)) as conn:
+            records.create_instance(conn, instance, self.spec["flavor"], host=selected["host"],
+                                    node=selected["nodename"],
+                                    availability_zone=self.spec.get("availability_zone"),
+                                    vm_state=records.BUILDING, task_state=records.SPAWNING)
+        self._undo.push("delete the instance record", lambda: self._delete_record(cell, uuid))
+        with db.write(self.ctx.api_engine) as conn:
+            records.map_instance(conn, uuid, cell, instance["project_id"],
+                                 instance.get("user_id"))
+            records.save_request_spec(conn, uuid, self.spec, {
+                "instance": instance, "host": selected["host"], "alternates": alternates,
+                "failures": []})
+        cast_build(self.ctx, cell, instance, selected, self.spec, alternates)
+
+    def _unclaimer(self, uuid: str) -> Callable[[], None]:
+        return lambda: claims.unclaim(self.ctx.placement, uuid)
+
+    def _delete_record(self, cell: CellMapping, uuid: str) -> None:
+        with db.write(self.ctx.engines.get(cell)) as conn:
+            records.delete_instance(conn, uuid)
+
+    def _bury(self, instance: dict[str, Any], reason: str) -> None:
+        bury_in_cell0(self.ctx, instance, self.spec, reason)
+        self.buried.append(instance["uuid"])
+
+    def rollback(self) -> None:
+        self._undo.rollback()
+
+
+@dataclass
+class RescheduleTask:
+    """A spawn failed on ``failed_host``: move the claim to the next alternate and build
+    there; after max_attempts hosts (or without alternates) the instance goes to ERROR."""
+
+    ctx: ConductorContext
+    instance_uuid: str
+    failed_host: str
+    reason: str
+    outcome: str = ""   # "rebuilt on HOST" or "error"
+
+    def execute(self) -> None:
+        with db.read(self.ctx.api_engine) as conn:
+            loaded = records.load_request_spec(conn, self.instance_uuid)
+            cell = records.cell_of_instance(conn, self.instance_uuid)
+        if loaded is None or cell is None:
+            LOG.warning("reschedule of unknown instance %s ignored", self.instance_uuid)
+            return
+        spec, build = loaded
+        if build.get("host") not in (None, self.failed_host):
+            # A duplicate or late report: the instance already moved on.
+            LOG.info("reschedule of %s from %s ignored: it is on %s now", self.instance_uuid,
+                     self.failed_host, build.get("host"))
+            return
+        failures = [*build.get("failures", []), f"{self.failed_host}: {self.reason}"]
+        alternates = list(build.get("alternates", []))
+        instance = build.get("instance") or {"uuid": self.instance_uuid}
+        while alternates and len(failures) < self.ctx.max_attempts:
+            selected = alternates.pop(0)
+            refused = self._move_claim(spec, selected)
+            if refused:
+                failures.append(f"{selected['host']}: claim refused: {refused}")
+                continue
+            with db.write(self.ctx.engines.get(cell)) as conn:
+                records.update_instance(conn, self.instance_uuid, host=selected["host"],
+                                        node=selected["nodename"], vm_state=records.BUILDING,
+                                        task_state=records.SPAWNING)
+            with db.write(self.ctx.api_engine) as conn:
+                records.save_request_spec(conn, self.instance_uuid, spec, {
+                    "instance": instance, "host": selected["host"],
+                    "alternates": alternates, "failures": failures})
+            cast_build(self.ctx, cell, instance, selected, spec, alternates)
+            self.outcome = f"rebuilt on {selected['host']}"
+            return
+        self.rollback_to_error(cell, spec, instance, failures)
+
+    def _move_claim(self, spec: dict[str, Any], selected: dict[str, Any]) -> str | None:
+        """Replace the instance's allocations with the alternate's in one PUT (atomic: the
+        failed host's share is released as the new one is taken); None on success."""
+        held = self.ctx.placement.get_allocations(self.instance_uuid)
+        outcome = claims.claim(self.ctx.placement, self.instance_uuid,
+                               selected["allocation_request"], spec["project_id"],
+                               spec["user_id"],
+                               consumer_generation=held.get("consumer_generation"),
+                               retries=self.ctx.claim_retries)
+        return None if outcome.ok else (outcome.reason or "refused")
+
+    def rollback_to_error(self, cell: CellMapping, spec: dict[str, Any],
+                          instance: dict[str, Any], failures: list[str]) -> None:
+        claims.unclaim(self.ctx.placement, self.instance_uuid)
+        fault = (f"Exceeded maximum number of attempts ({self.ctx.max_attempts}) or ran out "
+                 f"of alternate hosts for instance {self.instance_uuid}. Attempts: "
+                 + "; ".join(failures))
+        with db.write(self.ctx.engines.get(cell)) as conn:
+            records.update_instance(conn, self.instance_uuid, vm_state=records.ERROR,
+                                    task_state=None, host=None, node=None, fault=fault)
+        with db.write(self.ctx.api_engine) as conn:
+            records.save_request_spec(conn, self.instance_uuid, spec, {
+                "instance": instance, "host": None, "alternates": [], "failures": failures})
+        self.outcome = "error"
+        LOG.warning("instance %s in ERROR: %s", self.instance_uuid, fault)

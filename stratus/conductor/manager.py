@@ -1,0 +1,69 @@
+"""The conductor service: the endpoint behind ConductorRPC, and the per-cell buses it
+casts to computes on (one bus per cell, as cells have their own message queues)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from stratus.bus import Bus, RPCClient
+from stratus.cells.mappings import CellMapping
+from stratus.conductor.build import BuildTask, ConductorContext, RescheduleTask
+
+LOG = logging.getLogger(__name__)
+
+
+class CellBuses:
+    """A bus per cell transport URL, opened on first use; ``default`` for cells that
+    share the top-level bus (an empty or identical transport_url)."""
+
+    def __init__(self, default: Bus, identity: str = "conductor") -> None:
+        self.default = default
+        self.identity = identity
+        self._lock = threading.Lock()
+        self._buses: dict[str, Bus] = {}
+
+    def for_cell(self, cell: CellMapping) -> Bus:
+        url = cell.transport_url
+        if not url or url == getattr(self.default.transport, "url", None):
+            return self.default
+        with self._lock:
+            bus = self._buses.get(url)
+            if bus is None:
+                bus = self._buses[url] = Bus(url, identity=self.identity,
+                                             timeout=self.default.timeout)
+            return bus
+
+    def compute_client(self, cell: CellMapping) -> RPCClient[Any]:
+        from stratus.compute.rpcapi import ComputeRPC
+
+        return self.for_cell(cell).client(ComputeRPC)
+
+    def close(self) -> None:
+        with self._lock:
+            buses, self._buses = list(self._buses.values()), {}
+        for bus in buses:
+            bus.close()
+
+
+class ConductorManager:
+    def __init__(self, ctx: ConductorContext) -> None:
+        self.ctx = ctx
+
+    def build_instances(self, instances: list[dict[str, Any]],
+                        request_spec: dict[str, Any]) -> None:
+        task = BuildTask(self.ctx, instances, request_spec)
+        try:
+            task.execute()
+        except Exception:
+            LOG.exception("build of %s failed", [i.get("uuid") for i in instances])
+            task.rollback()
+            raise
+        LOG.info("build: %d handed to computes, %d in ERROR", len(task.built), len(task.buried))
+
+    def reschedule(self, instance_uuid: str, failed_host: str, reason: str) -> None:
+        task = RescheduleTask(self.ctx, instance_uuid, failed_host, reason)
+        task.execute()
+        LOG.info("reschedule of %s after failure on %s: %s", instance_uuid, failed_host,
+                 task.outcome or "ignored")

@@ -1,0 +1,125 @@
+"""The conductor's reads and writes: request specs and instance mappings in the API
+database, instance records in a cell database. Plain functions over a connection.
+
+A request spec row holds ``RequestSpec.to_dict()`` plus a ``build`` key (the
+remaining alternates, the failures so far), so any conductor can take a
+reschedule for any instance; readers of the spec ignore the extra key.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stratus.api import schema as api
+from stratus.cells import schema as cs
+from stratus.cells.mappings import CellMapping, get_cell
+
+BUILDING, ERROR = "building", "error"
+SCHEDULING, SPAWNING = "scheduling", "spawning"
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+# ---- API database -------------------------------------------------------------------
+
+
+def save_request_spec(conn: Connection, instance_uuid: str, spec: dict[str, Any],
+                      build: dict[str, Any] | None = None) -> None:
+    table = api.request_specs
+    data = dict(spec)
+    if build is not None:
+        data["build"] = build
+    text = json.dumps(data, sort_keys=True)
+    found = conn.execute(sa.select(table.c.id).where(table.c.instance_uuid == instance_uuid)
+                         ).first()
+    if found is None:
+        conn.execute(sa.insert(table).values(instance_uuid=instance_uuid, spec=text,
+                                             created_at=utcnow()))
+    else:
+        conn.execute(sa.update(table).where(table.c.id == found.id)
+                     .values(spec=text, updated_at=utcnow()))
+
+
+def load_request_spec(conn: Connection, instance_uuid: str
+                      ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(the spec, its build state) or None if the instance has no request spec."""
+    table = api.request_specs
+    text = conn.execute(sa.select(table.c.spec).where(table.c.instance_uuid == instance_uuid)
+                        ).scalar()
+    if text is None:
+        return None
+    data = json.loads(text)
+    build = data.pop("build", None) or {}
+    return data, build
+
+
+def map_instance(conn: Connection, instance_uuid: str, cell: CellMapping | None,
+                 project_id: str, user_id: str | None) -> None:
+    """Point the instance's mapping at ``cell`` (None: not scheduled yet), creating it.
+
+    Once a cell holds the instance its build request (the API's placeholder) goes, in
+    the same transaction, so the API finds the server in exactly one place.
+    """
+    table = api.instance_mappings
+    cell_id = None
+    if cell is not None:
+        cell_id = conn.execute(sa.select(api.cell_mappings.c.id).where(
+            api.cell_mappings.c.uuid == cell.uuid)).scalar_one()
+    found = conn.execute(sa.select(table.c.id).where(table.c.instance_uuid == instance_uuid)
+                         ).first()
+    if found is None:
+        conn.execute(sa.insert(table).values(instance_uuid=instance_uuid, cell_id=cell_id,
+                                             project_id=project_id, user_id=user_id,
+                                             created_at=utcnow()))
+    else:
+        conn.execute(sa.update(table).where(table.c.id == found.id)
+                     .values(cell_id=cell_id, updated_at=utcnow()))
+    if cell is not None:
+        conn.execute(sa.delete(api.build_requests)
+                     .where(api.build_requests.c.instance_uuid == instance_uuid))
+
+
+def cell_of_instance(conn: Connection, instance_uuid: str) -> CellMapping | None:
+    cell_uuid = conn.execute(
+        sa.select(api.cell_mappings.c.uuid)
+        .join(api.instance_mappings, api.instance_mappings.c.cell_id == api.cell_mappings.c.id)
+        .where(api.instance_mappings.c.instance_uuid == instance_uuid)).scalar()
+    return get_cell(conn, cell_uuid) if cell_uuid else None
+
+
+# ---- a cell database ------------------------------------------------------------------
+
+
+def create_instance(conn: Connection, instance: dict[str, Any], flavor: dict[str, Any], *,
+                    host: str | None, node: str | None, availability_zone: str | None,
+                    vm_state: str, task_state: str | None, fault: str | None = None) -> None:
+    now = utcnow()
+    conn.execute(sa.insert(cs.instances).values(
+        uuid=instance["uuid"], name=instance.get("name") or f"instance-{instance['uuid'][:8]}",
+        project_id=instance["project_id"], user_id=instance["user_id"], host=host, node=node,
+        availability_zone=availability_zone, flavor=json.dumps(flavor, sort_keys=True),
+        vm_state=vm_state, task_state=task_state, fault=fault, created_at=now))
+
+
+def update_instance(conn: Connection, instance_uuid: str, **values: Any) -> bool:
+    values.setdefault("updated_at", utcnow())
+    result = conn.execute(sa.update(cs.instances).where(cs.instances.c.uuid == instance_uuid)
+                          .values(**values))
+    return bool(result.rowcount)
+
+
+def delete_instance(conn: Connection, instance_uuid: str) -> None:
+    conn.execute(sa.delete(cs.instances).where(cs.instances.c.uuid == instance_uuid))
+
+
+def get_instance(conn: Connection, instance_uuid: str) -> dict[str, Any] | None:
+    row = conn.execute(sa.select(cs.instances).where(cs.instances.c.uuid == instance_uuid)
+                       ).first()
+    return dict(row._mapping) if row else None
