@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import os_traits
 from sqlalchemy.engine import Engine
 
@@ -45,6 +46,9 @@ from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
 DISABLED = os_traits.COMPUTE_STATUS_DISABLED
+# What a pass survives per node (logged and reported, retried next pass): Placement's
+# answers, lost races, and Placement being unreachable.
+SYNC_ERRORS: tuple[type[Exception], ...] = (PlacementClientError, SyncConflict, httpx.HTTPError)
 
 
 @dataclass
@@ -98,7 +102,7 @@ class ResourceTracker:
                 try:
                     self._save_node(service, node, tree)
                     self._sync_tree(tree, disabled)
-                except (PlacementClientError, SyncConflict, HypervisorUnavailable) as exc:
+                except (*SYNC_ERRORS, HypervisorUnavailable) as exc:
                     LOG.warning("%s: node %s not synced: %s", self.host, node, exc)
                     report.failed[node] = str(exc)
                 else:
@@ -122,7 +126,7 @@ class ResourceTracker:
             except NotFound:
                 LOG.info("%s: root provider %s is not in Placement yet", self.host, root)
                 continue
-            except (PlacementClientError, SyncConflict) as exc:
+            except SYNC_ERRORS as exc:
                 if report is None:
                     raise
                 LOG.warning("%s: disabled trait of %s not synced: %s", self.host, root, exc)

@@ -53,6 +53,7 @@ class ComputeService:
         self.report_interval, self.tracker_interval = report_interval, tracker_interval
         self.rpc_version, self.clock = rpc_version, clock
         self.service_id: int | None = None
+        self.last_report: PassReport | None = None
         self.tracker = ResourceTracker(host, driver, placement, cell_engine, clock=clock)
         self.manager = ComputeManager(host, driver, self.tracker, cell_engine,
                                       conductor if conductor is not None else conductor_for(bus),
@@ -109,7 +110,8 @@ class ComputeService:
             services.heartbeat(conn, self.service_id, now=self.clock())
 
     def update_available_resource(self) -> PassReport:
-        return self.tracker.update_available_resource()
+        self.last_report = self.tracker.update_available_resource()
+        return self.last_report
 
     def _loop(self, name: str, interval: float, work: Callable[[], object]) -> threading.Thread:
         def run() -> None:

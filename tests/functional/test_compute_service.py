@@ -7,6 +7,8 @@ import datetime as dt
 import json
 import os
 import queue
+import signal
+import subprocess
 import threading
 import time
 import uuid as uuidlib
@@ -21,6 +23,7 @@ import stratus.cells
 from stratus.bus import Bus, UnsupportedVersion
 from stratus.cells import schema as cell_schema
 from stratus.cells import services
+from stratus.cli.main import main as stratus_main
 from stratus.compute.api_helpers import set_host_enabled_if_supported
 from stratus.compute.drivers import IronicDriver, LibvirtDriver
 from stratus.compute.provider_tree import stable_uuid
@@ -32,6 +35,7 @@ from stratus.placement.client import PlacementClient
 from stratus.placement.http.app import build_wsgi
 from stratus.storage import engine as db
 from stratus.storage import migrate
+from tests.functional import cli_helpers
 
 CELL = os.path.join(os.path.dirname(stratus.cells.__file__), "migrations")
 DISABLED = "COMPUTE_STATUS_DISABLED"
@@ -228,7 +232,7 @@ def test_a_steady_pass_writes_nothing_and_operator_traits_and_aggregates_survive
 def test_set_host_enabled_puts_the_trait_on_the_root_only_before_answering(
         start, bus, client, cell_engine, clock):
     driver = LibvirtDriver("cmp1", NUMA_NICS)
-    start(driver)
+    computes = [start(driver)]
     providers = driver.provider_tree("cmp1")
     root = providers.root.uuid
     compute = bus.client(ComputeRPC)
@@ -236,6 +240,8 @@ def test_set_host_enabled_puts_the_trait_on_the_root_only_before_answering(
     svc = disable_in_db(cell_engine, "cmp1", True, "maintenance")
     assert set_host_enabled_if_supported(compute, svc, False, now=clock(), down_time=DOWN_TIME)
     assert DISABLED in traits(client, root)
+    svc_pass = computes[0].update_available_resource()  # the pass agrees: root only
+    assert svc_pass.synced == ["cmp1"] and DISABLED in traits(client, root)
     for child in list(providers)[1:]:
         assert DISABLED not in traits(client, child.uuid)
 
@@ -385,12 +391,16 @@ def test_heartbeats_keep_it_up_and_a_stopped_service_goes_down(start, cell_engin
     clock.advance(DOWN_TIME - 1)
     reported = service_row(cell_engine, "cmp1").report_count
     assert eventually(lambda: service_row(cell_engine, "cmp1").report_count > reported)
-    clock.advance(DOWN_TIME - 1)  # the last heartbeat was stamped after the first advance
+    assert service_row(cell_engine, "cmp1").last_seen_up == clock()  # the injected clock
+    clock.advance(DOWN_TIME - 1)  # beyond the first stamp, within the heartbeat's
     assert service_row(cell_engine, "cmp1").is_up(clock(), DOWN_TIME)
 
     svc.stop()
     assert not [t for t in threading.enumerate() if t.name.startswith("compute-cmp1-")]
-    clock.advance(2)
+    stopped = service_row(cell_engine, "cmp1").report_count
+    time.sleep(0.02)
+    assert service_row(cell_engine, "cmp1").report_count == stopped
+    clock.advance(DOWN_TIME + 1)
     assert not service_row(cell_engine, "cmp1").is_up(clock(), DOWN_TIME)
 
 
@@ -443,3 +453,51 @@ def test_build_activates_a_failed_spawn_asks_the_conductor_and_terminate_deletes
     assert driver.instances() == [] and driver.usage("cmp1") == {}
     row = instance_row(cell_engine, good)
     assert row.vm_state == "deleted" and row.deleted_at is not None
+
+
+# -- the command -------------------------------------------------------------------------
+
+
+def test_stratus_compute_reports_its_host_and_stops_cleanly_on_sigterm(
+        live_server, client, tmp_path):
+    cell = f"sqlite:///{tmp_path / 'cell.db'}"
+    proc = subprocess.Popen(
+        [*cli_helpers.command("stratus"), "compute", "--host", "cli-host", "--driver",
+         "ironic", "--cell-db", cell, "--sync-db", "--placement-url", live_server.url,
+         "--transport-url", "inproc://cli"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=cli_helpers.clean_env(), stdin=subprocess.DEVNULL)
+    try:
+        def providers() -> list[str]:
+            listed = client.get("/resource_providers").json()["resource_providers"]
+            return [p["name"] for p in listed] if len(listed) == 4 else []
+
+        nodes = eventually(providers, seconds=30)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    assert sorted(nodes) == [f"cli-host-node-{i}" for i in range(4)], out
+    assert proc.returncode == 0, out
+    assert "compute cli-host stopped" in out
+    engine = db.create_engine(cell)
+    with db.read(engine) as conn:
+        assert services.get_by_host(conn, "cli-host", BINARY).version == 1001
+    engine.dispose()
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--rpc-version", "2.0"], "--rpc-version 2.0: this compute speaks ComputeRPC 1.1"),
+    (["--rpc-version", "new"], "--rpc-version: invalid version 'new'"),
+    (["--transport-url", ""], "no message bus"),
+    (["--fleet", "/nonexistent.yaml"], "cannot read fleet file"),
+])
+def test_stratus_compute_refuses_bad_options_in_one_line(args, fragment, tmp_path, capsys,
+                                                         monkeypatch):
+    for name in [n for n in os.environ if n.startswith("OS_")]:
+        monkeypatch.delenv(name)
+    with pytest.raises(SystemExit) as exited:
+        stratus_main(["compute", "--host", "h", "--transport-url", "inproc://x",
+                      "--cell-db", f"sqlite:///{tmp_path / 'c.db'}", *args])
+    stderr = capsys.readouterr().err
+    assert exited.value.code == 2, stderr
+    assert fragment in stderr and len(stderr.strip().splitlines()) == 1

@@ -1,0 +1,163 @@
+"""``stratus compute --host NAME``: one simulated compute host as its own process.
+
+It registers in its cell database, reports its provider tree to Placement over
+HTTP, heartbeats, and answers ComputeRPC on the bus until SIGTERM or Ctrl-C,
+then stops its threads and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import threading
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from stratus.cli import common
+
+DB_WAIT_SECONDS = 10.0
+DEFAULT_SHAPES = {"libvirt": "16 vCPU, 64 GiB, 1000 GB", "ironic": "4 nodes 'baremetal'"}
+
+
+def add_commands(sub: Any) -> None:
+    p = common.add_parser(
+        sub, "compute",
+        help="run one simulated compute host (libvirt- or ironic-like)",
+        description="Run a compute service for one host: register it in its cell database, "
+        "report its providers to Placement, heartbeat, and answer compute RPC on the bus. "
+        "Stops cleanly on SIGTERM or Ctrl-C.",
+    )
+    common.add_config_args(p)
+    p.add_argument("--host", required=True, help="this compute's host name (its RPC server)")
+    p.add_argument("--cell-db", metavar="URL",
+                   help="cell database URL (default: cell1.db in the data directory)")
+    p.add_argument("--sync-db", action="store_true",
+                   help="migrate the cell database first (once per cell; safe to repeat)")
+    p.add_argument("--placement-url", metavar="URL",
+                   help="Placement API endpoint ([placement_client] endpoint)")
+    p.add_argument("--placement-token", metavar="TOKEN",
+                   help="token for Placement ([placement_client] token)")
+    p.add_argument("--transport-url", metavar="URL",
+                   help="message bus ([DEFAULT] transport_url): amqp://... or inproc://NAME")
+    p.add_argument("--driver", choices=("libvirt", "ironic"),
+                   help="simulated hypervisor when no --fleet names this host: "
+                   + "; ".join(f"{k}: {v}" for k, v in DEFAULT_SHAPES.items())
+                   + " (default libvirt)")
+    p.add_argument("--fleet", metavar="FILE",
+                   help="fleet file (YAML/JSON) giving this host's shape and aggregates")
+    p.add_argument("--rpc-version", default=None, metavar="X.Y",
+                   help="advertise an older ComputeRPC version, as a not-yet-upgraded "
+                   "compute would (e.g. 1.0)")
+    p.set_defaults(func=cmd_compute)
+
+
+def _driver(args: argparse.Namespace) -> Any:
+    from stratus.compute import drivers, fleet
+    from stratus.compute.shapes import BaremetalNodes, IronicShape, LibvirtShape
+
+    if args.fleet:
+        try:
+            spec = fleet.load_fleet(args.fleet).host(args.host)
+        except fleet.FleetError as exc:
+            common.fail(str(exc), common.USAGE_ERROR)
+        except KeyError:
+            common.fail(f"host {args.host!r} is not in the fleet file {args.fleet}",
+                        common.USAGE_ERROR)
+        if args.driver and args.driver != spec.shape.driver:
+            common.fail(f"--driver {args.driver} contradicts the fleet file, where "
+                        f"{args.host} is {spec.shape.driver}", common.USAGE_ERROR)
+        return spec.create_driver()
+    if args.driver == "ironic":
+        return drivers.create_driver(args.host, IronicShape(
+            "default-ironic", (BaremetalNodes(4, "baremetal"),)))
+    return drivers.create_driver(args.host, LibvirtShape(
+        "default", vcpus=16, memory_mb=65536, disk_gb=1000))
+
+
+def _cell_engine(url: str, sync: bool) -> Any:
+    import stratus.cells
+    from stratus.storage import engine as db
+    from stratus.storage import migrate
+
+    shown = common.redact(url)
+    try:
+        engine = db.create_engine(url)
+        db.wait_for(engine, seconds=DB_WAIT_SECONDS)
+    except Exception as exc:
+        common.fail(f"cannot connect to the cell database at {shown}: {common.db_error(exc)}")
+    location = os.path.join(os.path.dirname(stratus.cells.__file__), "migrations")
+    if sync:
+        migrate.upgrade(engine, location)
+    elif migrate.current(engine) != migrate.head(location):
+        common.fail(f"the cell database at {shown} is not at the current schema "
+                    f"(revision {migrate.current(engine) or 'none'}); run once with --sync-db",
+                    common.USAGE_ERROR)
+    return engine
+
+
+def cmd_compute(args: argparse.Namespace) -> int:
+    from stratus.bus import Bus, BusError, Version
+    from stratus.compute.rpcapi import ComputeRPC
+    from stratus.compute.service import ComputeService
+    from stratus.placement.client import PlacementClient
+
+    config = common.load_config(args, {("DEFAULT", "transport_url"): args.transport_url,
+                                       ("placement_client", "endpoint"): args.placement_url,
+                                       ("placement_client", "token"): args.placement_token})
+    common.setup_logging(bool(config.get("DEFAULT", "debug")))
+    if not config.get("DEFAULT", "debug"):
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per Placement request
+    transport_url = str(config.get("DEFAULT", "transport_url"))
+    if not transport_url:
+        common.fail("no message bus: give --transport-url or [DEFAULT] transport_url",
+                    common.USAGE_ERROR)
+    rpc_version = args.rpc_version or ComputeRPC.version
+    try:
+        advertised = Version.parse(rpc_version)
+    except ValueError as exc:
+        common.fail(f"--rpc-version: {exc}", common.USAGE_ERROR)
+    if not Version.parse(ComputeRPC.version).can_accept(advertised):
+        common.fail(f"--rpc-version {rpc_version}: this compute speaks ComputeRPC "
+                    f"{ComputeRPC.version} and older minor versions", common.USAGE_ERROR)
+    driver = _driver(args)
+    cell_url = args.cell_db or f"sqlite:///{os.path.join(config.data_dir, 'cell1.db')}"
+    engine = _cell_engine(cell_url, args.sync_db)
+    try:
+        bus = Bus(transport_url, identity=f"compute:{args.host}")
+    except BusError as exc:
+        common.fail(f"cannot use the message bus {_hide_password(transport_url)}: {exc}")
+    placement = PlacementClient(str(config.get("placement_client", "endpoint")),
+                                token=str(config.get("placement_client", "token")))
+    service = ComputeService(
+        args.host, driver, bus, engine, placement, rpc_version=rpc_version,
+        report_interval=config.get("compute", "report_interval"),
+        tracker_interval=config.get("compute", "resource_tracker_interval"))
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        service.start()
+        report = service.last_report
+        for node, reason in (report.failed.items() if report else ()):
+            print(f"warning: node {node} not reported to Placement yet: {reason}", flush=True)
+        print(f"compute {args.host}: {driver.hypervisor}, nodes "
+              f"{', '.join(driver.get_available_nodes())}; ComputeRPC {rpc_version} on "
+              f"{_hide_password(transport_url)}", flush=True)
+        stop.wait()
+    finally:
+        service.stop()
+        bus.close()
+        placement.close()
+        engine.dispose()
+    print(f"compute {args.host} stopped", flush=True)
+    return 0
+
+
+def _hide_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
