@@ -11,8 +11,7 @@ import sys
 
 from stratus import __version__
 from stratus import config as configuration
-from stratus.cli import common, compute_cmd, serve
-from stratus.cli import conductor_cmd, scheduler_cmd
+from stratus.cli import common, compute_cmd, conductor_cmd, scheduler_cmd, serve
 
 
 def build_parser() -> argparse.ArgumentParser:

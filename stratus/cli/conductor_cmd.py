@@ -1,0 +1,69 @@
+"""``stratus conductor``: the conductor service as its own process.
+
+It answers ConductorRPC (build_instances, reschedule) until SIGTERM or Ctrl-C:
+asks the scheduler over the bus, writes instances into their cell's database,
+and casts builds to computes on each cell's bus.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from stratus.cli import common
+from stratus.cli.scheduler_cmd import (
+    add_service_args,
+    api_engine,
+    open_bus,
+    placement_client,
+    server_name,
+    service_config,
+    wait_for_stop,
+)
+
+
+def add_commands(sub: Any) -> None:
+    p = common.add_parser(
+        sub, "conductor",
+        help="run the conductor service (ConductorRPC on the bus)",
+        description="Run the conductor: build servers (schedule, record them in their cell, "
+        "start them on a compute), reschedule failed spawns onto alternates, and put servers "
+        "no host would take in ERROR in cell0. Stops cleanly on SIGTERM or Ctrl-C.",
+    )
+    add_service_args(p)
+    p.set_defaults(func=cmd_conductor)
+
+
+def cmd_conductor(args: argparse.Namespace) -> int:
+    from stratus.bus import Bus
+    from stratus.cells.engines import CellEngines
+    from stratus.conductor.build import ConductorContext
+    from stratus.conductor.manager import CellBuses, ConductorManager
+    from stratus.conductor.rpcapi import ConductorRPC
+    from stratus.scheduler.rpcapi import SchedulerRPC
+
+    config = service_config(args)
+    engine = api_engine(config, args.sync_db)
+    name = server_name(args)
+    placement = placement_client(config)
+    bus: Bus = open_bus(config, f"conductor:{name}")
+    buses = CellBuses(bus, identity=f"conductor:{name}")
+    engines = CellEngines()
+    ctx = ConductorContext(api_engine=engine, engines=engines, placement=placement,
+                           scheduler=bus.client(SchedulerRPC), compute=buses.compute_client,
+                           max_attempts=config.get("scheduler", "max_attempts"),
+                           claim_retries=config.get("scheduler", "claim_retries"))
+    try:
+        bus.serve(ConductorRPC, ConductorManager(ctx), server=name)
+        print(f"conductor {name}: ConductorRPC on "
+              f"{common.redact(str(config.get('DEFAULT', 'transport_url')))}; Placement at "
+              f"{config.get('placement_client', 'endpoint')}", flush=True)
+        wait_for_stop()
+    finally:
+        buses.close()
+        bus.close()
+        placement.close()
+        engines.dispose()
+        engine.dispose()
+    print(f"conductor {name} stopped", flush=True)
+    return 0

@@ -1,0 +1,182 @@
+"""``stratus scheduler``: the scheduler service as its own process.
+
+It answers SchedulerRPC on the bus until SIGTERM or Ctrl-C. It reads cell
+mappings from the API database (cached; SIGHUP reloads them, as does
+``[scheduler] cell_cache_refresh_interval``), each enabled cell's database for
+host states, and asks Placement over HTTP. It registers a pid file in the run
+directory so ``signal_schedulers`` (cell enable/disable) can reach it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from stratus import config as configuration
+from stratus.cli import common
+
+DB_WAIT_SECONDS = 10.0
+
+
+def add_commands(sub: Any) -> None:
+    p = common.add_parser(
+        sub, "scheduler",
+        help="run the scheduler service (SchedulerRPC on the bus)",
+        description="Run the scheduler: choose hosts for new servers with Placement's "
+        "allocation candidates, host states from the enabled cells, filters and weighers, "
+        "and claim them in Placement. SIGHUP reloads the cell list. Stops cleanly on "
+        "SIGTERM or Ctrl-C.",
+    )
+    add_service_args(p)
+    p.add_argument("--run-dir", metavar="DIR",
+                   help="where to register this scheduler's pid for SIGHUP on cell changes "
+                   "(default: run/ in the data directory)")
+    p.set_defaults(func=cmd_scheduler)
+
+
+def add_service_args(p: argparse.ArgumentParser) -> None:
+    """Flags the scheduler and the conductor share."""
+    common.add_config_args(p)
+    p.add_argument("--transport-url", metavar="URL",
+                   help="message bus ([DEFAULT] transport_url): amqp://... or inproc://NAME")
+    p.add_argument("--api-db", metavar="URL",
+                   help="API database URL ([api_database] connection; default api.db in "
+                   "the data directory)")
+    p.add_argument("--sync-db", action="store_true",
+                   help="migrate the API database first (safe to repeat)")
+    p.add_argument("--placement-url", metavar="URL",
+                   help="Placement API endpoint ([placement_client] endpoint)")
+    p.add_argument("--placement-token", metavar="TOKEN",
+                   help="token for Placement ([placement_client] token)")
+    p.add_argument("--name", metavar="NAME",
+                   help="this server's name on the bus (default: hostname:pid)")
+
+
+def service_config(args: argparse.Namespace) -> configuration.Config:
+    config = common.load_config(args, {
+        ("DEFAULT", "transport_url"): args.transport_url,
+        ("api_database", "connection"): args.api_db,
+        ("placement_client", "endpoint"): args.placement_url,
+        ("placement_client", "token"): args.placement_token,
+    })
+    common.setup_logging(bool(config.get("DEFAULT", "debug")))
+    if not config.get("DEFAULT", "debug"):
+        import logging
+
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per Placement request
+    return config
+
+
+def api_db_url(config: configuration.Config) -> str:
+    url = str(config.get("api_database", "connection"))
+    return url or f"sqlite:///{os.path.join(config.data_dir, 'api.db')}"
+
+
+def api_engine(config: configuration.Config, sync: bool) -> Any:
+    import stratus.api
+    from stratus.storage import engine as db
+    from stratus.storage import migrate
+
+    url = api_db_url(config)
+    shown = common.redact(url)
+    try:
+        engine = db.create_engine(url)
+        db.wait_for(engine, seconds=DB_WAIT_SECONDS)
+    except Exception as exc:
+        common.fail(f"cannot connect to the API database at {shown}: {common.db_error(exc)}")
+    location = os.path.join(os.path.dirname(stratus.api.__file__), "migrations")
+    if sync:
+        migrate.upgrade(engine, location)
+    elif migrate.current(engine) != migrate.head(location):
+        common.fail(f"the API database at {shown} is not at the current schema (revision "
+                    f"{migrate.current(engine) or 'none'}); run once with --sync-db",
+                    common.USAGE_ERROR)
+    return engine
+
+
+def open_bus(config: configuration.Config, identity: str) -> Any:
+    from stratus.bus import Bus, BusError
+
+    url = str(config.get("DEFAULT", "transport_url"))
+    if not url:
+        common.fail("no message bus: give --transport-url or [DEFAULT] transport_url",
+                    common.USAGE_ERROR)
+    try:
+        return Bus(url, identity=identity)
+    except BusError as exc:
+        common.fail(f"cannot use the message bus {common.redact(url)}: {exc}")
+
+
+def placement_client(config: configuration.Config) -> Any:
+    from stratus.placement.client import PlacementClient
+
+    return PlacementClient(str(config.get("placement_client", "endpoint")),
+                           token=str(config.get("placement_client", "token")))
+
+
+def server_name(args: argparse.Namespace) -> str:
+    return args.name or f"{socket.gethostname()}:{os.getpid()}"
+
+
+def wait_for_stop(tick: Callable[[], None] = lambda: None) -> None:
+    """Block until SIGTERM/SIGINT, calling ``tick`` about twice a second meanwhile."""
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    while not stop.wait(0.5):
+        tick()
+
+
+def cmd_scheduler(args: argparse.Namespace) -> int:
+    from stratus.cells import mappings, notify
+    from stratus.cells.cache import CellCache
+    from stratus.cells.engines import CellEngines
+    from stratus.scheduler.host_manager import HostManager
+    from stratus.scheduler.manager import SchedulerManager, SchedulerOptions
+    from stratus.scheduler.rpcapi import SchedulerRPC
+    from stratus.storage import engine as db
+
+    config = service_config(args)
+    options = SchedulerOptions.from_config(config)   # a bad filter name fails here, in one line
+    engine = api_engine(config, args.sync_db)
+    name = server_name(args)
+
+    def load_cells() -> list[mappings.CellMapping]:
+        with db.read(engine) as conn:
+            return mappings.list_cells(conn)
+
+    cache = CellCache(load_cells, config.get("scheduler", "cell_cache_refresh_interval"))
+    cache.install_sighup()
+    engines = CellEngines()
+    hosts = HostManager(cache, engines,
+                        service_down_time=config.get("compute", "service_down_time"),
+                        cell_timeout=config.get("scheduler", "cell_timeout"))
+    placement = placement_client(config)
+    bus = open_bus(config, f"scheduler:{name}")
+    run_dir = args.run_dir or os.path.join(config.data_dir, "run")
+    try:
+        try:
+            cells = cache.all()
+        except Exception as exc:
+            common.fail(f"cannot read cell mappings: {common.db_error(exc)}")
+        bus.serve(SchedulerRPC, SchedulerManager(placement, engine, hosts, options),
+                  server=name)
+        with notify.registered(run_dir):
+            print(f"scheduler {name}: {len(cells)} cell(s) ({sum(c.disabled for c in cells)} "
+                  f"disabled); Placement at {config.get('placement_client', 'endpoint')}; "
+                  f"max_placement_results {options.max_placement_results}; SchedulerRPC on "
+                  f"{common.redact(str(config.get('DEFAULT', 'transport_url')))}", flush=True)
+            # Reload promptly after SIGHUP (the handler only marks the cache stale).
+            wait_for_stop(cache.all)
+    finally:
+        bus.close()
+        placement.close()
+        engines.dispose()
+        engine.dispose()
+    print(f"scheduler {name} stopped", flush=True)
+    return 0
