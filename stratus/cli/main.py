@@ -11,7 +11,8 @@ import sys
 
 from stratus import __version__
 from stratus import config as configuration
-from stratus.cli import common, compute_cmd, conductor_cmd, scheduler_cmd, serve
+from stratus.cli import common, compute_cmd, serve
+from stratus.cli import conductor_cmd, scheduler_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"stratus {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve.add_commands(sub)
+    compute_cmd.add_commands(sub)
     compute_cmd.add_commands(sub)
     scheduler_cmd.add_commands(sub)
     conductor_cmd.add_commands(sub)
