@@ -11,8 +11,7 @@ import sys
 
 from stratus import __version__
 from stratus import config as configuration
-from stratus.cli import common, compute_cmd, serve
-from stratus.cli import conductor_cmd, scheduler_cmd
+from stratus.cli import common, compute_cmd, conductor_cmd, scheduler_cmd, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,7 +24,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"stratus {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve.add_commands(sub)
-    compute_cmd.add_commands(sub)
     compute_cmd.add_commands(sub)
     scheduler_cmd.add_commands(sub)
     conductor_cmd.add_commands(sub)
