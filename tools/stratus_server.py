@@ -43,6 +43,7 @@ class StratusServer:
         self.process: procs.ManagedProcess | None = None
         self.db_url = ""
         self._scratch: tuple[str, str] | None = None  # (admin url, database name)
+        self.workdir = Path()
 
     @property
     def url(self) -> str:
@@ -65,9 +66,16 @@ class StratusServer:
                 hide_password=False)
         return self.db
 
+    def create_database(self) -> str:
+        """Make the scratch database now (before ``start``), e.g. to fill it directly."""
+        if not self.db_url:
+            self.workdir = procs.make_workdir("stratus-server-")
+            self.db_url = self._database_url(self.workdir)
+        return self.db_url
+
     def start(self, timeout: float = 120.0) -> StratusServer:
-        workdir = procs.make_workdir("stratus-server-")
-        self.db_url = self._database_url(workdir)
+        self.create_database()
+        workdir = self.workdir
         argv = [sys.executable, "-m", "stratus.cli.main", "placement-api",
                 "--db", self.db_url, "--port", str(self.port), "--workers", str(self.workers),
                 "--data-dir", str(workdir)]

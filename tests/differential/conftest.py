@@ -21,6 +21,7 @@ from collections.abc import Iterator
 import pytest
 
 from tools import peer as peer_tool
+from tools import procs
 from tools.stratus_server import StratusServer
 
 DEFAULT_CASES = 320
@@ -59,9 +60,26 @@ def plan(config: pytest.Config) -> tuple[list[int], list[int]]:
     return [base + k for k in range(worlds)], list(range(per_world))
 
 
+class Servers:
+    def __init__(self, reference: peer_tool.PeerServer,
+                 ours: peer_tool.PeerServer | StratusServer) -> None:
+        self.reference = reference
+        self.ours = ours
+
+    def our_log(self, request_id: str, lines: int = 30) -> str:
+        """The server log from the line naming ``request_id`` on (tracebacks of 500s)."""
+        if self.ours.process is None:
+            return ""
+        text = self.ours.process.log_path.read_text(errors="replace").splitlines()
+        for i, line in enumerate(text):
+            if request_id in line:
+                return "\n".join(text[i:i + lines])
+        return ""
+
+
 @pytest.fixture(scope="session")
-def differential_servers(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
-    """(reference URL, Stratus URL), each on its own temporary SQLite database."""
+def differential_servers(request: pytest.FixtureRequest) -> Iterator[Servers]:
+    """The reference and Stratus, each on its own temporary SQLite database."""
     if not enabled(request.config):
         pytest.skip("differential test: set STRATUS_DIFFERENTIAL=1 (or CI, or pass "
                     "--differential-cases N) to run it against the reference Placement")
@@ -78,8 +96,10 @@ def differential_servers(request: pytest.FixtureRequest) -> Iterator[tuple[str, 
         ours: peer_tool.PeerServer | StratusServer = peer_tool.PeerServer("sqlite", workers=1)
     else:
         ours = StratusServer("sqlite", workers=1)
+    # A SIGTERM (a CI timeout, say) must still stop both servers: make it an exit.
+    procs.install_signal_cleanup()
     with reference, ours:
-        yield reference.url, ours.url
+        yield Servers(reference, ours)
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ still answer them without a server error.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlencode
@@ -21,7 +22,7 @@ import httpx
 import pytest
 
 from tests.differential.compare import Answer, Diff, check_limited, compare_full
-from tests.differential.conftest import plan
+from tests.differential.conftest import Servers, plan
 from tools import loader
 from tools.queries import Query, generate_query
 from tools.worlds import World, generate_world
@@ -75,12 +76,15 @@ def _load(peer_url: str, our_url: str, world: World) -> None:
             f.result()
 
 
-def run_case(pair: Pair, world: World, query: Query) -> tuple[str, Diff]:
+def run_case(pair: Pair, world: World, query: Query, servers: Servers) -> tuple[str, Diff]:
     """Send one query to both; return (outcome, differences)."""
     peer, ours = pair.get(query.url(), query.version)
     diff = Diff()
     if ours.status >= 500:
         diff.add(f"Stratus server error {ours.status}: {ours.error_detail()}")
+        match = re.search(r"req-[0-9a-f-]+", ours.error_detail())
+        log = servers.our_log(match.group(0)) if match else ""
+        diff.lines += ["  server log:"] + [f"    {line}" for line in log.splitlines()]
         return "mismatch", diff
     if query.reference_bug(world):
         return "skipped (reference bug)", diff
@@ -123,10 +127,10 @@ def report(world: World, seed: int, index: int, query: Query, diff: Diff) -> str
 
 
 def test_allocation_candidates_match_reference(
-    world_seed: int, query_indices: list[int], differential_servers: tuple[str, str],
+    world_seed: int, query_indices: list[int], differential_servers: Servers,
     differential_outcomes: Counter[str],
 ) -> None:
-    peer_url, our_url = differential_servers
+    peer_url, our_url = differential_servers.reference.url, differential_servers.ours.url
     world = generate_world(world_seed)
     _load(peer_url, our_url, world)
     pair = Pair(peer_url, our_url)
@@ -134,7 +138,7 @@ def test_allocation_candidates_match_reference(
     try:
         for index in query_indices:
             query = generate_query(world, world_seed, index)
-            outcome, diff = run_case(pair, world, query)
+            outcome, diff = run_case(pair, world, query, differential_servers)
             differential_outcomes[outcome] += 1
             if diff:
                 mismatches.append(report(world, world_seed, index, query, diff))

@@ -1,0 +1,243 @@
+"""Allocation candidates and claims: Stratus beside the reference Placement 16.0.0.
+
+    .venv/bin/python bench/candidates.py --sizes 1000,10000
+    .venv/bin/python bench/candidates.py --sizes 1000,10000,100000 --markdown out.md
+
+For each size, the same perfload-shaped world (``tools.worlds.perfload_world``)
+goes into each server through the same HTTP client, then every query is timed
+(median and p95 over repeats, after warm-up), then claims are timed. Servers run
+one at a time so they never compete for the two cores. The reference runs only
+up to ``--peer-max-size``; above ``--http-load-max`` Stratus is filled by direct
+SQL (its HTTP load rate is the one measured at the smaller sizes). See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.claims import ClaimResult, run_claims
+from tools import loader, procs
+from tools import peer as peer_tool
+from tools.stratus_server import StratusServer
+from tools.worlds import BW_EGR, BW_IGR, World, perfload_world
+
+VERSION = "1.39"
+
+
+def queries(world: World) -> dict[str, str]:
+    agg = world.aggregates[0]
+    flavor = "resources=VCPU:1,DISK_GB:10,MEMORY_MB:256"
+    return {
+        "perfload: flavor + member_of + required": (
+            f"{flavor}&member_of={agg}&required=HW_CPU_X86_AVX2"),
+        "flavor": flavor,
+        "flavor, limit=50": f"{flavor}&limit=50",
+        "nested: 2 numbered groups, isolate": (
+            "resources=DISK_GB:10&resources_NUMA=VCPU:2,MEMORY_MB:1024"
+            f"&resources_PORT={BW_EGR}:1000,{BW_IGR}:1000&required_PORT=CUSTOM_PHYSNET_PUBLIC"
+            "&group_policy=isolate"),
+    }
+
+
+@dataclass
+class Timing:
+    samples: list[float]
+    candidates: int
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.samples) * 1000
+
+    @property
+    def p95_ms(self) -> float:
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))] * 1000
+
+
+@dataclass
+class ServerRun:
+    name: str
+    load_seconds: float = 0.0
+    load_method: str = "HTTP"
+    first_query_ms: float = 0.0
+    rss_mb: float = 0.0
+    timings: dict[str, Timing] = field(default_factory=dict)
+    claims: dict[str, ClaimResult] = field(default_factory=dict)
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def time_query(client: httpx.Client, url: str, repeats: int, budget: float) -> Timing:
+    client.get(url)  # warm-up (caches, index refresh)
+    samples: list[float] = []
+    started = time.monotonic()
+    body = None
+    while len(samples) < repeats and (len(samples) < 3 or time.monotonic() - started < budget):
+        t0 = time.perf_counter()
+        resp = client.get(url)
+        samples.append(time.perf_counter() - t0)
+        if resp.status_code != 200:
+            raise RuntimeError(f"GET {url} -> {resp.status_code}: {resp.text[:300]}")
+        body = resp
+    count = len(body.json()["allocation_requests"]) if body is not None else 0
+    return Timing(samples, count)
+
+
+def run_server(name: str, server, world: World, args: argparse.Namespace, direct_sql: bool,
+               hot_hosts: list[str]) -> ServerRun:
+    run = ServerRun(name)
+    n = len(world.providers)
+    try:
+        if direct_sql:
+            log(f"[{name} {n}] direct-SQL load...")
+            run.load_seconds = loader.load_world_sql(server.create_database(), world)
+            run.load_method = "direct SQL"
+            server.start()
+        else:
+            server.start()
+            log(f"[{name} {n}] HTTP load with {args.threads} client threads...")
+            stats = loader.load_world(server.url, world, threads=args.threads, out=log)
+            run.load_seconds = stats["seconds"]
+        client = httpx.Client(base_url=server.url, timeout=1800, headers={
+            "X-Auth-Token": "admin", "OpenStack-API-Version": f"placement {VERSION}"})
+        with client:
+            qs = queries(world)
+            t0 = time.perf_counter()
+            client.get("/allocation_candidates?" + next(iter(qs.values())))
+            run.first_query_ms = (time.perf_counter() - t0) * 1000
+            for label, q in qs.items():
+                log(f"[{name} {n}] timing: {label}")
+                run.timings[label] = time_query(client, "/allocation_candidates?" + q,
+                                                args.repeats, args.budget)
+        run.rss_mb = server.rss_bytes() / 2**20
+        if args.claims:
+            log(f"[{name} {n}] claims: {args.claims} sequential, {args.claims} from "
+                f"{args.clients} clients on {len(hot_hosts)} hosts")
+            run.claims["sequential"] = run_claims(server.url, hot_hosts, args.claims, 1)
+            run.claims[f"{args.clients} clients"] = run_claims(
+                server.url, hot_hosts, args.claims, args.clients, seed=1)
+    finally:
+        server.stop()
+    return run
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    mem = 0
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal"):
+                mem = int(line.split()[1]) // 2**20
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (f"{os.cpu_count()} CPUs ({model}), {mem} GiB RAM, Linux {platform.release()}, "
+            f"Python {platform.python_version()}; load average now {load}")
+
+
+def markdown(results: dict[int, list[ServerRun]], args: argparse.Namespace, db: str) -> str:
+    out = [f"Machine: {machine()}.  ",
+           f"Database: {db}; workers: Stratus {args.workers}, reference "
+           f"{1 if db == 'sqlite' else args.workers}; microversion {VERSION}; "
+           f"{args.repeats} timed repeats per query after one warm-up.", "",
+           "| providers | query | candidates | Stratus median ms | Stratus p95 ms "
+           "| reference median ms | reference p95 ms | reference / Stratus |",
+           "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for size, runs in results.items():
+        ours, ref = runs[0], (runs[1] if len(runs) > 1 else None)
+        for label, t in ours.timings.items():
+            r = ref.timings.get(label) if ref else None
+            count = str(t.candidates)
+            if r and r.candidates != t.candidates:
+                count += f" (reference: {r.candidates}!)"
+            cells = ([f"{r.median_ms:.1f}", f"{r.p95_ms:.1f}", f"{r.median_ms / t.median_ms:.1f}x"]
+                     if r else ["-", "-", "-"])
+            out.append(f"| {size:,} | {label} | {count} | {t.median_ms:.1f} | {t.p95_ms:.1f} | "
+                       + " | ".join(cells) + " |")
+    out += ["", "| providers | server | load | providers/s | first query ms | RSS MiB |",
+            "|---:|---|---|---:|---:|---:|"]
+    for size, runs in results.items():
+        for run in runs:
+            out.append(f"| {size:,} | {run.name} | {run.load_method} {run.load_seconds:.1f} s | "
+                       f"{size / run.load_seconds:,.0f} | {run.first_query_ms:.0f} | "
+                       f"{run.rss_mb:.0f} |")
+    if args.claims:
+        out += ["", "| providers | server | claims | claims/s | median ms | 409 rate | "
+                "other failures |", "|---:|---|---|---:|---:|---:|---:|"]
+        for size, runs in results.items():
+            for run in runs:
+                for mode, c in run.claims.items():
+                    out.append(f"| {size:,} | {run.name} | {c.claims} {mode} | "
+                               f"{c.per_second:.0f} | {statistics.median(c.latencies) * 1000:.1f}"
+                               f" | {c.conflict_rate:.1%} | {c.other_failures} |")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="1000,10000",
+                   help="comma-separated provider counts (default 1000,10000)")
+    p.add_argument("--peer-max-size", type=int, default=10000,
+                   help="largest size the reference is run at (default 10000)")
+    p.add_argument("--http-load-max", type=int, default=20000,
+                   help="above this, Stratus is loaded by direct SQL (default 20000)")
+    p.add_argument("--db", choices=["auto", "sqlite", "mysql"], default="auto",
+                   help="auto: MariaDB at 127.0.0.1:3306 when reachable, else SQLite")
+    p.add_argument("--workers", type=int, default=2,
+                   help="API worker processes per server (reference on SQLite: always 1)")
+    p.add_argument("--threads", type=int, default=16, help="loader client threads")
+    p.add_argument("--repeats", type=int, default=20, help="timed requests per query")
+    p.add_argument("--budget", type=float, default=60.0,
+                   help="stop repeating a query after this many seconds (min 3 samples)")
+    p.add_argument("--claims", type=int, default=400,
+                   help="claims per mode (sequential / concurrent); 0 skips claims")
+    p.add_argument("--clients", type=int, default=16, help="concurrent claim clients")
+    p.add_argument("--hot-hosts", type=int, default=8,
+                   help="hosts the claims aim at (few hosts: more generation conflicts)")
+    p.add_argument("--no-peer", action="store_true", help="time Stratus only")
+    p.add_argument("--markdown", metavar="PATH", help="also write the tables to PATH")
+    args = p.parse_args(argv)
+    procs.install_signal_cleanup()
+
+    db = args.db
+    if db == "auto":
+        db = "mysql" if peer_tool.mysql_reachable() else "sqlite"
+    log(f"database: {db}; {machine()}")
+    results: dict[int, list[ServerRun]] = {}
+    for size in [int(s) for s in args.sizes.split(",")]:
+        world = perfload_world(size)
+        hot = [p.uuid for p in world.providers if p.name.startswith("cn")][: args.hot_hosts]
+        log(world.summary())
+        ours = StratusServer(db, workers=args.workers)
+        runs = [run_server("Stratus", ours, world, args, size > args.http_load_max, hot)]
+        if not args.no_peer and size <= args.peer_max_size:
+            ref = peer_tool.PeerServer(db, workers=1 if db == "sqlite" else args.workers)
+            runs.append(run_server("reference", ref, world, args, False, hot))
+        results[size] = runs
+        print(markdown({size: runs}, args, db), flush=True)
+    table = markdown(results, args, db)
+    print(table)
+    if args.markdown:
+        Path(args.markdown).write_text(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
