@@ -1,0 +1,47 @@
+"""The real ``openstack`` CLI (python-openstackclient + osc-placement) against Stratus.
+
+Runs tools/osc_scenario.py, which installs the two clients from PyPI into a
+cached virtualenv (``$STRATUS_OSC_VENV``, default ~/.cache/stratus/osc-venv) the
+first time, starts ``stratus placement-api`` on a scratch SQLite file and plays
+an operator's session. Without network or virtualenv support the test skips
+and says why; under CI that is a failure instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.functional.cli_helpers import clean_env, in_ci
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "osc_scenario.py"
+EXIT_UNAVAILABLE = 3
+
+
+@pytest.mark.timeout(1800)  # a first run installs the clients; each command takes seconds
+def test_operator_scenario_with_openstack_cli(tmp_path):
+    report = tmp_path / "report.json"
+    cmd = [sys.executable, str(TOOL), "--report", str(report)]
+    if os.environ.get("STRATUS_OSC_VENV"):
+        cmd += ["--venv", os.environ["STRATUS_OSC_VENV"]]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=clean_env(),
+                          timeout=1700, stdin=subprocess.DEVNULL)
+    if done.returncode == EXIT_UNAVAILABLE:
+        reason = f"the openstack CLI is not available here: {done.stderr.strip()}"
+        if in_ci():
+            pytest.fail(f"{reason} (CI is set, so this is a failure)")
+        pytest.skip(reason)
+    assert report.exists(), done.stdout + done.stderr
+    results = json.loads(report.read_text())
+    not_passed = [f"{r['status']}: {r['step']}: {r['detail']}" for r in results
+                  if r["status"] != "passed"]
+    assert not not_passed, "\n".join(not_passed)
+    assert done.returncode == 0, done.stdout + done.stderr
+    steps = {r["step"] for r in results}
+    assert {"resource provider create", "allocation set / show",
+            "usage show (provider, project, user)", "resource provider delete"} <= steps
