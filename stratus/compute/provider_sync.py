@@ -118,9 +118,9 @@ class PlacementSync:
         parent = {p["uuid"]: p.get("parent_provider_uuid") for p in listed}
 
         def depth(uuid: str) -> int:
-            n = 0
-            while parent.get(uuid):
-                uuid, n = parent[uuid], n + 1
+            n, above = 0, parent.get(uuid)
+            while above:
+                n, above = n + 1, parent.get(above)
             return n
 
         gone = sorted((u for u in parent if u not in keep), key=depth, reverse=True)

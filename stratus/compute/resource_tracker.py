@@ -49,6 +49,7 @@ DISABLED = os_traits.COMPUTE_STATUS_DISABLED
 # What a pass survives per node (logged and reported, retried next pass): Placement's
 # answers, lost races, and Placement being unreachable.
 SYNC_ERRORS: tuple[type[Exception], ...] = (PlacementClientError, SyncConflict, httpx.HTTPError)
+NODE_ERRORS: tuple[type[Exception], ...] = (*SYNC_ERRORS, HypervisorUnavailable)
 
 
 @dataclass
@@ -102,7 +103,7 @@ class ResourceTracker:
                 try:
                     self._save_node(service, node, tree)
                     self._sync_tree(tree, disabled)
-                except (*SYNC_ERRORS, HypervisorUnavailable) as exc:
+                except NODE_ERRORS as exc:
                     LOG.warning("%s: node %s not synced: %s", self.host, node, exc)
                     report.failed[node] = str(exc)
                 else:

@@ -63,7 +63,9 @@ class ComputeRPC(RPCInterface):
     def terminate_instance(self, instance_uuid: str) -> None:
         """Destroy the instance on the hypervisor and mark it deleted in the cell database
         (an instance not on this host is already gone: not an error)."""
+        raise NotImplementedError
 
     @rpc_method(since=SET_HOST_ENABLED_SINCE)
     def set_host_enabled(self, enabled: bool) -> str:
         """Reflect the service's enabled state as the disabled trait; "enabled"/"disabled"."""
+        raise NotImplementedError

@@ -20,13 +20,14 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from sqlalchemy.engine import Engine
 
 from stratus.bus import Bus, RPCServer
 from stratus.cells import services
-from stratus.compute.drivers import Driver
+from stratus.compute.drivers import Driver, HypervisorEvent
 from stratus.compute.events import HypervisorEventHandler
 from stratus.compute.manager import ComputeManager, Rescheduler
 from stratus.compute.resource_tracker import PassReport, ResourceTracker
@@ -79,6 +80,10 @@ class ComputeService:
         # (a disable made while this compute was down or too old is repaired here).
         self.update_available_resource()
         self._unsubscribe = self.driver.subscribe(self.events)
+        if not self.driver.connected:
+            # Down before we listened: no event will come, so act as if one had.
+            self.events(HypervisorEvent("connection_lost", self.host, self.driver.hypervisor,
+                                        "not connected at service start", time.time()))
         self._server = self.bus.serve(ComputeRPC, self.manager, server=self.host,
                                       version=self.rpc_version)
         self._stop.clear()

@@ -357,6 +357,20 @@ def test_restoring_the_hypervisor_keeps_an_operators_disable(start, client, cell
     assert service_row(cell_engine, "cmp1").disabled_reason == "replacing a DIMM"
 
 
+def test_a_compute_restarted_without_its_hypervisor_disables_itself(
+        start, client, cell_engine):
+    driver = LibvirtDriver("cmp1", FLAT)
+    start(driver).stop()
+    root = driver.provider_tree("cmp1").root.uuid
+    driver.lose_connection("libvirtd not running")
+    start(driver)
+    assert service_row(cell_engine, "cmp1").disabled_reason.startswith("AUTO: ")
+    assert DISABLED in traits(client, root)
+    driver.restore_connection()
+    assert not service_row(cell_engine, "cmp1").disabled
+    assert DISABLED not in traits(client, root)
+
+
 # -- ironic: one service, many nodes --------------------------------------------------
 
 
