@@ -66,6 +66,7 @@ from gabbi_compat_fixtures import (
 )
 
 PEER_VERSION = "16.0.0"
+GABBI_VERSION = "4.2.3"  # the version these results were checked with (see --target peer)
 DEFAULT_VENV = os.path.expanduser("~/.cache/stratus/gabbi-venv")
 GABBITS_REL = "placement/tests/functional/gabbits"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -185,14 +186,15 @@ def venv_python(venv: str) -> str:
 def ensure_venv(venv: str) -> None:
     """Create the cached gabbi virtualenv if it is missing or incomplete."""
     py = venv_python(venv)
+    probe = "import importlib.metadata as m; print(m.version('gabbi'))"
     if os.path.exists(py) and find_gabbits(venv) and subprocess.run(
-        [py, "-c", "import gabbi"], capture_output=True, check=False
-    ).returncode == 0:
+        [py, "-c", probe], capture_output=True, text=True, check=False
+    ).stdout.strip() == GABBI_VERSION:
         return
     os.makedirs(os.path.dirname(venv), exist_ok=True)
     subprocess.run([sys.executable, "-m", "venv", "--clear", venv], check=True)
     pip = [py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    subprocess.run([*pip, "gabbi"], check=True)
+    subprocess.run([*pip, f"gabbi=={GABBI_VERSION}"], check=True)
     # Only the YAML files are needed, not the service: skip its dependencies.
     subprocess.run([*pip, "--no-deps", f"openstack-placement=={PEER_VERSION}"], check=True)
 
@@ -449,10 +451,13 @@ def format_file_line(r: FileResult) -> str:
     return f"{r.status.upper():12} {counts:>8}  {r.file}{extra}"
 
 
-def format_failures(r: FileResult) -> str:
+def format_tests(r: FileResult, everything: bool = False) -> str:
+    """Each failing test with what it asked and got; with ``everything``, passes too."""
     lines = []
     for t in r.tests:
         if t["status"] in ("pass", "skip"):
+            if everything:
+                lines.append(f"  {t['status']}: {t['name']}")
             continue
         got = t["actual_status"] or "?"
         lines.append(f"  - {t['name']}: {t['method']} {t['url']} expected {t['expected_status']}"
@@ -461,26 +466,43 @@ def format_failures(r: FileResult) -> str:
     return "\n".join(lines)
 
 
+def summarize(t: dict[str, Any]) -> str:
+    """One line for a failing test: the status mismatch, else the assertion's first line."""
+    if t["actual_status"] and t["actual_status"] not in t["expected_status"].split("||"):
+        return f"expected {t['expected_status']}, got {t['actual_status']}"
+    for line in t["detail"].splitlines():
+        line = line.strip().removeprefix("AssertionError: ")
+        if line.endswith(" not found in {"):
+            line = line[: -len(" in {")] + " in the response body"
+        if line:
+            return line
+    return t["status"]
+
+
 def markdown(results: list[FileResult]) -> str:
     files_ok = sum(1 for r in results if r.status == "pass")
     tests_ok = sum(r.passed for r in results)
     tests = sum(r.passed + r.failed for r in results)
-    rows = ["| file | fixtures | result | tests passed | first failure |",
+    rows = ["| file | fixtures | result | tests passed | note |",
             "| --- | --- | --- | --- | --- |"]
+    details: list[str] = []
     for r in results:
-        first = r.detail.splitlines()[0] if r.detail else ""
-        for t in r.tests:
-            if t["status"] not in ("pass", "skip"):
-                first = (f"{t['name']} ({t['method']} expected {t['expected_status']}, "
-                         f"got {t['actual_status'] or '?'})")
-                break
-        first = first.replace("|", "\\|")[:140]
+        failing = [t for t in r.tests if t["status"] not in ("pass", "skip")]
+        note = r.detail.splitlines()[0][:140] if r.detail else ""
         rows.append(f"| {r.file} | {', '.join(r.fixtures)} | {r.status} | "
-                    f"{r.passed}/{r.passed + r.failed} | {first} |")
+                    f"{r.passed}/{r.passed + r.failed} | {_cell(note)} |")
+        for t in failing:
+            details.append(f"- `{r.file}` {t['name']} ({t['method']} "
+                           f"`{_cell(t['url'])[:120]}`): {_cell(summarize(t))[:300]}")
     head = (f"**{files_ok}/{len(results)} files pass; {tests_ok}/{tests} tests pass** "
             f"(openstack-placement {PEER_VERSION} gabbits against Stratus, "
             f"{time.strftime('%Y-%m-%d')}).\n\n")
-    return head + "\n".join(rows) + "\n"
+    tail = ("\n\nFailing tests:\n\n" + "\n".join(details)) if details else ""
+    return head + "\n".join(rows) + tail + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 BEGIN, END = "<!-- gabbi-compat:begin -->", "<!-- gabbi-compat:end -->"
@@ -527,7 +549,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer-venv", default="/work/peer/venv")
     parser.add_argument("--json", help="write every result, per test, to this file")
     parser.add_argument("--markdown", help="update the generated table in this Markdown file")
-    parser.add_argument("-v", "--verbose", action="store_true", help="print each failing test")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="print each failing test (-vv: every test)")
     parser.add_argument("--setup-only", action="store_true",
                         help="only create the gabbi virtualenv and print the YAML directory")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -546,8 +569,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def progress(r: FileResult) -> None:
         print(format_file_line(r), flush=True)
-        if args.verbose and r.status != "pass":
-            print(format_failures(r), flush=True)
+        if args.verbose > 1 or (args.verbose and r.status != "pass"):
+            print(format_tests(r, everything=args.verbose > 1), flush=True)
 
     with tempfile.TemporaryDirectory(prefix="gabbi-compat-") as workdir:
         if args.target == "peer":
