@@ -123,6 +123,13 @@ OPTIONS: list[Option] = [
     Option("compute", "resource_tracker_interval", int, 60,
            "Seconds between a compute's resource tracker passes (provider tree, "
            "inventories, traits and aggregates synced to Placement).", minimum=1),
+    Option("DEFAULT", "rpc_response_timeout", int, 60,
+           "Seconds a caller waits for the answer to an RPC call (e.g. the compute API "
+           "waiting for a compute's set_host_enabled).", minimum=1),
+    Option("DEFAULT", "default_availability_zone", str, "nova",
+           "Availability zone of compute hosts that are in no zone aggregate."),
+    Option("DEFAULT", "internal_service_availability_zone", str, "internal",
+           "Availability zone shown for services other than computes."),
     Option("api_database", "connection", str, "", "API database URL (cell mappings, "
            "flavors, aggregates, request specs); default: api.db in data_dir."),
     Option("placement_client", "endpoint", str, "http://127.0.0.1:8778",

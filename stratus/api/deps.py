@@ -1,0 +1,59 @@
+"""What the compute API's handlers and operations share, built once by ``service.make_app``
+(or by a test): the databases, Placement, the bus, the clock and a few settings."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from stratus.api.store.cells import CellDBs
+from stratus.bus import Bus, RPCClient
+from stratus.cells import services
+from stratus.cells.mappings import CellMapping
+from stratus.conductor.manager import CellBuses
+from stratus.placement.client import PlacementClient
+
+DEFAULT_AZ = "nova"
+INTERNAL_AZ = "internal"
+
+
+@dataclass
+class ComputeAPIDeps:
+    dbs: CellDBs
+    placement: PlacementClient
+    bus: Bus
+    service_down_time: int = services.DEFAULT_SERVICE_DOWN_TIME
+    # How long the API waits for a compute's answer (set_host_enabled, terminate).
+    rpc_timeout: float = 60.0
+    default_az: str = DEFAULT_AZ
+    internal_az: str = INTERNAL_AZ
+    clock: Callable[[], dt.datetime] = services.utcnow
+    _buses: CellBuses | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self._buses is None:
+            self._buses = CellBuses(self.bus, identity=self.bus.identity)
+
+    def compute(self, cell: CellMapping) -> RPCClient[Any]:
+        """ComputeRPC on the bus of ``cell`` (cells may have their own message queue)."""
+        from stratus.compute.rpcapi import ComputeRPC
+
+        assert self._buses is not None
+        return self._buses.for_cell(cell).client(ComputeRPC, timeout=self.rpc_timeout)
+
+    def conductor(self) -> RPCClient[Any]:
+        from stratus.conductor.rpcapi import ConductorRPC
+
+        return self.bus.client(ConductorRPC, timeout=self.rpc_timeout)
+
+    def is_up(self, service: services.Service) -> bool:
+        return service.is_up(self.clock(), self.service_down_time)
+
+    def close(self) -> None:
+        if self._buses is not None:
+            self._buses.close()
+        self.placement.close()
+        self.dbs.engines.dispose()
+        self.dbs.api.dispose()

@@ -1,0 +1,116 @@
+"""/servers: boot (202, built asynchronously by the conductor), list, show, delete."""
+
+from __future__ import annotations
+
+import webob
+
+from stratus.api.http import render
+from stratus.api.http.schemas import SERVER_CREATE
+from stratus.api.http.wsgi import Req, empty_response, json_response
+from stratus.api.ops import servers as ops
+from stratus.api.store import flavors as flavor_store
+from stratus.api.store import server_groups as group_store
+from stratus.api.store.errors import BadRequest, NotFound
+from stratus.api.store.servers import Server
+from stratus.storage import engine as db
+
+
+def _flavor(req: Req, ref: str | int) -> flavor_store.Flavor:
+    # A flavorRef may be a link to the flavor: its last path segment is the id.
+    flavor_id = str(ref).rstrip("/").rsplit("/", 1)[-1]
+    try:
+        with db.read(req.api.dbs.api) as conn:
+            flavor = flavor_store.get(conn, flavor_id)
+    except NotFound:
+        raise BadRequest(f"Flavor {flavor_id} could not be found.") from None
+    if not flavor.is_public and not req.is_admin:
+        raise BadRequest(f"Flavor {flavor_id} could not be found.")
+    return flavor
+
+
+def create_server(req: Req) -> webob.Response:
+    req.authorize("os_compute_api:servers:create")
+    body = req.body(SERVER_CREATE)
+    data = body["server"]
+    hints = body.get("os:scheduler_hints") or body.get("OS-SCH-HNT:scheduler_hints") or {}
+    min_count = int(data.get("min_count", 1))
+    max_count = int(data.get("max_count", min_count))
+    if min_count < 1 or max_count < 1:
+        raise BadRequest("min_count and max_count must be at least 1.")
+    boot = ops.Boot(name=data["name"], flavor=_flavor(req, data["flavorRef"]),
+                    min_count=min_count, max_count=max_count, project_id=req.project_id,
+                    user_id=req.ctx.user_id or "",
+                    availability_zone=data.get("availability_zone"), group=hints.get("group"))
+    uuids = ops.create(req.api, boot, is_admin=req.is_admin)
+    created = [{"id": u, "links": req.link(f"/servers/{u}"), "OS-DCF:diskConfig": "MANUAL",
+                "security_groups": [{"name": "default"}]} for u in uuids]
+    out: dict[str, object] = {"server": created[0]}
+    if len(created) > 1:
+        # Stratus addition: Nova returns only the first; the client wants every id.
+        out["servers"] = created
+    resp = json_response(out, status=202)
+    resp.headers["Location"] = created[0]["links"][0]["href"]  # type: ignore[index]
+    return resp
+
+
+def _zone(req: Req, s: Server, zones: dict[str, str]) -> str | None:
+    if s.availability_zone:
+        return s.availability_zone
+    if s.host:
+        return zones.get(s.host, req.api.default_az)
+    return None
+
+
+def _project_filter(req: Req) -> str | None:
+    if req.query_bool("all_tenants") or req.query_bool("all_projects"):
+        req.authorize("os_compute_api:servers:index:get_all_tenants")
+        return None
+    return req.project_id
+
+
+def _listed(req: Req) -> list[Server]:
+    servers = ops.list_servers(req.api, _project_filter(req))
+    status, host = req.query("status"), req.query("host")
+    if status:
+        servers = [s for s in servers
+                   if render.STATUS.get(s.vm_state, s.vm_state.upper()) == status.upper()]
+    if host:
+        req.authorize("os_compute_api:os-extended-server-attributes")
+        servers = [s for s in servers if s.host == host]
+    name = req.query("name")
+    if name:
+        servers = [s for s in servers if name in s.name]
+    return servers
+
+
+def list_servers(req: Req) -> webob.Response:
+    req.authorize("os_compute_api:servers:index")
+    return json_response({"servers": [render.server_brief(req, s) for s in _listed(req)]})
+
+
+def list_servers_detail(req: Req) -> webob.Response:
+    req.authorize("os_compute_api:servers:detail")
+    servers = _listed(req)
+    zones = ops.host_zones(req.api)
+    return json_response({"servers": [render.server(req, s, _zone(req, s, zones))
+                                      for s in servers]})
+
+
+def _owner_filter(req: Req) -> str | None:
+    return None if req.is_admin else req.project_id
+
+
+def show_server(req: Req) -> webob.Response:
+    req.authorize("os_compute_api:servers:show")
+    server = ops.get(req.api, req.arg("server_id"), _owner_filter(req))
+    with db.read(req.api.dbs.api) as conn:
+        group = group_store.group_of(conn, server.uuid)
+    zones = ops.host_zones(req.api)
+    return json_response({"server": render.server(req, server, _zone(req, server, zones),
+                                                  [group.uuid] if group else [])})
+
+
+def delete_server(req: Req) -> webob.Response:
+    req.authorize("os_compute_api:servers:delete")
+    ops.delete(req.api, req.arg("server_id"), _owner_filter(req))
+    return empty_response(204)

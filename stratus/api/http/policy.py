@@ -1,0 +1,48 @@
+"""Who may do what: Nova's rule names, with two defaults (admin only, or any caller).
+
+Project scoping is the handlers' job: a caller who is not an admin sees only
+their project's servers and server groups (another project's is "not found").
+"""
+
+from __future__ import annotations
+
+from stratus.api.http.errors import HTTPError
+from stratus.placement.http.wsgi import Context
+
+ADMIN, ANY = "admin", "any"
+
+RULES: dict[str, str] = {
+    **{f"os_compute_api:os-services:{a}": ADMIN for a in ("list", "update", "delete")},
+    **{f"os_compute_api:os-flavor-manage:{a}": ADMIN for a in ("create", "update", "delete")},
+    "os_compute_api:os-flavor-extra-specs:index": ANY,
+    "os_compute_api:os-flavor-extra-specs:show": ANY,
+    **{f"os_compute_api:os-flavor-extra-specs:{a}": ADMIN
+       for a in ("create", "update", "delete")},
+    "os_compute_api:flavors": ANY,
+    **{f"os_compute_api:os-aggregates:{a}": ADMIN
+       for a in ("index", "create", "show", "update", "delete", "add_host", "remove_host",
+                 "set_metadata")},
+    **{f"os_compute_api:os-hypervisors:{a}": ADMIN for a in ("list", "list-detail", "show")},
+    "os_compute_api:os-availability-zone:list": ANY,
+    "os_compute_api:os-availability-zone:detail": ADMIN,
+    **{f"os_compute_api:servers:{a}": ANY for a in ("create", "index", "detail", "show",
+                                                     "delete")},
+    "os_compute_api:servers:index:get_all_tenants": ADMIN,
+    "os_compute_api:os-extended-server-attributes": ADMIN,
+    **{f"os_compute_api:os-server-groups:{a}": ANY for a in ("create", "index", "show",
+                                                             "delete")},
+    "os_compute_api:os-server-groups:index:all_projects": ADMIN,
+}
+
+
+def is_admin(ctx: Context) -> bool:
+    return "admin" in ctx.roles
+
+
+def allowed(ctx: Context, action: str) -> bool:
+    return RULES[action] == ANY or is_admin(ctx)
+
+
+def authorize(ctx: Context, action: str) -> None:
+    if not allowed(ctx, action):
+        raise HTTPError(403, f"Policy doesn't allow {action} to be performed.")

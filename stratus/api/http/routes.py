@@ -1,0 +1,55 @@
+"""The compute API's route table: URL template -> {method: handler}.
+
+Paths are matched after the app strips an optional ``/v2.1`` (and a project id
+after it, as old clients send), so ``/os-services`` and ``/v2.1/os-services``
+are the same resource.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from stratus.api.http.handlers import (
+    aggregates,
+    flavors,
+    hypervisors,
+    root,
+    server_groups,
+    servers,
+    services,
+)
+from stratus.api.http.wsgi import Handler
+
+ROUTES: list[tuple[str, Mapping[str, Handler]]] = [
+    ("/", {"GET": root.versions}),
+    ("/v2.1", {"GET": root.version}),
+    ("/os-services", {"GET": services.list_services_}),
+    ("/os-services/{id}", {"PUT": services.update_service, "DELETE": services.delete_service}),
+    ("/flavors", {"GET": flavors.list_flavors, "POST": flavors.create_flavor}),
+    ("/flavors/detail", {"GET": flavors.list_flavors_detail}),
+    ("/flavors/{flavor_id}", {"GET": flavors.show_flavor, "PUT": flavors.update_flavor,
+                              "DELETE": flavors.delete_flavor}),
+    ("/flavors/{flavor_id}/os-extra_specs", {"GET": flavors.list_extra_specs,
+                                             "POST": flavors.create_extra_specs}),
+    ("/flavors/{flavor_id}/os-extra_specs/{key}", {
+        "GET": flavors.show_extra_spec, "PUT": flavors.update_extra_spec,
+        "DELETE": flavors.delete_extra_spec}),
+    ("/os-server-groups", {"GET": server_groups.list_groups,
+                           "POST": server_groups.create_group}),
+    ("/os-server-groups/{group_id}", {"GET": server_groups.show_group,
+                                      "DELETE": server_groups.delete_group}),
+    ("/servers", {"GET": servers.list_servers, "POST": servers.create_server}),
+    ("/servers/detail", {"GET": servers.list_servers_detail}),
+    ("/servers/{server_id}", {"GET": servers.show_server, "DELETE": servers.delete_server}),
+    ("/os-aggregates", {"GET": aggregates.list_aggregates,
+                        "POST": aggregates.create_aggregate}),
+    ("/os-aggregates/{aggregate_id}", {"GET": aggregates.show_aggregate,
+                                       "PUT": aggregates.update_aggregate,
+                                       "DELETE": aggregates.delete_aggregate}),
+    ("/os-aggregates/{aggregate_id}/action", {"POST": aggregates.aggregate_action}),
+    ("/os-availability-zone", {"GET": hypervisors.list_zones}),
+    ("/os-availability-zone/detail", {"GET": hypervisors.list_zones_detail}),
+    ("/os-hypervisors", {"GET": hypervisors.list_hypervisors}),
+    ("/os-hypervisors/detail", {"GET": hypervisors.list_hypervisors_detail}),
+    ("/os-hypervisors/{hypervisor_id}", {"GET": hypervisors.show_hypervisor}),
+]

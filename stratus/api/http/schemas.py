@@ -1,0 +1,203 @@
+"""JSON schemas of the compute API's request bodies (Nova's constraints, our words)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_INT = 2_147_483_647
+
+
+def _name(max_length: int = 255) -> dict[str, Any]:
+    # Not blank, no leading or trailing whitespace (Nova refuses those names too).
+    return {"type": "string", "minLength": 1, "maxLength": max_length,
+            "pattern": r"^(?!\s)[\s\S]*(?<!\s)$"}
+
+
+def _count(minimum: int) -> dict[str, Any]:
+    """An integer, or a string of digits (Nova takes both)."""
+    return {"anyOf": [{"type": "integer", "minimum": minimum, "maximum": MAX_INT},
+                      {"type": "string", "pattern": r"^[0-9]{1,10}$"}]}
+
+
+def _uuid() -> dict[str, Any]:
+    return {"type": "string", "pattern": r"^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$"}
+
+
+SERVICE_UPDATE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "status": {"enum": ["enabled", "disabled"]},
+        "disabled_reason": {"type": "string", "minLength": 1, "maxLength": 255},
+        "forced_down": {"type": "boolean"},
+    },
+    "additionalProperties": False,
+}
+
+FLAVOR_CREATE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "flavor": {
+            "type": "object",
+            "properties": {
+                "name": _name(),
+                "id": {"anyOf": [{"type": "null"}, {
+                    "type": "string", "minLength": 1, "maxLength": 255,
+                    "pattern": r"^(?! )[a-zA-Z0-9. _-]+(?<! )$"}]},
+                "ram": _count(1),
+                "vcpus": _count(1),
+                "disk": _count(0),
+                "OS-FLV-EXT-DATA:ephemeral": _count(0),
+                "swap": _count(0),
+                "rxtx_factor": {"type": "number", "exclusiveMinimum": 0},
+                "os-flavor-access:is_public": {"type": "boolean"},
+                "description": {"type": ["string", "null"], "maxLength": 65535},
+            },
+            "required": ["name", "ram", "vcpus", "disk"],
+            "additionalProperties": False,
+        },
+    },
+    "required": ["flavor"],
+    "additionalProperties": False,
+}
+
+FLAVOR_UPDATE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"flavor": {
+        "type": "object",
+        "properties": {"description": {"type": ["string", "null"], "maxLength": 65535}},
+        "required": ["description"], "additionalProperties": False}},
+    "required": ["flavor"],
+    "additionalProperties": False,
+}
+
+_SPEC_KEY = r"^[a-zA-Z0-9-_:. ]{1,255}$"
+_SPEC_VALUE = {"type": ["string", "number", "boolean"], "maxLength": 255}
+
+EXTRA_SPECS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"extra_specs": {
+        "type": "object", "patternProperties": {_SPEC_KEY: _SPEC_VALUE},
+        "additionalProperties": False}},
+    "required": ["extra_specs"],
+    "additionalProperties": False,
+}
+
+EXTRA_SPEC_ONE: dict[str, Any] = {
+    "type": "object", "patternProperties": {_SPEC_KEY: _SPEC_VALUE},
+    "additionalProperties": False, "minProperties": 1, "maxProperties": 1,
+}
+
+POLICIES = ["affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity"]
+
+SERVER_GROUP_CREATE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"server_group": {
+        "type": "object",
+        "properties": {
+            "name": _name(),
+            "policy": {"enum": POLICIES},
+            "rules": {"type": "object", "properties": {
+                "max_server_per_host": {"type": "integer", "minimum": 1, "maximum": MAX_INT}},
+                "additionalProperties": False},
+        },
+        "required": ["name", "policy"], "additionalProperties": False}},
+    "required": ["server_group"],
+    "additionalProperties": False,
+}
+
+# Before 2.64: a list of exactly one policy.
+SERVER_GROUP_CREATE_POLICIES: dict[str, Any] = {
+    "type": "object",
+    "properties": {"server_group": {
+        "type": "object",
+        "properties": {
+            "name": _name(),
+            "policies": {"type": "array", "items": {"enum": POLICIES}, "minItems": 1,
+                         "maxItems": 1},
+        },
+        "required": ["name", "policies"], "additionalProperties": False}},
+    "required": ["server_group"],
+    "additionalProperties": False,
+}
+
+_HINTS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"group": _uuid()},
+}
+
+SERVER_CREATE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "server": {
+            "type": "object",
+            "properties": {
+                "name": _name(),
+                "flavorRef": {"anyOf": [{"type": "string", "minLength": 1},
+                                        {"type": "integer", "minimum": 0}]},
+                "min_count": _count(1),
+                "max_count": _count(1),
+                "availability_zone": {"type": "string", "minLength": 1, "maxLength": 255},
+                # Accepted for compatibility; Stratus has no images, networks or volumes.
+                "imageRef": {"type": "string"},
+                "networks": {},
+                "metadata": {"type": "object"},
+                "key_name": {"type": ["string", "null"]},
+                "security_groups": {"type": "array"},
+                "description": {"type": ["string", "null"], "maxLength": 255},
+                "user_data": {"type": ["string", "null"]},
+                "config_drive": {"type": ["boolean", "string"]},
+                "OS-DCF:diskConfig": {"enum": ["AUTO", "MANUAL"]},
+                "tags": {"type": "array"},
+            },
+            "required": ["name", "flavorRef"],
+            "additionalProperties": False,
+        },
+        "os:scheduler_hints": _HINTS,
+        "OS-SCH-HNT:scheduler_hints": _HINTS,
+    },
+    "required": ["server"],
+    "additionalProperties": False,
+}
+
+AGGREGATE_CREATE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"aggregate": {
+        "type": "object",
+        "properties": {"name": _name(),
+                       "availability_zone": {"anyOf": [{"type": "null"}, _name()]}},
+        "required": ["name"], "additionalProperties": False}},
+    "required": ["aggregate"],
+    "additionalProperties": False,
+}
+
+AGGREGATE_UPDATE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"aggregate": {
+        "type": "object",
+        "properties": {"name": _name(),
+                       "availability_zone": {"anyOf": [{"type": "null"}, _name()]}},
+        "minProperties": 1, "additionalProperties": False}},
+    "required": ["aggregate"],
+    "additionalProperties": False,
+}
+
+_HOST = {"type": "object", "properties": {"host": _name()}, "required": ["host"],
+         "additionalProperties": False}
+
+AGGREGATE_ACTION: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "add_host": _HOST,
+        "remove_host": _HOST,
+        "set_metadata": {
+            "type": "object",
+            "properties": {"metadata": {
+                "type": "object",
+                "patternProperties": {r"^[a-zA-Z0-9-_:. /]{1,255}$": {
+                    "type": ["string", "null"], "maxLength": 255}},
+                "additionalProperties": False}},
+            "required": ["metadata"], "additionalProperties": False},
+    },
+    "minProperties": 1, "maxProperties": 1,
+    "additionalProperties": False,
+}

@@ -1,0 +1,122 @@
+"""What a compute API handler receives and how it answers.
+
+A handler is ``def handler(req: Req) -> webob.Response``; ``req.api`` carries
+the shared parts (databases, Placement, the bus, the clock), ``req.want`` the
+microversion, ``req.ctx`` the caller.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import jsonschema
+import webob
+
+from stratus.api.http import microversion, policy
+from stratus.api.http.errors import HTTPError
+from stratus.api.store.errors import BadRequest
+from stratus.placement.http.wsgi import Context
+
+if TYPE_CHECKING:
+    from stratus.api.deps import ComputeAPIDeps
+
+
+@dataclass
+class Req:
+    webob: webob.Request
+    api: ComputeAPIDeps
+    want: microversion.Version
+    ctx: Context
+    path_args: dict[str, str] = field(default_factory=dict)
+    # Warnings for the caller (a Warning header), e.g. a compute that could not be told.
+    warnings: list[str] = field(default_factory=list)
+
+    def arg(self, name: str) -> str:
+        return self.path_args[name]
+
+    def authorize(self, action: str) -> None:
+        policy.authorize(self.ctx, action)
+
+    @property
+    def is_admin(self) -> bool:
+        return policy.is_admin(self.ctx)
+
+    @property
+    def project_id(self) -> str:
+        return self.ctx.project_id or self.ctx.user_id or ""
+
+    def body(self, schema: dict[str, Any] | None) -> Any:
+        """The JSON body, validated by ``schema``; 415 if not JSON, 400 if invalid."""
+        content_type = self.webob.content_type
+        if content_type and content_type != "application/json":
+            raise HTTPError(415, f"Unsupported Content-Type {content_type}: use "
+                                 "application/json.")
+        try:
+            data = json.loads(self.webob.body or b"")
+        except (ValueError, UnicodeDecodeError):
+            raise BadRequest("Malformed request body: it is not JSON.") from None
+        if schema is not None:
+            validate(data, schema)
+        return data
+
+    def query(self, name: str) -> str | None:
+        return self.webob.GET.get(name)
+
+    def query_bool(self, name: str, default: bool = False) -> bool:
+        raw = self.query(name)
+        if raw is None:
+            return default
+        value = raw.strip().lower()
+        if value in ("1", "true", "yes", "on", "t", "y", ""):
+            return True
+        if value in ("0", "false", "no", "off", "f", "n"):
+            return False
+        raise BadRequest(f"Invalid value {raw!r} for query parameter {name}: "
+                         "expected a boolean.")
+
+    def link(self, path: str) -> list[dict[str, str]]:
+        base = self.webob.host_url + self.webob.script_name
+        return [{"rel": "self", "href": f"{base}/v2.1{path}"},
+                {"rel": "bookmark", "href": f"{base}{path}"}]
+
+
+def validate(data: Any, schema: dict[str, Any]) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is None:
+        return
+    where = "/".join(str(p) for p in error.absolute_path) or "body"
+    value = json.dumps(error.instance)
+    if len(value) > 120:
+        value = value[:117] + "..."
+    raise BadRequest(f"Invalid input for field/attribute {where}. Value: {value}. "
+                     f"{error.message}")
+
+
+def json_response(body: Any, status: int = 200) -> webob.Response:
+    return webob.Response(status=status, body=json.dumps(body).encode(),
+                          content_type="application/json", charset=None)
+
+
+def empty_response(status: int = 204) -> webob.Response:
+    resp = webob.Response(status=status, content_type=None)
+    resp.content_type = None
+    resp.content_length = 0
+    return resp
+
+
+def timestamp(when: dt.datetime | None) -> str | None:
+    """ISO 8601 without a zone, as Nova prints created_at and friends."""
+    return when.replace(microsecond=0).isoformat() if when else None
+
+
+def timestamp_z(when: dt.datetime | None) -> str | None:
+    """ISO 8601 with a Z (servers' created/updated)."""
+    return when.replace(microsecond=0).isoformat() + "Z" if when else None
+
+
+Handler = Callable[[Req], webob.Response]

@@ -1,0 +1,223 @@
+"""Servers: accept a boot (the conductor builds it), find servers in whatever cell they
+are, delete them (the compute destroys, Placement forgets, the records say deleted).
+
+A boot is accepted once it is recorded in the API database (mapping, build
+request, request spec); the conductor is then told with a cast, and the server
+shows BUILD until its cell row says otherwise (ACTIVE, or ERROR with a fault).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid as uuidlib
+from dataclasses import dataclass
+
+import httpx
+
+from stratus.api.deps import ComputeAPIDeps
+from stratus.api.store import aggregates as agg_store
+from stratus.api.store import flavors as flavor_store
+from stratus.api.store import server_groups as group_store
+from stratus.api.store import servers as store
+from stratus.api.store.cells import COMPUTE_BINARY
+from stratus.api.store.errors import BadRequest, NotFound, ServiceUnavailable
+from stratus.api.store.servers import Mapping, Server
+from stratus.bus import BusError
+from stratus.cells import services
+from stratus.placement import client as pc
+from stratus.scheduler import request as rq
+from stratus.storage import engine as db
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Boot:
+    name: str
+    flavor: flavor_store.Flavor
+    min_count: int
+    max_count: int
+    project_id: str
+    user_id: str
+    availability_zone: str | None = None
+    group: str | None = None
+
+
+def request_flavor(flavor: flavor_store.Flavor) -> rq.Flavor:
+    return rq.Flavor(flavor.name, flavor.vcpus, flavor.memory_mb, flavor.root_gb,
+                     flavor.ephemeral_gb, flavor.swap, dict(flavor.extra_specs))
+
+
+def check_extra_specs(specs: dict[str, str]) -> None:
+    """Refuse extra specs the scheduler could not turn into a Placement query (400 now,
+    rather than every boot with the flavor ending in ERROR later)."""
+    try:
+        rq.query_from_spec(rq.RequestSpec(rq.Flavor("check", 1, 1, 1, extra_specs=specs),
+                                          project_id="p", user_id="u"))
+    except rq.InvalidRequest as exc:
+        raise BadRequest(f"Invalid flavor extra spec: {exc}") from None
+
+
+def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
+    """Record ``max_count`` servers and ask the conductor to build them; their uuids."""
+    if boot.min_count > boot.max_count:
+        raise BadRequest(f"min_count ({boot.min_count}) must be <= max_count "
+                         f"({boot.max_count}).")
+    count = boot.max_count
+    zone = _check_zone(api, boot.availability_zone)
+    group = _group(api, boot.group, boot.project_id, is_admin)
+    flavor = request_flavor(boot.flavor)
+    check_extra_specs(flavor.extra_specs)
+    spec = rq.RequestSpec(flavor=flavor, project_id=boot.project_id, user_id=boot.user_id,
+                          num_instances=count, availability_zone=zone, server_group=group)
+    spec_dict = spec.to_dict()
+    instances = [{"uuid": str(uuidlib.uuid4()),
+                  "name": boot.name if count == 1 else f"{boot.name}-{i + 1}",
+                  "project_id": boot.project_id, "user_id": boot.user_id}
+                 for i in range(count)]
+    with db.write(api.dbs.api) as conn:
+        store.create_build_requests(conn, instances, spec_dict)
+        if group is not None:
+            group_store.add_members(conn, group.uuid, [i["uuid"] for i in instances])
+    try:
+        api.conductor().cast("build_instances", instances=instances, request_spec=spec_dict)
+    except BusError as exc:
+        with db.write(api.dbs.api) as conn:
+            for inst in instances:
+                store.forget(conn, inst["uuid"])
+        raise ServiceUnavailable(f"Cannot reach the conductor to build the server(s): "
+                                 f"{exc}") from None
+    return [i["uuid"] for i in instances]
+
+
+def _check_zone(api: ComputeAPIDeps, zone: str | None) -> str | None:
+    if zone is None:
+        return None
+    with db.read(api.dbs.api) as conn:
+        zones = agg_store.zone_names(conn)
+    if zone not in zones:
+        raise BadRequest(f"The requested availability zone {zone} is not available "
+                         f"(zones: {', '.join(sorted(zones)) or 'none defined'}).")
+    return zone
+
+
+def _group(api: ComputeAPIDeps, uuid: str | None, project_id: str,
+           is_admin: bool) -> rq.ServerGroup | None:
+    if uuid is None:
+        return None
+    with db.read(api.dbs.api) as conn:
+        try:
+            group = group_store.get(conn, uuid)
+        except NotFound:
+            raise BadRequest(f"Invalid server group: {uuid} could not be found.") from None
+        mappings = [m for m in (store.get_mapping(conn, u) for u in group.members)
+                    if m is not None and not m.queued_for_delete]
+    if group.project_id != project_id and not is_admin:
+        raise BadRequest(f"Invalid server group: {uuid} could not be found.")
+    members = load(api, mappings)
+    hosts = frozenset(s.host for s in members.values() if s.host)
+    return rq.ServerGroup(group.uuid, group.policy, hosts, group.max_server_per_host or 1)
+
+
+# ---- reading -------------------------------------------------------------------------
+
+
+def load(api: ComputeAPIDeps, mappings: list[Mapping], strict: bool = False
+         ) -> dict[str, Server]:
+    """The servers behind ``mappings`` (deleted ones left out). A cell that does not
+    answer leaves its servers out too, or raises 503 when ``strict``."""
+    by_cell: dict[str, list[str]] = {}
+    unscheduled = []
+    for m in mappings:
+        if m.cell_uuid:
+            by_cell.setdefault(m.cell_uuid, []).append(m.instance_uuid)
+        else:
+            unscheduled.append(m.instance_uuid)
+    cells = [c for c in api.dbs.cells() if c.uuid in by_cell]
+    got = api.dbs.gather(lambda c: api.dbs.read(c, store.cell_servers, c.uuid,
+                                                by_cell[c.uuid]), cells)
+    if strict and got.failures:
+        cell_uuid, why = sorted(got.failures.items())[0]
+        raise ServiceUnavailable(f"Cell {cell_uuid} did not answer ({why}); try again.")
+    found: dict[str, Server] = {}
+    for rows in got.results.values():
+        found.update(rows)
+    # Mapped to a cell whose row is not written yet: still the build request.
+    for cell_uuid, uuids in by_cell.items():
+        if cell_uuid in got.results:
+            unscheduled.extend(u for u in uuids if u not in found)
+    with db.read(api.dbs.api) as conn:
+        found.update({u: s for u, s in store.build_request_servers(conn, unscheduled).items()
+                      if u not in found})
+    order = [m.instance_uuid for m in mappings]
+    return {u: found[u] for u in order if u in found and found[u].vm_state != store.DELETED}
+
+
+def get(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> Server:
+    """The server ``uuid``; ``project_id`` (None for admins) must own it."""
+    with db.read(api.dbs.api) as conn:
+        mapping = store.get_mapping(conn, uuid)
+    if mapping is None or mapping.queued_for_delete or (
+            project_id is not None and mapping.project_id != project_id):
+        raise NotFound(f"Instance {uuid} could not be found.")
+    server = load(api, [mapping], strict=True).get(uuid)
+    if server is None:
+        raise NotFound(f"Instance {uuid} could not be found.")
+    return server
+
+
+def list_servers(api: ComputeAPIDeps, project_id: str | None) -> list[Server]:
+    with db.read(api.dbs.api) as conn:
+        mappings = store.list_mappings(conn, project_id)
+    return list(load(api, mappings).values())
+
+
+def host_zones(api: ComputeAPIDeps) -> dict[str, str]:
+    with db.read(api.dbs.api) as conn:
+        return agg_store.host_zones(conn)
+
+
+# ---- deleting --------------------------------------------------------------------------
+
+
+def delete(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
+    """Destroy the server: its compute (if up) destroys it, Placement forgets its
+    allocations, its records say deleted. Works whatever the state of its cell
+    (a disabled cell only takes no new servers)."""
+    server = get(api, uuid, project_id)
+    if server.cell_uuid and server.host:
+        _terminate_on_compute(api, server)
+    try:
+        api.placement.delete_allocations(uuid)
+    except (pc.PlacementClientError, httpx.HTTPError) as exc:
+        raise ServiceUnavailable(f"Cannot delete the allocations of server {uuid} in "
+                                 f"Placement: {exc}; the server is not deleted, try again."
+                                 ) from None
+    if server.cell_uuid:
+        cell = api.dbs.cell(server.cell_uuid)
+        with db.write(api.dbs.engine(cell)) as conn:
+            store.mark_deleted(conn, uuid, api.clock())
+    with db.write(api.dbs.api) as conn:
+        store.forget(conn, uuid)
+
+
+def _terminate_on_compute(api: ComputeAPIDeps, server: Server) -> None:
+    """Ask the server's compute to destroy it and wait; a compute that is down, or does not
+    answer, is skipped (Nova's "local delete"): the records are marked deleted anyway."""
+    assert server.cell_uuid and server.host
+    cell = api.dbs.cell(server.cell_uuid)
+    with db.read(api.dbs.engine(cell)) as conn:
+        try:
+            svc = services.get_by_host(conn, server.host, COMPUTE_BINARY)
+        except services.ServiceNotFound:
+            svc = None
+    if svc is None or not api.is_up(svc):
+        LOG.info("server %s: compute host %s is down; deleting locally", server.uuid,
+                 server.host)
+        return
+    try:
+        api.compute(cell).prepare(server=server.host).call("terminate_instance",
+                                                           instance_uuid=server.uuid)
+    except Exception as exc:
+        LOG.warning("server %s: compute host %s did not confirm terminate_instance (%s); "
+                    "deleting locally", server.uuid, server.host, exc)

@@ -1,0 +1,86 @@
+"""Assembling the compute API from configuration.
+
+``make_app(config)`` is what ``stratus api`` (and the all-in-one server) call:
+the API database ([api_database] connection, default api.db in the data
+directory), one engine per cell database (found through the cell mappings),
+the bus ([DEFAULT] transport_url) for computes and the conductor, and a
+Placement client ([placement_client] endpoint and token). Tests build
+:class:`ComputeAPIDeps` themselves and wrap it with :func:`build_wsgi`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+import stratus.api
+from stratus import config as configuration
+from stratus.api.deps import ComputeAPIDeps
+from stratus.api.http.app import ComputeApp, WSGIApp
+from stratus.api.store.cells import CellDBs
+from stratus.bus import Bus
+from stratus.cells.engines import CellEngines
+from stratus.placement.client import PlacementClient
+from stratus.storage import engine as db
+from stratus.storage import migrate
+
+MIGRATIONS = os.path.join(os.path.dirname(stratus.api.__file__), "migrations")
+
+
+class NotReady(Exception):
+    """The API cannot start: the message is the one line the CLI prints."""
+
+
+def api_db_url(config: configuration.Config) -> str:
+    url = str(config.get("api_database", "connection"))
+    return url or f"sqlite:///{os.path.join(config.data_dir, 'api.db')}"
+
+
+def make_deps(config: configuration.Config, *, bus: Bus | None = None,
+              placement: PlacementClient | None = None, sync: bool = False,
+              identity: str | None = None) -> ComputeAPIDeps:
+    """Everything the API needs; ``bus`` and ``placement`` may be passed in (all-in-one)."""
+    engine = db.create_engine(api_db_url(config))
+    if sync:
+        migrate.upgrade(engine, MIGRATIONS)
+    elif migrate.current(engine) != migrate.head(MIGRATIONS):
+        engine.dispose()
+        raise NotReady(f"the API database is not at the current schema (revision "
+                       f"{migrate.current(engine) or 'none'}); migrate it first "
+                       "(stratus api --sync-db)")
+    timeout = float(config.get("DEFAULT", "rpc_response_timeout"))
+    if bus is None:
+        url = str(config.get("DEFAULT", "transport_url"))
+        if not url:
+            engine.dispose()
+            raise NotReady("no message bus: give --transport-url or [DEFAULT] transport_url")
+        bus = Bus(url, identity=identity or f"api-{socket.gethostname()}:{os.getpid()}",
+                  timeout=timeout)
+    if placement is None:
+        placement = PlacementClient(str(config.get("placement_client", "endpoint")),
+                                    token=str(config.get("placement_client", "token")))
+    return ComputeAPIDeps(
+        dbs=CellDBs(engine, CellEngines(), timeout=float(config.get("scheduler",
+                                                                    "cell_timeout"))),
+        placement=placement, bus=bus,
+        service_down_time=int(config.get("compute", "service_down_time")),
+        rpc_timeout=timeout,
+        default_az=str(config.get("DEFAULT", "default_availability_zone")),
+        internal_az=str(config.get("DEFAULT", "internal_service_availability_zone")))
+
+
+def build_wsgi(api: ComputeAPIDeps, config: configuration.Config | None = None) -> WSGIApp:
+    """The WSGI app for ``api``; keystonemiddleware in front when [api] auth_strategy says so."""
+    keystone = bool(config) and str(config.get("api", "auth_strategy")) == "keystone"
+    max_body = int(config.get("api_server", "max_body_bytes")) if config else 1_048_576
+    app: Any = ComputeApp(api, keystone=keystone, max_body_bytes=max_body)
+    if keystone and config is not None:
+        from stratus.placement.http.keystone import wrap_keystone
+
+        app = wrap_keystone(app, config)
+    return app
+
+
+def make_app(config: configuration.Config, **kwargs: Any) -> WSGIApp:
+    return build_wsgi(make_deps(config, **kwargs), config)

@@ -1,0 +1,112 @@
+"""Every cell at once: the API reads all cells (cell0 included, disabled ones too:
+a disabled cell takes no new servers but its servers and services stay manageable)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from stratus.api import schema as api_schema
+from stratus.api.store.errors import NotFound, ServiceUnavailable
+from stratus.cells import mappings, services
+from stratus.cells.engines import CellEngines
+from stratus.cells.mappings import CellMapping
+from stratus.cells.scatter import Gathered, scatter_gather
+from stratus.cells.services import Service
+from stratus.storage import engine as db
+
+T = TypeVar("T")
+COMPUTE_BINARY = "stratus-compute"
+
+
+@dataclass
+class CellDBs:
+    api: Engine
+    engines: CellEngines
+    timeout: float = 10.0
+
+    def cells(self) -> list[CellMapping]:
+        with db.read(self.api) as conn:
+            return mappings.list_cells(conn)
+
+    def cell(self, uuid: str) -> CellMapping:
+        with db.read(self.api) as conn:
+            return mappings.get_cell(conn, uuid)
+
+    def engine(self, cell: CellMapping) -> Engine:
+        return self.engines.get(cell)
+
+    def gather(self, fn: Callable[[CellMapping], T],
+               cells: list[CellMapping] | None = None) -> Gathered[T]:
+        return scatter_gather(self.cells() if cells is None else cells, fn,
+                              timeout=self.timeout)
+
+    def read(self, cell: CellMapping, fn: Callable[..., T], *args: object, **kw: object) -> T:
+        with db.read(self.engine(cell)) as conn:
+            return fn(conn, *args, **kw)
+
+
+def list_services(dbs: CellDBs, host: str | None = None, binary: str | None = None
+                  ) -> tuple[list[tuple[CellMapping, Service]], dict[str, str]]:
+    """Every cell's services (filtered), and the cells that did not answer."""
+    cells = dbs.cells()
+    got = dbs.gather(lambda c: dbs.read(c, services.list_all, host=host, binary=binary), cells)
+    out = [(cell, svc) for cell in cells for svc in got.results.get(cell.uuid, [])]
+    return out, got.failures
+
+
+def find_service(dbs: CellDBs, uuid: str) -> tuple[CellMapping, Service]:
+    """The service with this uuid, in whichever cell holds it."""
+
+    def look(cell: CellMapping) -> Service | None:
+        try:
+            return dbs.read(cell, services.get, uuid)
+        except services.ServiceNotFound:
+            return None
+
+    got = gather_strict(dbs, look)
+    for cell, svc in got:
+        if svc is not None:
+            return cell, svc
+    raise NotFound(f"Service {uuid} not found.")
+
+
+def find_compute(dbs: CellDBs, host: str) -> tuple[CellMapping, Service]:
+    """The compute service on ``host``: through its host mapping, else by asking every cell."""
+    with db.read(dbs.api) as conn:
+        mapped = mappings.cell_of_host(conn, host)
+    candidates = [mapped] if mapped else dbs.cells()
+
+    def look(cell: CellMapping) -> Service | None:
+        try:
+            return dbs.read(cell, services.get_by_host, host, COMPUTE_BINARY)
+        except services.ServiceNotFound:
+            return None
+
+    for cell, svc in gather_strict(dbs, look, candidates):
+        if svc is not None:
+            return cell, svc
+    raise NotFound(f"Compute host {host} could not be found.")
+
+
+def gather_strict(dbs: CellDBs, fn: Callable[[CellMapping], T],
+                   cells: list[CellMapping] | None = None) -> list[tuple[CellMapping, T]]:
+    """Ask cells; if what we look for may sit in a cell that did not answer, say so (503)
+    rather than answer "not found" for something that exists."""
+    cells = dbs.cells() if cells is None else cells
+    got = dbs.gather(fn, cells)
+    found = [(c, got.results[c.uuid]) for c in cells if c.uuid in got.results]
+    if got.failures and not any(v is not None for _, v in found):
+        cell_uuid, why = sorted(got.failures.items())[0]
+        raise ServiceUnavailable(f"Cell {cell_uuid} did not answer ({why}); try again.")
+    return found
+
+
+def unmap_host(conn: Connection, host: str) -> None:
+    """Drop the host's cell mapping (API database); nothing if it had none."""
+    conn.execute(sa.delete(api_schema.host_mappings)
+                 .where(api_schema.host_mappings.c.host == host))

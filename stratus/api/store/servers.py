@@ -1,0 +1,186 @@
+"""Servers: where the API finds them and what it records about them.
+
+A server accepted by ``POST /servers`` exists at first only in the API database:
+an instance mapping without a cell, a build request (its name) and a request
+spec (its flavor). Once the conductor has scheduled it, the mapping names a cell
+and the cell's ``instances`` row is the truth (cell0 for servers no host took).
+Deleting marks the mapping ``queued_for_delete`` and the instance row deleted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stratus.api import schema as s
+from stratus.cells import schema as cs
+
+# vm_state values as the conductor and computes write them.
+BUILDING, ACTIVE, ERROR, DELETED = "building", "active", "error", "deleted"
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0)
+
+
+@dataclass(frozen=True)
+class Mapping:
+    instance_uuid: str
+    cell_uuid: str | None
+    project_id: str
+    user_id: str | None
+    queued_for_delete: bool
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class Server:
+    """What the API shows of a server, from its cell row or its build request."""
+
+    uuid: str
+    name: str
+    project_id: str
+    user_id: str
+    vm_state: str
+    task_state: str | None
+    power_state: int
+    host: str | None
+    node: str | None
+    availability_zone: str | None
+    flavor: dict[str, Any] = field(default_factory=dict)
+    fault: str | None = None
+    created_at: dt.datetime | None = None
+    updated_at: dt.datetime | None = None
+    launched_at: dt.datetime | None = None
+    cell_uuid: str | None = None
+
+
+# ---- API database -------------------------------------------------------------------
+
+
+def _mapping_query() -> sa.Select:
+    m, c = s.instance_mappings, s.cell_mappings
+    return (sa.select(m.c.instance_uuid, c.c.uuid.label("cell_uuid"), m.c.project_id,
+                      m.c.user_id, m.c.queued_for_delete, m.c.created_at)
+            .select_from(m.outerjoin(c, c.c.id == m.c.cell_id)))
+
+
+def _mapping(row: sa.Row) -> Mapping:
+    return Mapping(row.instance_uuid, row.cell_uuid, row.project_id, row.user_id,
+                   bool(row.queued_for_delete), row.created_at)
+
+
+def get_mapping(conn: Connection, uuid: str) -> Mapping | None:
+    row = conn.execute(_mapping_query().where(s.instance_mappings.c.instance_uuid == uuid)
+                       ).first()
+    return _mapping(row) if row else None
+
+
+def list_mappings(conn: Connection, project_id: str | None) -> list[Mapping]:
+    """Live (not queued for delete) servers of ``project_id`` (None: all), oldest first."""
+    m = s.instance_mappings
+    query = _mapping_query().where(m.c.queued_for_delete == sa.false())
+    if project_id is not None:
+        query = query.where(m.c.project_id == project_id)
+    return [_mapping(r) for r in conn.execute(query.order_by(m.c.created_at, m.c.id))]
+
+
+def create_build_requests(conn: Connection, instances: Iterable[dict[str, str]],
+                          spec: dict[str, Any]) -> None:
+    """Record accepted servers (``{uuid, name, project_id, user_id}``) before any cell has them."""
+    now = utcnow()
+    text = json.dumps(spec, sort_keys=True)
+    for inst in instances:
+        conn.execute(sa.insert(s.instance_mappings).values(
+            instance_uuid=inst["uuid"], cell_id=None, project_id=inst["project_id"],
+            user_id=inst["user_id"], created_at=now))
+        conn.execute(sa.insert(s.build_requests).values(
+            instance_uuid=inst["uuid"], project_id=inst["project_id"],
+            user_id=inst["user_id"], name=inst["name"], created_at=now))
+        conn.execute(sa.insert(s.request_specs).values(
+            instance_uuid=inst["uuid"], spec=text, created_at=now))
+
+
+def load_spec(conn: Connection, uuid: str) -> dict[str, Any] | None:
+    text = conn.execute(sa.select(s.request_specs.c.spec)
+                        .where(s.request_specs.c.instance_uuid == uuid)).scalar()
+    return json.loads(text) if text else None
+
+
+def build_request_servers(conn: Connection, uuids: list[str]) -> dict[str, Server]:
+    """Servers not yet in any cell, as BUILD, from their build requests and specs."""
+    if not uuids:
+        return {}
+    b, r = s.build_requests, s.request_specs
+    rows = conn.execute(sa.select(b, r.c.spec).select_from(
+        b.outerjoin(r, r.c.instance_uuid == b.c.instance_uuid))
+        .where(b.c.instance_uuid.in_(uuids)))
+    out = {}
+    for row in rows:
+        spec = json.loads(row.spec) if row.spec else {}
+        out[row.instance_uuid] = Server(
+            row.instance_uuid, row.name, row.project_id, row.user_id, BUILDING, "scheduling",
+            0, None, None, spec.get("availability_zone"), dict(spec.get("flavor") or {}),
+            created_at=row.created_at, updated_at=row.updated_at)
+    return out
+
+
+def forget(conn: Connection, uuid: str) -> None:
+    """The server is deleted: hide its mapping, drop its build request and group membership."""
+    conn.execute(sa.update(s.instance_mappings)
+                 .where(s.instance_mappings.c.instance_uuid == uuid)
+                 .values(queued_for_delete=True, updated_at=utcnow()))
+    conn.execute(sa.delete(s.build_requests).where(s.build_requests.c.instance_uuid == uuid))
+    conn.execute(sa.delete(s.server_group_members)
+                 .where(s.server_group_members.c.instance_uuid == uuid))
+
+
+# ---- a cell database --------------------------------------------------------------
+
+
+def _server(row: sa.Row, cell_uuid: str) -> Server:
+    try:
+        flavor = json.loads(row.flavor) if row.flavor else {}
+    except ValueError:
+        flavor = {}
+    return Server(row.uuid, row.name, row.project_id, row.user_id, row.vm_state,
+                  row.task_state, row.power_state, row.host, row.node, row.availability_zone,
+                  flavor, row.fault, row.created_at, row.updated_at, row.launched_at,
+                  cell_uuid)
+
+
+def cell_servers(conn: Connection, cell_uuid: str, uuids: list[str]) -> dict[str, Server]:
+    """The instance rows among ``uuids`` in this cell, deleted ones included (vm_state
+    ``deleted``), so a caller can tell "gone" from "not recorded here yet"."""
+    out: dict[str, Server] = {}
+    t = cs.instances
+    for i in range(0, len(uuids), 500):
+        chunk = uuids[i:i + 500]
+        for row in conn.execute(sa.select(t).where(t.c.uuid.in_(chunk))):
+            server = _server(row, cell_uuid)
+            if row.deleted_at is not None:
+                server = replace(server, vm_state=DELETED)
+            out[row.uuid] = server
+    return out
+
+
+def mark_deleted(conn: Connection, uuid: str, now: dt.datetime | None = None) -> bool:
+    now = now or utcnow()
+    result = conn.execute(sa.update(cs.instances)
+                          .where(cs.instances.c.uuid == uuid, cs.instances.c.deleted_at.is_(None))
+                          .values(vm_state=DELETED, task_state=None, power_state=0,
+                                  deleted_at=now, updated_at=now))
+    return bool(result.rowcount)
+
+
+def hosts_servers(conn: Connection, host: str) -> list[str]:
+    """Undeleted instances on ``host`` in this cell."""
+    t = cs.instances
+    return [r.uuid for r in conn.execute(sa.select(t.c.uuid).where(
+        t.c.host == host, t.c.deleted_at.is_(None)))]

@@ -1,0 +1,166 @@
+"""A whole compute plane in one process for the compute API's tests: the in-process bus,
+an in-process Placement, SQLite API and cell databases, the real scheduler and
+conductor, real compute services on simulated libvirt hosts, and the compute API
+(its WSGI app behind an httpx client)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import uuid as uuidlib
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from stratus.api.deps import ComputeAPIDeps
+from stratus.api.service import build_wsgi
+from stratus.api.store.cells import CellDBs
+from stratus.bus import Bus
+from stratus.cells import mappings
+from stratus.cells.aggregates import cell_aggregate_uuid
+from stratus.compute.drivers import LibvirtDriver
+from stratus.compute.service import ComputeService
+from stratus.compute.shapes import LibvirtShape
+from stratus.conductor.build import ConductorContext
+from stratus.conductor.manager import CellBuses, ConductorManager
+from stratus.conductor.rpcapi import ConductorRPC
+from stratus.scheduler.rpcapi import SchedulerRPC
+from stratus.storage import engine as db
+from tests.scheduler_world import Cloud
+
+DISABLED = "COMPUTE_STATUS_DISABLED"
+
+
+def eventually(check: Callable[[], Any], seconds: float = 20.0) -> Any:
+    deadline = time.monotonic() + seconds
+    while True:
+        result = check()
+        if result or time.monotonic() > deadline:
+            return result
+        time.sleep(0.01)
+
+
+class ComputeClient:
+    """httpx against the compute API as a chosen token, at a chosen microversion."""
+
+    def __init__(self, http: httpx.Client, token: str = "admin", version: str | None = "latest"):
+        self.http, self.token, self.version = http, token, version
+
+    def as_user(self, token: str) -> ComputeClient:
+        return ComputeClient(self.http, token, self.version)
+
+    def request(self, method: str, url: str, *, version: str | None = "default",
+                headers: dict[str, str] | None = None, **kw: Any) -> httpx.Response:
+        """``version=None`` sends no microversion header at all."""
+        h = {"X-Auth-Token": self.token}
+        version = self.version if version == "default" else version
+        if version:
+            h["OpenStack-API-Version"] = f"compute {version}"
+        h.update(headers or {})
+        return self.http.request(method, url, headers=h, **kw)
+
+    def get(self, url: str, **kw: Any) -> httpx.Response:
+        return self.request("GET", url, **kw)
+
+    def post(self, url: str, **kw: Any) -> httpx.Response:
+        return self.request("POST", url, **kw)
+
+    def put(self, url: str, **kw: Any) -> httpx.Response:
+        return self.request("PUT", url, **kw)
+
+    def delete(self, url: str, **kw: Any) -> httpx.Response:
+        return self.request("DELETE", url, **kw)
+
+
+class World:
+    def __init__(self, tmp_path: Any, placement_app: Any, database_url: str,
+                 cells: tuple[str, ...] = ("cell1",)) -> None:
+        self.cloud = Cloud(tmp_path, placement_app, database_url, cells=cells)
+        self.placement = self.cloud.placement
+        self.bus = Bus(f"inproc://compute-api-test-{uuidlib.uuid4().hex}", identity="test",
+                       timeout=30)
+        scheduler = self.cloud.scheduler(placement=self.cloud.client(), max_attempts=3)
+        self.bus.serve(SchedulerRPC, scheduler, server="scheduler-1")
+        self.buses = CellBuses(self.bus)
+        ctx = ConductorContext(api_engine=self.cloud.api_engine, engines=self.cloud.engines,
+                               placement=self.cloud.client(),
+                               scheduler=self.bus.client(SchedulerRPC),
+                               compute=self.buses.compute_client, max_attempts=3)
+        self.bus.serve(ConductorRPC, ConductorManager(ctx), server="conductor-1")
+        self.computes: dict[str, ComputeService] = {}
+        self.now_offset = dt.timedelta(0)
+        self.api = ComputeAPIDeps(
+            dbs=CellDBs(self.cloud.api_engine, self.cloud.engines),
+            placement=self.cloud.client(), bus=self.bus, rpc_timeout=5.0,
+            clock=lambda: dt.datetime.now(dt.UTC).replace(tzinfo=None) + self.now_offset)
+        self.http = httpx.Client(transport=httpx.WSGITransport(app=build_wsgi(self.api)),
+                                 base_url="http://compute.test")
+        self.client = ComputeClient(self.http)
+
+    def add_compute(self, name: str, *, vcpus: int = 4, memory_mb: int = 8192,
+                    disk_gb: int = 100, cell: str = "cell1",
+                    rpc_version: str | None = None) -> ComputeService:
+        cell_uuid = self.cloud.cells[cell].uuid
+        driver = LibvirtDriver(name, LibvirtShape(name, vcpus=vcpus, memory_mb=memory_mb,
+                                                  disk_gb=disk_gb),
+                               aggregates=[cell_aggregate_uuid(cell_uuid)])
+        kwargs: dict[str, Any] = {"report_interval": 3600, "tracker_interval": 3600}
+        if rpc_version:
+            kwargs["rpc_version"] = rpc_version
+        svc = ComputeService(name, driver, self.bus, self.cloud.cell_engine(cell),
+                             self.cloud.client(), **kwargs)
+        svc.start()
+        with db.write(self.cloud.api_engine) as conn:
+            mappings.map_host(conn, name, cell_uuid)
+        self.computes[name] = svc
+        return svc
+
+    def root(self, host: str) -> str:
+        return self.computes[host].driver.provider_tree(host).root.uuid
+
+    def traits(self, host: str) -> set[str]:
+        return self.placement.get_traits(self.root(host))[0]
+
+    def service_id(self, host: str) -> str:
+        resp = self.client.get("/os-services", params={"host": host})
+        assert resp.status_code == 200, resp.text
+        [svc] = resp.json()["services"]
+        return str(svc["id"])
+
+    def flavor(self, name: str = "small", vcpus: int = 1, ram: int = 512, disk: int = 1,
+               **extra: Any) -> dict[str, Any]:
+        resp = self.client.post("/flavors", json={"flavor": {
+            "name": name, "vcpus": vcpus, "ram": ram, "disk": disk, **extra}})
+        assert resp.status_code == 200, resp.text
+        return dict(resp.json()["flavor"])
+
+    def boot(self, flavor: str, name: str = "vm", **server: Any) -> httpx.Response:
+        hints = server.pop("hints", None)
+        body: dict[str, Any] = {"server": {"name": name, "flavorRef": flavor, **server}}
+        if hints:
+            body["os:scheduler_hints"] = hints
+        return self.client.post("/servers", json=body)
+
+    def settled(self, server_id: str, seconds: float = 20.0) -> dict[str, Any]:
+        def done() -> Any:
+            resp = self.client.get(f"/servers/{server_id}")
+            if resp.status_code != 200:
+                return None
+            body = resp.json()["server"]
+            return body if body["status"] in ("ACTIVE", "ERROR") else None
+
+        found = eventually(done, seconds)
+        assert found, f"server {server_id} did not settle: " \
+                      f"{self.client.get(f'/servers/{server_id}').text}"
+        return dict(found)
+
+    def close(self) -> None:
+        for svc in self.computes.values():
+            if svc.running:
+                svc.stop()
+        self.http.close()
+        self.bus.close()
+        self.buses.close()
+        self.api.placement.close()
+        self.cloud.close()
