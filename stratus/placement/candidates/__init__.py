@@ -12,8 +12,8 @@ The pieces, in the order a query flows through them:
 - :mod:`.explain`: why providers were left out, counted per reason.
 
 Nothing here speaks HTTP; the handler in ``http/handlers/allocation_candidate.py``
-wires it up. (The submodule names are the package's API; ``solve.solve`` is
-not re-exported, so ``candidates.solve`` stays the module.) A claim never trusts the index: ``PUT /allocations`` re-checks
+wires it up. (``solve.solve`` is not re-exported, so ``candidates.solve`` stays
+the module.) A claim never trusts the index: ``PUT /allocations`` re-checks
 capacity in its own transaction.
 """
 

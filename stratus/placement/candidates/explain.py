@@ -37,7 +37,7 @@ from dataclasses import replace
 import numpy as np
 
 from stratus.placement.candidates import filters, solve
-from stratus.placement.candidates.filters import GroupMatch, NoCandidates
+from stratus.placement.candidates.filters import NoCandidates
 from stratus.placement.candidates.index import ProviderIndex
 from stratus.placement.candidates.request import CandidateRequest
 
@@ -45,16 +45,14 @@ from stratus.placement.candidates.request import CandidateRequest
 def explain(index: ProviderIndex, request: CandidateRequest, options: solve.Options,
             named: list[str]) -> dict[str, object]:
     count = len(solve.solve(index, request, options).items)
-    root_ok = filters.root_filter(index, request, strict=False)
-    resolved = [filters.resolve(index, g, strict=False) for g in request.groups]
-    matches = [filters.match(index, g, root_ok, strict=False) for g in resolved]
-    alive = index.alive[: index.n]
+    plan = solve.make_plan(index, request, strict=False)
+    n = index.n
+    every = slice(0, n)
+    alive = index.alive[:n]
     groups = {}
     per_provider: dict[str, dict[str, list[str]]] = {}
-    for g in resolved:
-        checks = filters.steps(index, g)
-        for rc, amount in g.amounts.items():
-            checks += filters.rc_steps(index, rc, amount)
+    for g in plan.groups:
+        checks = filters.steps(index, g, every)
         matching, excluded = _first_failures(alive, checks)
         groups[g.suffix] = {"providers_matching": matching, "providers_excluded": excluded}
         for uuid in named:
@@ -62,8 +60,8 @@ def explain(index: ProviderIndex, request: CandidateRequest, options: solve.Opti
             if slot is not None:
                 per_provider.setdefault(uuid, {})[g.suffix] = [
                     reason for reason, passes in checks if not passes[slot]]
-    tree_reason = _tree_reasons(index, request, matches, root_ok)
-    roots = index.roots_mask()
+    tree_reason = _tree_reasons(index, plan)
+    roots = alive & (index.parent[:n] < 0)
     trees = Counter(tree_reason[r] for r in np.flatnonzero(roots) if tree_reason[r])
     return {
         "allocation_candidates": count,
@@ -99,62 +97,67 @@ def _named(index: ProviderIndex, uuid: str, groups: dict[str, list[str]],
             "tree": tree_reason[root]}
 
 
-def _tree_reasons(index: ProviderIndex, request: CandidateRequest, matches: list[GroupMatch],
-                  root_ok: np.ndarray) -> list[str | None]:
+def _tree_reasons(index: ProviderIndex, plan: solve.Plan) -> list[str | None]:
     """Per slot (meaningful for roots): the first reason its tree anchors nothing."""
     n = index.n
+    every = slice(0, n)
     reason: list[str | None] = [None] * n
-    pending = index.roots_mask().copy()
+    pending = index.alive[:n] & (index.parent[:n] < 0)
 
     def mark(failing: np.ndarray, why: str) -> None:
-        for r in np.flatnonzero(pending & failing):
+        for r in np.flatnonzero(pending & failing).tolist():
             reason[r] = why
         pending[:] &= ~failing
 
-    mark(~root_ok, "root_required")
-    for m in matches:
-        mark(~m.anchors, f"group_unsatisfied:resources{m.resolved.suffix}")
-    simple = solve.simple_anchors(index, matches)
+    if plan.root_ok is not None:
+        mark(~plan.root_ok[index.trait_sig[:n]], "root_required")
+    simple = ~index.in_tree[:n] & ~plan.lent
+    tree_roots = np.flatnonzero(pending & ~simple).tolist()
+    for g in plan.groups:
+        alone = solve.Plan([g], plan.root_ok, lent=plan.lent)
+        has = simple & filters.option_ok(index, g, filters.SPREAD_KEY, every)
+        options = solve.tree_options(index, alone, tree_roots)
+        has[[r for r in tree_roots if options[r] is not None]] = True
+        mark(~has, f"group_unsatisfied:resources{g.suffix}")
     quick = pending & simple
-    if request.group_policy == "isolate" and sum(not m.spread for m in matches) > 1:
+    if plan.isolate and sum(not g.spread for g in plan.groups) > 1:
         mark(quick, "group_policy")
-    spread = next((m for m in matches if m.spread and m.resolved.required), None)
-    if spread is not None:
-        required = spread.resolved.required
-        mark(quick & ~index.trait_mask(lambda s: filters.holds_all(required, s)),
-             "missing_traits:resources")
-    mark(quick & ~solve.quick_checks(index, request, matches), "combined_capacity")
-    for anchor in np.flatnonzero(pending & ~simple):
-        reason[anchor] = _tree_reason(index, int(anchor), request, matches)
+    required = plan.spread_required()
+    if required:
+        table = index.traits.table(lambda s: filters.holds_all(required, s))
+        mark(quick & ~table[index.trait_sig[:n]], "missing_traits:resources")
+    mark(quick & ~solve.quick_checks(index, plan, every), "combined_capacity")
+    tree_roots = np.flatnonzero(pending & ~simple).tolist()
+    choices = solve.tree_options(index, plan, tree_roots)
+    for root in tree_roots:
+        reason[root] = _tree_reason(index, root, plan, choices[root])
     return reason
 
 
-def _yields(index: ProviderIndex, anchor: int, request: CandidateRequest,
-            matches: list[GroupMatch]) -> bool:
-    found = solve.tree_candidates(index, anchor, matches, request, None, solve.TREE_BUDGET)
+def _yields(index: ProviderIndex, root: int, plan: solve.Plan,
+            choices: list[list[int]] | None) -> bool:
+    if choices is None:
+        return False
+    found = solve.tree_candidates(index, plan, root, choices, None, solve.TREE_BUDGET)
     return next(found, None) is not None
 
 
-def _tree_reason(index: ProviderIndex, anchor: int, request: CandidateRequest,
-                 matches: list[GroupMatch]) -> str | None:
+def _tree_reason(index: ProviderIndex, root: int, plan: solve.Plan,
+                 choices: list[list[int]] | None) -> str | None:
     """Which cross-group constraint empties this tree: relax them one at a time."""
-    if _yields(index, anchor, request, matches):
+    if _yields(index, root, plan, choices):
         return None
+    no_traits = replace(plan, groups=[replace(g, required=[]) if g.spread else g
+                                      for g in plan.groups])
     relaxed = [
-        ("missing_traits:resources", request, [_without_spread_traits(m) for m in matches]),
-        ("group_policy", replace(request, group_policy="none"), matches),
-        ("same_subtree", replace(request, same_subtrees=()), matches),
+        ("missing_traits:resources", no_traits),
+        ("group_policy", replace(plan, group_policy="none")),
+        ("same_subtree", replace(plan, same_subtrees=())),
     ]
-    for why, req, ms in relaxed:
-        if _yields(index, anchor, req, ms):
+    for why, easier in relaxed:
+        if _yields(index, root, easier, choices):
             return why
     return "combined_capacity"
-
-
-def _without_spread_traits(m: GroupMatch) -> GroupMatch:
-    if not m.spread:
-        return m
-    return replace(m, resolved=replace(m.resolved, required=[]))
 
 
 __all__ = ["NoCandidates", "explain"]

@@ -1,35 +1,48 @@
 """An in-memory, columnar index of resource providers, kept current incrementally.
 
-Every provider gets a *slot* (a small integer). Per slot, numpy columns hold
-the database id, the parent and root slots, and two *signatures*: the id of the
-provider's trait set and of its aggregate set. Sets are interned, so a filter
-such as "has HW_CPU_X86_AVX2 and not COMPUTE_STATUS_DISABLED" is evaluated once
-per distinct trait set (a few hundred in a large cloud, not one per provider)
-and then gathered over all slots in one vector operation.
+Every provider gets a *slot* (a small integer) and every fact about it lives in
+numpy columns indexed by slot:
 
-Inventories live in one :class:`RcColumn` per resource class, a row per
-provider that has the class, with the usage summed from allocations. "Which
-providers can take 4 VCPU" is a vector comparison over that column.
+- shape: database id, parent and root slots, ``alive``, ``in_tree`` (belongs to
+  a tree of more than one provider);
+- traits and aggregates as *signatures*: the id of the provider's (interned)
+  trait set and aggregate set. A filter such as "has HW_CPU_X86_AVX2 and not
+  COMPUTE_STATUS_DISABLED" is evaluated once per distinct set (a few hundred in
+  a large cloud), then gathered over slots in one vector operation;
+- inventory: one :class:`RcColumn` per resource class, dense over slots
+  (``has``, ``cap = (total - reserved) * allocation_ratio``, ``used`` summed
+  from allocations, ``free = cap - used``, min_unit, max_unit, step_size).
+  "Which providers can take 4 more VCPU" is ``has & (free >= 4) & ...`` over a
+  slice of slots, with no gather or scatter.
+
+Memory: about 40 bytes per provider for shape and signatures, 41 per provider
+per resource class present anywhere, plus the uuid and two dict entries
+(~250 bytes): well under 1 KiB per provider for a typical cloud.
 
 Slots are appended in load order (database id order after a full load) and
-never reused, so iterating slots in order is a stable, deterministic order.
-Removed providers leave a dead slot; a refresh reloads everything once dead
-slots make up a quarter of the index.
+never reused, so slot order is a stable, deterministic order. Removed
+providers leave a dead slot; once dead slots are a quarter of the index the
+next refresh reloads everything.
 
-The index holds no connection and does no I/O: :mod:`.changes` reads the
-database and calls :meth:`ProviderIndex.apply`; unit tests call it directly.
+The index does no I/O: :mod:`.changes` reads the database and calls
+:meth:`ProviderIndex.apply` (or :meth:`ProviderIndex.bulk`); unit tests call
+them directly.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
+UUID_JSON_WIDTH = 38  # a canonical uuid with its quotes
 # Placement's integers are 32-bit; a request for more can never fit anywhere.
 MAX_AMOUNT = 2_147_483_647
+
+Slots = slice | np.ndarray  # which slots a vector operation looks at
 
 
 @dataclass(frozen=True)
@@ -78,15 +91,17 @@ class Names:
 
     def add_aggregates(self, pairs: Iterable[tuple[int, str]]) -> None:
         for agg_id, uuid in pairs:
-            self.agg_uuid[agg_id] = uuid
-            self.agg_id[uuid] = agg_id
+            self.agg_uuid[int(agg_id)] = str(uuid)
+            self.agg_id[str(uuid)] = int(agg_id)
 
 
 class SetInterner:
-    """Distinct frozensets, each with a small id; id 0 is the empty set."""
+    """Distinct frozensets, each with a small id and a count of providers using
+    it; id 0 is the empty set."""
 
     def __init__(self) -> None:
         self.sets: list[frozenset[int]] = [frozenset()]
+        self.used: list[int] = [0]
         self._ids: dict[frozenset[int], int] = {frozenset(): 0}
 
     def intern(self, items: frozenset[int]) -> int:
@@ -94,130 +109,111 @@ class SetInterner:
         if found is None:
             found = self._ids[items] = len(self.sets)
             self.sets.append(items)
+            self.used.append(0)
         return found
 
-    def mask(self, predicate: Callable[[frozenset[int]], bool]) -> np.ndarray:
+    def table(self, predicate: Callable[[frozenset[int]], bool]) -> np.ndarray:
         """A bool per set id: does the set satisfy ``predicate``?"""
         return np.fromiter((predicate(s) for s in self.sets), dtype=bool, count=len(self.sets))
 
+    def any_used(self, table: np.ndarray) -> bool:
+        """Does some provider have a set the table accepts?"""
+        return any(ok and n for ok, n in zip(table.tolist(), self.used, strict=False))
 
-def _grow(array: np.ndarray, size: int, fill: object) -> np.ndarray:
-    if size <= len(array):
-        return array
-    bigger = np.full(max(size, 2 * len(array), 16), fill, dtype=array.dtype)
-    bigger[: len(array)] = array
-    return bigger
+
+def quote(text: str) -> bytes:
+    """``text`` as a JSON string."""
+    return json.dumps(text).encode()
+
+
+def _resized(array: np.ndarray, size: int, fill: object) -> np.ndarray:
+    out = np.full(size, fill, dtype=array.dtype)
+    out[: min(len(array), size)] = array[:size]
+    return out
 
 
 class RcColumn:
-    """One resource class: a row per provider holding inventory of it."""
+    """One resource class, dense over slots."""
 
-    _INT_COLS = ("total", "reserved", "min_unit", "max_unit", "step", "used")
+    _FILLS = {"has": False, "cap": 0.0, "used": 0, "free": -1.0, "min_unit": 0,
+              "max_unit": 0, "step": 1}
+    _TYPES = {"has": bool, "cap": np.float64, "used": np.int64, "free": np.float64,
+              "min_unit": np.int32, "max_unit": np.int32, "step": np.int32}
 
-    def __init__(self) -> None:
-        self.n = 0
-        self.slot = np.full(16, -1, np.int32)
-        self.total = np.zeros(16, np.int64)
-        self.reserved = np.zeros(16, np.int64)
-        self.min_unit = np.zeros(16, np.int64)
-        self.max_unit = np.zeros(16, np.int64)
-        self.step = np.ones(16, np.int64)
-        self.used = np.zeros(16, np.int64)
-        self.ratio = np.ones(16, np.float64)
-        # (total - reserved) * ratio, as Placement compares it (no rounding).
-        self.cap = np.zeros(16, np.float64)
-        self.row_of: dict[int, int] = {}
-        self._free: list[int] = []
+    def __init__(self, size: int) -> None:
+        for name, fill in self._FILLS.items():
+            setattr(self, name, np.full(size, fill, dtype=self._TYPES[name]))
+        self.count = 0          # providers with this class
+        self.any_step = False   # some step_size > 1 (else the modulo is skipped)
+
+    def resize(self, size: int) -> None:
+        for name, fill in self._FILLS.items():
+            setattr(self, name, _resized(getattr(self, name), size, fill))
 
     def set(self, slot: int, inv: InventoryRecord) -> None:
-        row = self.row_of.get(slot)
-        if row is None:
-            row = self._free.pop() if self._free else self._append()
-            self.row_of[slot] = row
-        self.slot[row] = slot
-        self.total[row] = inv.total
-        self.reserved[row] = inv.reserved
-        self.min_unit[row] = inv.min_unit
-        self.max_unit[row] = inv.max_unit
-        self.step[row] = max(inv.step_size, 1)
-        self.used[row] = inv.used
-        self.ratio[row] = inv.allocation_ratio
-        self.cap[row] = (inv.total - inv.reserved) * inv.allocation_ratio
-
-    def _append(self) -> int:
-        row = self.n
-        self.n += 1
-        if self.n > len(self.slot):
-            size = 2 * len(self.slot)
-            self.slot = _grow(self.slot, size, -1)
-            for name in self._INT_COLS:
-                setattr(self, name, _grow(getattr(self, name), size, 1 if name == "step" else 0))
-            self.ratio = _grow(self.ratio, size, 1.0)
-            self.cap = _grow(self.cap, size, 0.0)
-        return row
+        if not self.has[slot]:
+            self.count += 1
+        cap = (inv.total - inv.reserved) * inv.allocation_ratio
+        self.has[slot] = True
+        self.cap[slot] = cap
+        self.used[slot] = inv.used
+        self.free[slot] = cap - inv.used
+        self.min_unit[slot] = min(inv.min_unit, MAX_AMOUNT)
+        self.max_unit[slot] = min(inv.max_unit, MAX_AMOUNT)
+        self.step[slot] = max(min(inv.step_size, MAX_AMOUNT), 1)
+        self.any_step = self.any_step or inv.step_size > 1
 
     def remove(self, slot: int) -> None:
-        row = self.row_of.pop(slot, None)
-        if row is not None:
-            self.slot[row] = -1
-            self.cap[row] = -1.0
-            self._free.append(row)
+        if self.has[slot]:
+            self.count -= 1
+        for name, fill in self._FILLS.items():
+            getattr(self, name)[slot] = fill
 
-    def live_rows(self) -> np.ndarray:
-        return np.flatnonzero(self.slot[: self.n] >= 0)
-
-    def row_checks(self, amount: int) -> dict[str, np.ndarray]:
-        """Per live row, each reason ``amount`` would be refused (all False: it fits)."""
-        n = self.n
-        live = self.slot[:n] >= 0
-        amount = min(amount, MAX_AMOUNT + 1)
-        return {
-            "capacity": live & (self.used[:n] + amount > self.cap[:n]),
-            "min_unit": live & (self.min_unit[:n] > amount),
-            "max_unit": live & (self.max_unit[:n] < amount),
-            "step_size": live & (amount % self.step[:n] != 0),
-        }
-
-    def fits(self, amount: int, n_slots: int, units: bool = True) -> np.ndarray:
-        """Bool per slot: the provider has this class and can take ``amount`` more
-        (capacity, and with ``units`` also min_unit/max_unit/step_size)."""
-        out = np.zeros(n_slots, bool)
-        n = self.n
-        if amount > MAX_AMOUNT or n == 0:
-            return out
-        ok = (self.slot[:n] >= 0) & (self.used[:n] + amount <= self.cap[:n])
+    def fits(self, amount: int, at: Slots, units: bool = True) -> np.ndarray:
+        """Bool per slot of ``at``: has the class and room for ``amount`` more
+        (with ``units``, also min_unit, max_unit and step_size allow it)."""
+        if amount > MAX_AMOUNT:
+            return np.zeros(len(self.has[at]), bool)
+        ok = self.free[at] >= amount
+        ok &= self.max_unit[at] >= amount
         if units:
-            ok &= (self.min_unit[:n] <= amount) & (amount % self.step[:n] == 0)
-        ok &= self.max_unit[:n] >= amount
-        out[self.slot[:n][ok]] = True
-        return out
+            ok &= self.min_unit[at] <= amount
+            if self.any_step:
+                ok &= amount % self.step[at] == 0
+        return ok & self.has[at]
 
-    def has(self, n_slots: int) -> np.ndarray:
-        out = np.zeros(n_slots, bool)
-        out[self.slot[: self.n][self.slot[: self.n] >= 0]] = True
-        return out
-
-    # scalar access for the per-tree solver
-    def room(self, slot: int) -> tuple[float, int, int] | None:
-        """(capacity, used, max_unit) of the provider's row, or None without inventory."""
-        row = self.row_of.get(slot)
-        if row is None:
-            return None
-        return float(self.cap[row]), int(self.used[row]), int(self.max_unit[row])
+    def reasons(self, amount: int, at: Slots) -> list[tuple[str, np.ndarray]]:
+        """Each way ``amount`` can be refused, as (reason, passes) in check order."""
+        amount = min(amount, MAX_AMOUNT + 1)
+        has = self.has[at]
+        # Without the class, only "no_inventory" applies.
+        return [
+            ("no_inventory", has),
+            ("insufficient_capacity", ~has | (self.free[at] >= amount)),
+            ("below_min_unit", ~has | (self.min_unit[at] <= amount)),
+            ("above_max_unit", ~has | (self.max_unit[at] >= amount)),
+            ("step_size", ~has | (amount % self.step[at] == 0)),
+        ]
 
 
 class ProviderIndex:
     """Providers, their trees, inventories, usage, traits and aggregates."""
 
-    def __init__(self) -> None:
+    _COLUMNS = {"db_id": (np.int64, 0), "parent": (np.int32, -1), "root": (np.int32, 0),
+                "trait_sig": (np.int32, 0), "agg_sig": (np.int32, 0),
+                "alive": (bool, False), "in_tree": (bool, False)}
+
+    def __init__(self, size: int = 16) -> None:
         self.n = 0
-        self.db_id = np.zeros(16, np.int64)
-        self.parent = np.full(16, -1, np.int32)
-        self.root = np.zeros(16, np.int32)
-        self.trait_sig = np.zeros(16, np.int32)
-        self.agg_sig = np.zeros(16, np.int32)
-        self.alive = np.zeros(16, bool)
+        self.size = size
+        for name, (dtype, fill) in self._COLUMNS.items():
+            setattr(self, name, np.full(size, fill, dtype=dtype))
         self.uuids: list[str | None] = []
+        # Each uuid as JSON text, one fixed-width row per slot (render.py builds
+        # many candidates at once from it); uuids of another width are counted
+        # and rendered one by one instead.
+        self.uuid_json = np.zeros((size, UUID_JSON_WIDTH), np.uint8)
+        self.odd_uuids = 0
         self.slot_of_id: dict[int, int] = {}
         self.slot_of_uuid: dict[str, int] = {}
         self.traits = SetInterner()
@@ -232,20 +228,13 @@ class ProviderIndex:
         self.dead = 0
         self.seq: int | None = None  # change counter value this index reflects
         self._anchor_cache: dict[int, frozenset[int]] = {}
-        self.fragments: dict[int, str] = {}  # rendered summaries, see render.py
+        self.fragments: dict[int, bytes] = {}  # rendered summaries, see render.py
 
     # ---- reading ------------------------------------------------------------------
 
     @property
     def has_trees(self) -> bool:
         return self.nested > 0
-
-    def live_slots(self) -> np.ndarray:
-        return np.flatnonzero(self.alive[: self.n])
-
-    def roots_mask(self) -> np.ndarray:
-        n = self.n
-        return self.alive[:n] & (self.parent[:n] < 0)
 
     def tree(self, root: int) -> list[int]:
         """The slots of the tree rooted at ``root``, in slot order."""
@@ -257,12 +246,8 @@ class ProviderIndex:
     def agg_set(self, slot: int) -> frozenset[int]:
         return self.aggs.sets[self.agg_sig[slot]]
 
-    def trait_mask(self, predicate: Callable[[frozenset[int]], bool]) -> np.ndarray:
-        """Bool per slot: the provider's own trait set satisfies ``predicate``."""
-        return self.traits.mask(predicate)[self.trait_sig[: self.n]] & self.alive[: self.n]
-
-    def agg_mask(self, predicate: Callable[[frozenset[int]], bool]) -> np.ndarray:
-        return self.aggs.mask(predicate)[self.agg_sig[: self.n]] & self.alive[: self.n]
+    def column(self, rc: int) -> RcColumn | None:
+        return self.rc.get(rc)
 
     def ancestors(self, slot: int) -> list[int]:
         """``slot`` and its ancestors up to the root."""
@@ -288,7 +273,7 @@ class ProviderIndex:
 
     def provider_classes(self, slot: int) -> list[int]:
         """Resource class ids the provider has inventory of."""
-        return [rc for rc, col in self.rc.items() if slot in col.row_of]
+        return [rc for rc, col in self.rc.items() if col.has[slot]]
 
     # ---- writing --------------------------------------------------------------------
 
@@ -296,13 +281,13 @@ class ProviderIndex:
         """Make the index reflect these providers (upserted) and removals."""
         records = list(records)
         touched_roots: set[int] = set()
-        tree_changed = False
+        shape_changed = False
         for pid in removed_ids:
             slot = self.slot_of_id.get(pid)
             if slot is not None:
                 touched_roots.add(int(self.root[slot]))
                 self._remove(slot)
-                tree_changed = True
+                shape_changed = True
         fresh = {r.id for r in records if r.id not in self.slot_of_id}
         for rec in records:
             if rec.id in fresh and rec.id not in self.slot_of_id:
@@ -318,28 +303,38 @@ class ProviderIndex:
             new_root = int(self.root[slot])
             if rec.id in fresh or old_root != new_root:
                 touched_roots.update((old_root, new_root))
-                tree_changed = True
-            if old_aggs != self.agg_sig[slot]:
-                tree_changed = True
+                shape_changed = True
+            shape_changed = shape_changed or old_aggs != self.agg_sig[slot]
         if touched_roots:
             self._rebuild_members(touched_roots, [self.slot_of_id[r.id] for r in records])
-        if tree_changed:
+        if shape_changed:
             self._anchor_cache.clear()
+            # A child's summary names its parent and root, which may have moved.
+            self.fragments.clear()
+
+    def _ensure_size(self, size: int) -> None:
+        if size <= self.size:
+            return
+        self.size = max(size, 2 * self.size)
+        for name, (_dtype, fill) in self._COLUMNS.items():
+            setattr(self, name, _resized(getattr(self, name), self.size, fill))
+        grown = np.zeros((self.size, UUID_JSON_WIDTH), np.uint8)
+        grown[: len(self.uuid_json)] = self.uuid_json
+        self.uuid_json = grown
+        for col in self.rc.values():
+            col.resize(self.size)
 
     def _new_slot(self, rec: ProviderRecord) -> None:
         slot = self.n
+        self._ensure_size(slot + 1)
         self.n += 1
-        size = self.n
-        self.db_id = _grow(self.db_id, size, 0)
-        self.parent = _grow(self.parent, size, -1)
-        self.root = _grow(self.root, size, 0)
-        self.trait_sig = _grow(self.trait_sig, size, 0)
-        self.agg_sig = _grow(self.agg_sig, size, 0)
-        self.alive = _grow(self.alive, size, False)
-        self.uuids.append(rec.uuid)
+        self.uuids.append(None)
+        self._set_uuid(slot, rec.uuid)
         self.db_id[slot] = rec.id
         self.root[slot] = slot
         self.alive[slot] = True
+        self.traits.used[0] += 1
+        self.aggs.used[0] += 1
         self.slot_of_id[rec.id] = slot
         self.slot_of_uuid[rec.uuid] = slot
 
@@ -348,16 +343,32 @@ class ProviderIndex:
         if old_uuid != rec.uuid:
             # A reused database id: the slot now stands for another provider.
             self.slot_of_uuid.pop(old_uuid or "", None)
-            self.uuids[slot] = rec.uuid
-            self.slot_of_uuid[rec.uuid] = slot
+            self._set_uuid(slot, rec.uuid)
         had_parent = self.parent[slot] >= 0
         parent = -1 if rec.parent_id is None else self.slot_of_id[rec.parent_id]
         self.parent[slot] = parent
         self.root[slot] = self.slot_of_id[rec.root_id]
         self.nested += int(parent >= 0) - int(had_parent)
 
+    def _set_uuid(self, slot: int, uuid: str | None) -> None:
+        old = self.uuids[slot]
+        if old is not None and len(quote(old)) != UUID_JSON_WIDTH:
+            self.odd_uuids -= 1
+        self.uuids[slot] = uuid
+        if uuid is None:
+            return
+        self.slot_of_uuid[uuid] = slot
+        text = quote(uuid)
+        if len(text) == UUID_JSON_WIDTH:
+            self.uuid_json[slot] = np.frombuffer(text, np.uint8)
+        else:
+            self.odd_uuids += 1
+
     def _set_traits(self, slot: int, trait_ids: frozenset[int]) -> None:
-        self.trait_sig[slot] = self.traits.intern(frozenset(trait_ids))
+        self.traits.used[self.trait_sig[slot]] -= 1
+        sig = self.traits.intern(frozenset(trait_ids))
+        self.traits.used[sig] += 1
+        self.trait_sig[slot] = sig
         sharing_id = self.names.trait_id.get(SHARING_TRAIT)
         if sharing_id is not None and sharing_id in trait_ids:
             self.sharing.add(slot)
@@ -375,28 +386,37 @@ class ProviderIndex:
                     del self.agg_members[agg]
         for agg in new - old:
             self.agg_members.setdefault(agg, set()).add(slot)
-        self.agg_sig[slot] = self.aggs.intern(new)
+        self.aggs.used[self.agg_sig[slot]] -= 1
+        sig = self.aggs.intern(new)
+        self.aggs.used[sig] += 1
+        self.agg_sig[slot] = sig
 
     def _set_inventories(self, slot: int, inventories: tuple[InventoryRecord, ...]) -> None:
         wanted = {inv.rc_id: inv for inv in inventories}
         for rc_id, col in self.rc.items():
-            if rc_id not in wanted and slot in col.row_of:
+            if rc_id not in wanted and col.has[slot]:
                 col.remove(slot)
         for rc_id, inv in wanted.items():
-            self.rc.setdefault(rc_id, RcColumn()).set(slot, inv)
+            col = self.rc.get(rc_id)
+            if col is None:
+                col = self.rc[rc_id] = RcColumn(self.size)
+            col.set(slot, inv)
 
     def _remove(self, slot: int) -> None:
         self._set_traits(slot, frozenset())
         self._set_aggregates(slot, frozenset())
         self._set_inventories(slot, ())
+        self.traits.used[0] -= 1
+        self.aggs.used[0] -= 1
         self.nested -= int(self.parent[slot] >= 0)
         self.parent[slot] = -1
         self.alive[slot] = False
+        self.in_tree[slot] = False
         del self.slot_of_id[int(self.db_id[slot])]
         uuid = self.uuids[slot]
         if uuid is not None and self.slot_of_uuid.get(uuid) == slot:
             del self.slot_of_uuid[uuid]
-        self.uuids[slot] = None
+        self._set_uuid(slot, None)
         self.root[slot] = slot
         self.fragments.pop(slot, None)
         self.dead += 1
@@ -411,11 +431,98 @@ class ProviderIndex:
         for slot in changed:
             by_root.setdefault(int(self.root[slot]), []).append(slot)
         for root in roots:
-            candidates = set(self.members.pop(root, [root])) | set(by_root.get(root, ()))
+            before = self.members.pop(root, [root])
+            candidates = set(before) | set(by_root.get(root, ()))
             members = sorted(s for s in candidates
                              if self.alive[s] and int(self.root[s]) == root)
+            self.in_tree[before] = False
             if len(members) > 1:
                 self.members[root] = members
+                self.in_tree[members] = True
 
     def needs_compaction(self) -> bool:
         return self.dead > 1000 and self.dead * 4 > self.n
+
+    @classmethod
+    def bulk(cls, names: Names, providers: list[tuple], inventories: list[tuple],
+             usage: list[tuple], traits: list[tuple], aggregates: list[tuple]
+             ) -> ProviderIndex:
+        """An index of every provider from the tables' rows, built column-wise.
+
+        ``providers``: (id, uuid, parent_id, root_id); ``inventories``: (provider
+        id, class id, total, reserved, min_unit, max_unit, step_size, ratio);
+        ``usage``: (provider id, class id, used); ``traits`` and ``aggregates``:
+        (provider id, trait or aggregate id). The same result as :meth:`apply`
+        of every record, many times faster.
+        """
+        providers = sorted(providers, key=lambda p: p[0])
+        n = len(providers)
+        index = cls(max(16, n + n // 8))
+        index.names = names
+        index.n = n
+        index.db_id[:n] = [p[0] for p in providers]
+        index.uuids = [p[1] for p in providers]
+        slot = index.slot_of_id = {int(p[0]): i for i, p in enumerate(providers)}
+        index.slot_of_uuid = {u: i for i, u in enumerate(index.uuids)}
+        texts = [quote(u) for u in index.uuids]
+        if all(len(t) == UUID_JSON_WIDTH for t in texts):
+            if n:
+                index.uuid_json[:n] = np.frombuffer(b"".join(texts), np.uint8).reshape(n, -1)
+        else:
+            for i, u in enumerate(index.uuids):
+                index.uuids[i] = None
+                index._set_uuid(i, u)
+        index.parent[:n] = [-1 if p[2] is None else slot[p[2]] for p in providers]
+        index.root[:n] = [i if p[3] is None else slot[p[3]] for i, p in enumerate(providers)]
+        index.alive[:n] = True
+        index.nested = int((index.parent[:n] >= 0).sum())
+        for rows, interner, sig in ((traits, index.traits, index.trait_sig),
+                                    (aggregates, index.aggs, index.agg_sig)):
+            sets: dict[int, set[int]] = {}
+            for pid, item in rows:
+                sets.setdefault(slot[pid], set()).add(int(item))
+            for s, items in sets.items():
+                sig[s] = interner.intern(frozenset(items))
+            interner.used = np.bincount(sig[:n], minlength=len(interner.sets)).tolist()
+        for s, aggs in enumerate(index.agg_sig[:n].tolist()):
+            for agg in index.aggs.sets[aggs]:
+                index.agg_members.setdefault(agg, set()).add(s)
+        sharing = names.trait_id.get(SHARING_TRAIT)
+        if sharing is not None:
+            holds = index.traits.table(lambda t: sharing in t)[index.trait_sig[:n]]
+            index.sharing = {int(s) for s in np.flatnonzero(holds)}
+        index._bulk_inventories(inventories, usage)
+        trees: dict[int, list[int]] = {}
+        for s in np.flatnonzero(index.parent[:n] >= 0).tolist():
+            trees.setdefault(int(index.root[s]), []).append(s)
+        index.members = {r: sorted([r, *kids]) for r, kids in trees.items()}
+        for members in index.members.values():
+            index.in_tree[members] = True
+        return index
+
+    def _bulk_inventories(self, inventories: list[tuple], usage: list[tuple]) -> None:
+        slot = self.slot_of_id
+        by_rc: dict[int, list[tuple]] = {}
+        for pid, rc, *fields in inventories:
+            by_rc.setdefault(int(rc), []).append((slot[pid], *fields))
+        for rc, rows in by_rc.items():
+            col = self.rc[rc] = RcColumn(self.size)
+            data = np.array(rows, dtype=np.float64)
+            at = data[:, 0].astype(np.int64)
+            col.has[at] = True
+            col.cap[at] = (data[:, 1] - data[:, 2]) * data[:, 6]
+            col.min_unit[at] = np.minimum(data[:, 3], MAX_AMOUNT)
+            col.max_unit[at] = np.minimum(data[:, 4], MAX_AMOUNT)
+            col.step[at] = np.clip(data[:, 5], 1, MAX_AMOUNT)
+            col.count = len(rows)
+            col.any_step = bool((data[:, 5] > 1).any())
+            # (total - reserved) * ratio in Python floats, exactly as Placement
+            # computes it; numpy's float64 arithmetic gives the same result.
+        for pid, rc, amount in usage:
+            col = self.rc.get(int(rc))
+            s = slot.get(pid)
+            if col is not None and s is not None and col.has[s]:
+                col.used[s] = int(amount or 0)
+        for col in self.rc.values():
+            col.free = col.cap - col.used
+            col.free[~col.has] = -1.0

@@ -9,19 +9,22 @@ Shapes that change with the version (``Shape`` holds the flags):
   ``resources`` (only the requested classes before 1.27), ``traits`` from
   1.17, ``parent_provider_uuid``/``root_provider_uuid`` from 1.29.
 
-The text is assembled from pieces rather than one ``json.dumps`` of a big
-structure: every single-provider candidate shares one ``resources`` fragment,
-and a provider's summary in the common (1.29+) shape is cached in the index
-until the provider changes. Both are what makes a 100,000-candidate answer
-cheap. The pieces are what ``json.dumps`` would write.
+The text is assembled from pieces rather than by one ``json.dumps`` of a big
+structure: all single-provider candidates share one template (only the uuid
+changes), and each provider's summary in the common (1.29+) shape is cached in
+the index until the provider changes. That is what makes a 100,000-candidate
+answer cheap. The pieces are exactly what ``json.dumps`` writes.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass
 
-from stratus.placement.candidates.index import ProviderIndex
+import numpy as np
+
+from stratus.placement.candidates.index import ProviderIndex, quote
 from stratus.placement.candidates.solve import Candidate, Solution
 
 
@@ -39,34 +42,59 @@ class Shape:
 
 
 def render(index: ProviderIndex, solution: Solution, shape: Shape,
-           requested_classes: set[int]) -> str:
-    requests = ", ".join(_requests(index, solution, shape))
-    summaries = ", ".join(
-        f"{json.dumps(index.uuids[p])}: {summary(index, p, shape, requested_classes)}"
-        for p in solution.summary_slots
-    )
-    return f'{{"allocation_requests": [{requests}], "provider_summaries": {{{summaries}}}}}'
+           requested_classes: set[int]) -> list[bytes]:
+    """The body as a few chunks of JSON text (joined, they are the body)."""
+    return [
+        b'{"allocation_requests": [',
+        _requests(index, solution, shape),
+        b'], "provider_summaries": {',
+        b", ".join(_summaries(index, solution.summary_slots, shape, requested_classes)),
+        b"}}",
+    ]
 
 
-def _requests(index: ProviderIndex, solution: Solution, shape: Shape) -> list[str]:
+def _requests(index: ProviderIndex, solution: Solution, shape: Shape) -> bytes:
+    if not solution.items:
+        return b""
     names = index.names.rc_name
     shared = json.dumps({names[rc]: amount for rc, amount in solution.totals.items()})
-    out = []
-    for item in solution.items:
-        if isinstance(item, Candidate):
-            out.append(json.dumps(_request(index, item, shape)))
-            continue
-        uuid = json.dumps(index.uuids[item])
-        if not shape.dict_requests:
-            out.append(f'{{"allocations": [{{"resource_provider": {{"uuid": {uuid}}}, '
-                       f'"resources": {shared}}}]}}')
-            continue
-        text = f'{{"allocations": {{{uuid}: {{"resources": {shared}}}}}'
-        if shape.mappings:
-            groups = ", ".join(f"{json.dumps(s)}: [{uuid}]" for s in solution.suffixes)
-            text += f', "mappings": {{{groups}}}'
-        out.append(text + "}")
-    return out
+    # Every single-provider candidate is the same text around its uuid: the
+    # template split at the uuid.
+    if not shape.dict_requests:
+        pieces = ['{"allocations": [{"resource_provider": {"uuid": ',
+                  f'}}, "resources": {shared}}}]}}']
+    elif shape.mappings:
+        groups = [f"{json.dumps(s)}: [" for s in solution.suffixes]
+        pieces = ['{"allocations": {', f': {{"resources": {shared}}}}}, "mappings": {{'
+                  + groups[0]] + [f"], {g}" for g in groups[1:]] + [']}}']
+    else:
+        pieces = ['{"allocations": {', f': {{"resources": {shared}}}}}}}']
+    template = [p.encode() for p in pieces]
+    blocks = []
+    for kind, run in itertools.groupby(solution.items, key=type):
+        if kind is int:
+            blocks.append(_same_template(index, list(run), template))  # type: ignore[arg-type]
+        else:
+            blocks += [json.dumps(_request(index, c, shape)).encode()  # type: ignore[arg-type]
+                       for c in run]
+    return b", ".join(blocks)
+
+
+def _same_template(index: ProviderIndex, slots: list[int], template: list[bytes]) -> bytes:
+    """``template`` joined by each provider's uuid, comma-separated, built as one
+    byte matrix (a row per candidate) when every uuid has the usual width."""
+    if index.odd_uuids:
+        return b", ".join(quote(index.uuids[s] or "").join(template) for s in slots)
+    rows = index.uuid_json[np.asarray(slots, np.int64)]
+    k = len(slots)
+    columns = []
+    for i, piece in enumerate(template):
+        if i:
+            columns.append(rows)
+        if i == len(template) - 1:
+            piece += b", "
+        columns.append(np.broadcast_to(np.frombuffer(piece, np.uint8), (k, len(piece))))
+    return np.concatenate(columns, axis=1).tobytes()[:-2]
 
 
 def _request(index: ProviderIndex, c: Candidate, shape: Shape) -> dict[str, object]:
@@ -86,28 +114,35 @@ def _request(index: ProviderIndex, c: Candidate, shape: Shape) -> dict[str, obje
     return body
 
 
-def summary(index: ProviderIndex, slot: int, shape: Shape, requested: set[int]) -> str:
-    """One provider's summary as JSON text (cached for the 1.29+ shape)."""
-    if shape.cacheable:
-        cached = index.fragments.get(slot)
-        if cached is None:
-            cached = index.fragments[slot] = json.dumps(summary_dict(index, slot, shape, None))
-        return cached
-    return json.dumps(summary_dict(index, slot, shape,
-                                   None if shape.all_classes else requested))
+def _summaries(index: ProviderIndex, slots: list[int], shape: Shape,
+               requested: set[int]) -> list[bytes]:
+    """``"uuid": {summary}`` per provider (cached for the 1.29+ shape)."""
+    if not shape.cacheable:
+        only = None if shape.all_classes else requested
+        return [_summary_text(index, p, shape, only) for p in slots]
+    cache = index.fragments
+    for p in slots:
+        if p not in cache:
+            cache[p] = _summary_text(index, p, shape, None)
+    return [cache[p] for p in slots]
+
+
+def _summary_text(index: ProviderIndex, slot: int, shape: Shape, only: set[int] | None
+                  ) -> bytes:
+    body = json.dumps(summary_dict(index, slot, shape, only))
+    return quote(index.uuids[slot] or "") + b": " + body.encode()
 
 
 def summary_dict(index: ProviderIndex, slot: int, shape: Shape,
-                 only: set[int] | None) -> dict[str, object]:
+                 only: set[int] | None = None) -> dict[str, object]:
     names = index.names
     resources = {}
     for rc in index.provider_classes(slot):
         if only is not None and rc not in only:
             continue
         col = index.rc[rc]
-        row = col.row_of[slot]
-        resources[names.rc_name[rc]] = {"capacity": int(col.cap[row]),
-                                         "used": int(col.used[row])}
+        resources[names.rc_name[rc]] = {"capacity": int(col.cap[slot]),
+                                         "used": int(col.used[slot])}
     out: dict[str, object] = {"resources": resources}
     if shape.traits:
         out["traits"] = sorted(names.trait_name[t] for t in index.trait_set(slot))

@@ -1,28 +1,28 @@
 """Solving a candidates request over the index, one anchor tree at a time.
 
-Every allocation candidate is anchored at a tree (its root): the suffixed
-groups each take one provider of that tree or a sharing provider lending to
-it, and the unsuffixed group takes one provider per resource class from the
-same pool. The steps:
+Every allocation candidate is anchored at a tree (its root): each suffixed
+group takes one provider of that tree or a sharing provider lending to it, and
+the unsuffixed group takes one provider per resource class from the same pool.
 
-1. ``filters``: per group, which providers qualify and at which anchors the
-   group has options (vector operations over all providers).
-2. The viable anchors are those where every group has options.
-3. Anchors whose tree is a single provider that no sharing provider lends to
-   (the flat common case) are decided in one vector pass: the whole request
-   lands on that provider, so what remains to check is the unsuffixed group's
-   traits, ``group_policy=isolate`` and the capacity of classes several
-   groups ask for.
-4. Other anchors are enumerated lazily by backtracking (:func:`tree_candidates`):
-   one choice per slot (a suffixed group, or one class of the unsuffixed
-   group), pruning a choice as soon as it breaks capacity or isolation, and
-   checking traits and ``same_subtree`` once their groups are chosen. Nothing
-   is materialised beyond the current path, and enumeration stops at ``limit``.
+1. :func:`make_plan` resolves names and builds per-group tables (``filters``).
+2. Roots are visited in slot order, a chunk of slots at a time; with a
+   ``limit`` the first chunks are small and grow, so a query that finds its
+   candidates early looks at only a few thousand providers.
+3. In a chunk, roots whose tree is a single provider that no sharing provider
+   lends to (the flat common case) are decided by vector operations: the whole
+   request lands on that provider, so the checks are every group's steps on
+   it, the unsuffixed group's traits, ``group_policy=isolate`` and the
+   capacity of classes several groups ask for.
+4. Other roots are enumerated by backtracking (:func:`tree_candidates`): one
+   choice per slot (a suffixed group, or one class of the unsuffixed group),
+   pruned as soon as it breaks capacity or isolation; traits and
+   ``same_subtree`` are checked once their groups are chosen. Nothing beyond
+   the current path is materialised, and enumeration stops at ``limit``.
 
-The answer equals Placement's (as a set): tests compare it with a brute-force
-reference. Placement's own order is that of a Python set (it differs between
-processes); ours is anchor order (slot order, i.e. provider creation order),
-then the groups' choices in slot order.
+The answer equals Placement's as a set (tests compare it with a brute-force
+reference). Placement's order is that of a Python set, which differs between
+processes; ours is root slot order (provider creation order), then each
+group's choices in slot order.
 """
 
 from __future__ import annotations
@@ -34,14 +34,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from stratus.placement import errors
 from stratus.placement.candidates import filters
-from stratus.placement.candidates.filters import GroupMatch, NoCandidates
-from stratus.placement.candidates.index import ProviderIndex
+from stratus.placement.candidates.filters import GroupPlan, NoCandidates
+from stratus.placement.candidates.index import ProviderIndex, Slots
 from stratus.placement.candidates.request import CandidateRequest
 
 # With a limit, a tree whose search passes this many choices without finding
-# anything is abandoned for the next one (results stay exact, just fewer).
+# anything is abandoned for the next one (what is returned stays exact).
 TREE_BUDGET = 20_000
+FIRST_CHUNK = 2048
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,40 @@ class Options:
 
 
 @dataclass
+class Plan:
+    """A request ready to solve: resolved groups and request-wide rules."""
+
+    groups: list[GroupPlan]
+    root_ok: np.ndarray | None           # per trait set: may anchor (root_required)
+    group_policy: str | None = None
+    same_subtrees: tuple[frozenset[str], ...] = ()
+    lent: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+
+    @property
+    def isolate(self) -> bool:
+        return self.group_policy == "isolate"
+
+    @property
+    def totals(self) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for g in self.groups:
+            for rc, amount in g.amounts.items():
+                out[rc] = out.get(rc, 0) + amount
+        return out
+
+    def shared_classes(self) -> dict[int, int]:
+        """Classes several groups ask for, with the total asked."""
+        counts: dict[int, int] = {}
+        for g in self.groups:
+            for rc in g.amounts:
+                counts[rc] = counts.get(rc, 0) + 1
+        return {rc: t for rc, t in self.totals.items() if counts[rc] > 1}
+
+    def spread_required(self) -> list[frozenset[int]]:
+        return next((g.required for g in self.groups if g.spread), [])
+
+
+@dataclass
 class Solution:
     """The candidates, in answer order. An ``int`` item means the whole request
     on that one provider (amounts: ``totals``); otherwise a :class:`Candidate`."""
@@ -81,83 +117,194 @@ class Solution:
     summary_slots: list[int]
 
 
+# ---- planning -------------------------------------------------------------------------
+
+
+def make_plan(index: ProviderIndex, request: CandidateRequest, strict: bool = True) -> Plan:
+    """Resolve the request in Placement's order of checks.
+
+    Placement resolves group by group and stops at the first group that
+    matches nothing, so an unknown trait in a later group is a 400 only when
+    every earlier group matched something: that is checked only when needed.
+    """
+    root_ok = filters.root_table(index, request)
+    if strict and root_ok is not None:
+        roots = index.alive[: index.n] & (index.parent[: index.n] < 0)
+        if not (roots & root_ok[index.trait_sig[: index.n]]).any():
+            raise NoCandidates()
+    plan = Plan([], root_ok, request.group_policy, request.same_subtrees)
+    for group in request.groups:
+        try:
+            g = filters.resolve(index, group, strict)
+        except errors.BadRequest:
+            if strict and not all(_group_matches(index, plan, done) for done in plan.groups):
+                raise NoCandidates() from None
+            raise
+        filters.find_lenders(index, g, root_ok)
+        plan.groups.append(g)
+    plan.lent = filters.lent_to(index, plan.groups)
+    return plan
+
+
+def _group_matches(index: ProviderIndex, plan: Plan, g: GroupPlan) -> bool:
+    """Would Placement's search for this group alone find anything?"""
+    alone = Plan([g], plan.root_ok, lent=filters.lent_to(index, [g]))
+    return next(candidates(index, alone, Options(limit=1)), None) is not None
+
+
+# ---- solving --------------------------------------------------------------------------
+
+
 def solve(index: ProviderIndex, request: CandidateRequest, options: Options) -> Solution:
     try:
-        matches = group_matches(index, request)
+        plan = make_plan(index, request)
     except NoCandidates:
         return Solution([], {}, [], [])
-    totals = combined_amounts(matches)
-    suffixes = [m.resolved.suffix for m in matches]
-    old_nested = not options.nested_aware and index.has_trees
+    totals = plan.totals
+    suffixes = [g.suffix for g in plan.groups]
     cap = options.limit
     if options.max_candidates >= 0:
         cap = options.max_candidates if cap is None else min(cap, options.max_candidates)
-    if old_nested:
+    if not options.nested_aware and index.has_trees:
         # Before 1.29 a candidate may not use two providers of one tree, and the
-        # summaries depend on every candidate, so enumerate them all first.
-        items = [c for c in candidates(index, request, matches, options, None)
-                 if not _shares_a_tree(index, c)]
-        used = _providers_used(index, items, totals)
+        # summaries list providers any candidate uses, so enumerate them all.
+        items = [c for c in candidates(index, plan, options) if not _shares_a_tree(index, c)]
+        used = _providers_used(items)
         items = _limited(items, cap, options)
-        roots = {int(index.root[p]) for p in _providers_used(index, items, totals)}
+        roots = {int(index.root[p]) for p in _providers_used(items)}
         summary = sorted(p for p in used if int(index.root[p]) in roots)
     else:
-        items = list(itertools.islice(candidates(index, request, matches, options, cap),
-                                      cap))
-        roots = {int(index.root[p]) for p in _providers_used(index, items, totals)}
-        summary = sorted(p for r in roots for p in index.tree(r))
+        items = _take(index, plan, options, cap)
+        summary = _whole_trees(index, items)
     return Solution(items, totals, suffixes, summary)
 
 
-def group_matches(index: ProviderIndex, request: CandidateRequest) -> list[GroupMatch]:
-    """Every group's matches, in Placement's order of checks (see filters)."""
-    root_ok = filters.root_filter(index, request)
-    matches = []
-    for group in request.groups:
-        m = filters.match(index, filters.resolve(index, group), root_ok)
-        if not _group_has_candidates(index, m, request):
-            raise NoCandidates()
-        matches.append(m)
-    return matches
+def _take(index: ProviderIndex, plan: Plan, options: Options, cap: int | None
+          ) -> list[int | Candidate]:
+    """The first ``cap`` candidates (all if None), whole batches at a time."""
+    if options.breadth_first:
+        return list(itertools.islice(candidates(index, plan, options), cap))
+    items: list[int | Candidate] = []
+    for stream in _anchor_streams(index, plan, options):
+        items.extend(stream if cap is None else itertools.islice(stream, cap - len(items)))
+        if cap is not None and len(items) >= cap:
+            break
+    return items
 
 
-def combined_amounts(matches: list[GroupMatch]) -> dict[int, int]:
-    totals: dict[int, int] = {}
-    for m in matches:
-        for rc, amount in m.resolved.amounts.items():
-            totals[rc] = totals.get(rc, 0) + amount
-    return totals
-
-
-def candidates(index: ProviderIndex, request: CandidateRequest, matches: list[GroupMatch],
-               options: Options, limit: int | None) -> Iterator[int | Candidate]:
-    """Every candidate, lazily, anchor by anchor (or round-robin over anchors)."""
-    viable = np.ones(index.n, bool)
-    for m in matches:
-        viable &= m.anchors
-    simple = simple_anchors(index, matches)
-    quick = viable & simple & quick_checks(index, request, matches)
-    order = np.flatnonzero(quick | (viable & ~simple))
-    if options.randomize:
-        order = np.array(options.rng.sample(list(order), len(order)), dtype=np.int64)
-    if not (viable & ~simple).any():
-        yield from (int(a) for a in order)
+def candidates(index: ProviderIndex, plan: Plan, options: Options
+               ) -> Iterator[int | Candidate]:
+    """Every candidate, lazily: root by root (or round-robin over roots)."""
+    streams = _anchor_streams(index, plan, options)
+    if options.breadth_first:
+        yield from _round_robin(streams)
         return
-    budget = TREE_BUDGET if limit is not None else None
+    for stream in streams:
+        yield from stream
+
+
+def _chunks(index: ProviderIndex, options: Options) -> Iterator[Slots]:
+    n = index.n
+    order = None
+    if options.randomize:
+        order = np.arange(n)
+        options.rng.shuffle(order)
+    size = n if options.limit is None else max(FIRST_CHUNK, 8 * options.limit)
+    lo = 0
+    while lo < n:
+        hi = min(n, lo + size)
+        yield slice(lo, hi) if order is None else order[lo:hi]
+        lo, size = hi, 2 * size
+
+
+def _anchor_streams(index: ProviderIndex, plan: Plan, options: Options
+                    ) -> Iterator[list[int] | Iterator[Candidate]]:
+    """The roots' candidates in order: a list holds single-provider roots (one
+    candidate each), an iterator one tree's candidates."""
     seen: set[tuple] = set()
+    budget = TREE_BUDGET if options.limit is not None else None
+    rng = options.rng if options.randomize else None
+    for at in _chunks(index, options):
+        slots = np.arange(at.start, at.stop) if isinstance(at, slice) else at
+        simple_ok, complex_ = _classify(index, plan, at)
+        singles = np.flatnonzero(simple_ok)
+        trees = np.flatnonzero(complex_)
+        choices = tree_options(index, plan, slots[trees].tolist()) if len(trees) else {}
+        # Single-provider roots between two trees go out as one batch.
+        cuts = np.searchsorted(singles, trees).tolist()
+        start = 0
+        for cut, pos in zip(cuts, trees.tolist(), strict=True):
+            if cut > start:
+                yield slots[singles[start:cut]].tolist()
+                start = cut
+            anchor = int(slots[pos])
+            if choices[anchor] is not None:
+                found = tree_candidates(index, plan, anchor, choices[anchor], rng, budget)
+                yield _unseen(found, seen)
+        if start < len(singles):
+            yield slots[singles[start:]].tolist()
 
-    def per_anchor() -> Iterator[Iterator[int | Candidate]]:
-        for a in order:
-            anchor = int(a)
-            if quick[anchor]:
-                yield iter((anchor,))
-            else:
-                yield _unseen(tree_candidates(index, anchor, matches, request, options.rng
-                                              if options.randomize else None, budget), seen)
 
-    streams = per_anchor()
-    yield from (_round_robin(streams) if options.breadth_first
-                else itertools.chain.from_iterable(streams))
+def _classify(index: ProviderIndex, plan: Plan, at: Slots) -> tuple[np.ndarray, np.ndarray]:
+    """For the roots among ``at``: which single-provider roots hold the whole
+    request, and which roots need a tree search."""
+    roots = index.alive[at] & (index.parent[at] < 0)
+    if plan.root_ok is not None:
+        roots &= plan.root_ok[index.trait_sig[at]]
+    simple = roots & ~index.in_tree[at] & ~plan.lent[at]
+    return simple & quick_checks(index, plan, at, simple), roots & ~simple
+
+
+def quick_checks(index: ProviderIndex, plan: Plan, at: Slots,
+                 ok: np.ndarray | None = None) -> np.ndarray:
+    """Everything on each provider of ``at`` alone: does it hold the request?"""
+    ok = np.ones(len(index.alive[at]), bool) if ok is None else ok.copy()
+    if plan.isolate and sum(not g.spread for g in plan.groups) > 1:
+        return np.zeros_like(ok)
+    for g in plan.groups:
+        if not ok.any():
+            return ok
+        ok &= filters.option_ok(index, g, filters.SPREAD_KEY, at)
+    required = plan.spread_required()
+    if required:
+        table = index.traits.table(lambda s: filters.holds_all(required, s))
+        ok &= table[index.trait_sig[at]]
+    for rc, total in plan.shared_classes().items():
+        col = index.column(rc)
+        if col is not None:
+            ok &= col.fits(total, at, units=False)
+    return ok
+
+
+def tree_options(index: ProviderIndex, plan: Plan, roots: list[int]
+                 ) -> dict[int, list[list[int]] | None]:
+    """For each root, the choices of each slot (group, or class of the spread
+    group), computed for all these trees' providers in one vector pass.
+    None for a root where some slot has no choice."""
+    trees = [index.tree(r) for r in roots]
+    flat = np.fromiter(itertools.chain.from_iterable(trees), np.int64)
+    bounds = np.cumsum([0] + [len(t) for t in trees]).tolist()
+    ok_by_slot = []
+    for g in plan.groups:
+        base = filters.base_ok(index, g, flat)
+        for key in g.choice_keys():
+            ok = filters.option_ok(index, g, key, flat, base)
+            ok_by_slot.append((ok, g.lenders.get(key, ())))
+    out: dict[int, list[list[int]] | None] = {}
+    for i, root in enumerate(roots):
+        lo, hi = bounds[i], bounds[i + 1]
+        choices = []
+        for ok, lenders in ok_by_slot:
+            found = flat[lo:hi][ok[lo:hi]].tolist()
+            extra = [s for s, lent in lenders if root in lent and s not in found]
+            if extra:
+                found = sorted(found + extra)
+            if not found:
+                choices = None
+                break
+            choices.append(found)
+        out[root] = choices
+    return out
 
 
 def _unseen(found: Iterable[Candidate], seen: set[tuple]) -> Iterator[Candidate]:
@@ -170,95 +317,45 @@ def _unseen(found: Iterable[Candidate], seen: set[tuple]) -> Iterator[Candidate]
             yield c
 
 
-def _round_robin(streams: Iterator[Iterator[int | Candidate]]) -> Iterator[int | Candidate]:
-    """One candidate per anchor in turn; anchors are opened only as needed."""
-    active: list[Iterator[int | Candidate]] = []
+def _round_robin(streams: Iterator[list[int] | Iterator[Candidate]]
+                 ) -> Iterator[int | Candidate]:
+    """One candidate per root in turn; trees are opened only as needed."""
+    active: list[Iterator[Candidate]] = []
     for stream in streams:
+        if isinstance(stream, list):
+            yield from stream
+            continue
         first = next(stream, None)
         if first is not None:
             yield first
             active.append(stream)
     while active:
         still = []
-        for stream in active:
-            item = next(stream, None)
+        for tree in active:
+            item = next(tree, None)
             if item is not None:
                 yield item
-                still.append(stream)
+                still.append(tree)
         active = still
-
-
-def simple_anchors(index: ProviderIndex, matches: list[GroupMatch]) -> np.ndarray:
-    """Single-provider trees no sharing provider lends to."""
-    simple = np.ones(index.n, bool)
-    if index.members:
-        simple[list(index.members)] = False
-    return simple & ~filters.sharing_touched(index, matches)
-
-
-def quick_checks(index: ProviderIndex, request: CandidateRequest,
-                  matches: list[GroupMatch]) -> np.ndarray:
-    """For simple anchors (everything on the anchor itself): the remaining checks."""
-    n = index.n
-    ok = np.ones(n, bool)
-    if request.group_policy == "isolate" and sum(not m.spread for m in matches) > 1:
-        return np.zeros(n, bool)
-    for m in matches:
-        if m.spread and m.resolved.required:
-            ok &= index.trait_mask(lambda s, r=m.resolved.required: filters.holds_all(r, s))
-    counts: dict[int, int] = {}
-    for m in matches:
-        for rc in m.resolved.amounts:
-            counts[rc] = counts.get(rc, 0) + 1
-    for rc, total in combined_amounts(matches).items():
-        if counts[rc] > 1:
-            ok &= index.rc[rc].fits(total, n, units=False)
-    return ok
-
-
-def _group_has_candidates(index: ProviderIndex, m: GroupMatch,
-                          request: CandidateRequest) -> bool:
-    """Would Placement's per-group search find anything (before merging groups)?"""
-    if not m.anchors.any():
-        return False
-    if not (m.spread and m.resolved.required):
-        return True
-    alone = CandidateRequest(groups=(m.resolved.group,))
-    quick = simple_anchors(index, [m]) & quick_checks(index, alone, [m]) & m.anchors
-    if quick.any():
-        return True
-    for anchor in np.flatnonzero(m.anchors & ~simple_anchors(index, [m])):
-        if next(tree_candidates(index, int(anchor), [m], alone, None, None), None):
-            return True
-    return False
 
 
 # ---- one tree -------------------------------------------------------------------------
 
 
-@dataclass
-class _Slot:
-    group: int              # index into matches
-    rc: int                 # class id for a class of the spread group, else -1
-    amounts: dict[int, int]
-    choices: list[int]
-
-
-def tree_candidates(index: ProviderIndex, anchor: int, matches: list[GroupMatch],
-                    request: CandidateRequest, rng: random.Random | None,
-                    budget: int | None) -> Iterator[Candidate]:
-    """Candidates anchored at ``anchor``, found by backtracking (never a full product)."""
-    slots = _slots(index, anchor, matches, rng)
-    if slots is None:
-        return
-    spread = [i for i, s in enumerate(slots) if s.rc >= 0]
-    required = next((m.resolved.required for m in matches if m.spread), [])
+def tree_candidates(index: ProviderIndex, plan: Plan, anchor: int, choices: list[list[int]],
+                    rng: random.Random | None, budget: int | None) -> Iterator[Candidate]:
+    """Candidates anchored at ``anchor``, by backtracking (never a full product)."""
+    slots = [(g, key, g.part(key)) for g in plan.groups for key in g.choice_keys()]
+    if rng is not None:
+        choices = [rng.sample(c, len(c)) for c in choices]
+    spread = [i for i, (g, _k, _p) in enumerate(slots) if g.spread]
+    required = plan.spread_required()
     if spread and required:
         pool: frozenset[int] = frozenset().union(
-            *(index.trait_set(p) for i in spread for p in slots[i].choices))
+            *(index.trait_set(p) for i in spread for p in choices[i]))
         if not filters.holds_all(required, pool):
             return
-    checks = _Checks(index, request, matches, slots, spread, required)
+    checks = _Checks(index, plan, slots, spread, required)
     chosen: list[int] = []
     load: dict[tuple[int, int], int] = {}
     steps = 0
@@ -266,48 +363,31 @@ def tree_candidates(index: ProviderIndex, anchor: int, matches: list[GroupMatch]
     def extend(depth: int) -> Iterator[Candidate]:
         nonlocal steps
         if depth == len(slots):
-            yield _candidate(matches, slots, chosen)
+            yield _candidate(slots, chosen)
             return
-        slot = slots[depth]
-        for p in slot.choices:
+        part = slots[depth][2]
+        for p in choices[depth]:
             steps += 1
             if budget is not None and steps > budget:
                 return
-            if not _add(index, load, p, slot.amounts):
+            if not _add(index, load, p, part):
                 continue
             chosen.append(p)
             if checks.ok(depth, chosen):
                 yield from extend(depth + 1)
             chosen.pop()
-            _remove(load, p, slot.amounts)
+            _remove(load, p, part)
 
     yield from extend(0)
-
-
-def _slots(index: ProviderIndex, anchor: int, matches: list[GroupMatch],
-           rng: random.Random | None) -> list[_Slot] | None:
-    slots = []
-    for gi, m in enumerate(matches):
-        amounts = m.resolved.amounts
-        parts = ([(rc, {rc: amounts[rc]}) for rc in sorted(amounts)] if m.spread
-                 else [(-1, amounts)])
-        for rc, part in parts:
-            choices = m.options(index, anchor, rc)
-            if not choices:
-                return None
-            if rng is not None:
-                rng.shuffle(choices)
-            slots.append(_Slot(gi, rc, part, choices))
-    return slots
 
 
 def _add(index: ProviderIndex, load: dict[tuple[int, int], int], p: int,
          amounts: dict[int, int]) -> bool:
     """Add ``amounts`` on provider ``p`` if its capacity and max_unit allow."""
     for rc, amount in amounts.items():
-        room = index.rc[rc].room(p)
+        col = index.rc[rc]
         total = load.get((p, rc), 0) + amount
-        if room is None or room[1] + total > room[0] or total > room[2]:
+        if not col.has[p] or total > col.free[p] or total > col.max_unit[p]:
             return False
     for rc, amount in amounts.items():
         load[(p, rc)] = load.get((p, rc), 0) + amount
@@ -322,30 +402,27 @@ def _remove(load: dict[tuple[int, int], int], p: int, amounts: dict[int, int]) -
 class _Checks:
     """Constraints across slots, each checked at the depth where it is decided."""
 
-    def __init__(self, index: ProviderIndex, request: CandidateRequest,
-                 matches: list[GroupMatch], slots: list[_Slot], spread: list[int],
-                 required: list[frozenset[int]]) -> None:
+    def __init__(self, index: ProviderIndex, plan: Plan, slots: list[tuple],
+                 spread: list[int], required: list[frozenset[int]]) -> None:
         self.index = index
-        self.slots = slots
-        self.isolate = request.group_policy == "isolate"
+        self.isolate = plan.isolate
+        self.numbered = [not g.spread for g, _k, _p in slots]
         self.required = required
-        self.spread_last = spread[-1] if spread else -1
         self.spread = spread
-        slot_of_group = {slots[i].group: i for i in range(len(slots)) if slots[i].rc < 0}
-        suffix_slot = {matches[g].resolved.suffix: i for g, i in slot_of_group.items()}
+        self.spread_last = spread[-1] if spread else -1
+        at = {g.suffix: i for i, (g, _k, _p) in enumerate(slots) if not g.spread}
         # Each same_subtree set is decided once its last group has been chosen.
         self.subtrees: dict[int, list[list[int]]] = {}
-        for subtree in request.same_subtrees:
-            members = sorted(suffix_slot[s] for s in subtree if s in suffix_slot)
+        for subtree in plan.same_subtrees:
+            members = sorted(at[s] for s in subtree if s in at)
             if len(members) > 1:
                 self.subtrees.setdefault(members[-1], []).append(members)
 
     def ok(self, depth: int, chosen: list[int]) -> bool:
-        slot = self.slots[depth]
         p = chosen[depth]
-        if self.isolate and slot.rc < 0:
+        if self.isolate and self.numbered[depth]:
             for i in range(depth):
-                if self.slots[i].rc < 0 and chosen[i] == p:
+                if self.numbered[i] and chosen[i] == p:
                     return False
         if depth == self.spread_last and self.required:
             traits: frozenset[int] = frozenset().union(
@@ -366,14 +443,14 @@ def same_subtree(index: ProviderIndex, providers: set[int]) -> bool:
     return bool(common & providers)
 
 
-def _candidate(matches: list[GroupMatch], slots: list[_Slot], chosen: list[int]) -> Candidate:
+def _candidate(slots: list[tuple], chosen: list[int]) -> Candidate:
     allocations: dict[int, dict[int, int]] = {}
     mappings: dict[str, set[int]] = {}
-    for slot, p in zip(slots, chosen, strict=True):
+    for (g, _key, part), p in zip(slots, chosen, strict=True):
         res = allocations.setdefault(p, {})
-        for rc, amount in slot.amounts.items():
+        for rc, amount in part.items():
             res[rc] = res.get(rc, 0) + amount
-        mappings.setdefault(matches[slot.group].resolved.suffix, set()).add(p)
+        mappings.setdefault(g.suffix, set()).add(p)
     # A resourceless group's provider appears in mappings only.
     allocations = {p: res for p, res in allocations.items() if res}
     return Candidate(allocations, {s: tuple(sorted(ps)) for s, ps in mappings.items()})
@@ -382,15 +459,25 @@ def _candidate(matches: list[GroupMatch], slots: list[_Slot], chosen: list[int])
 # ---- shaping the answer ---------------------------------------------------------------
 
 
-def _providers_used(index: ProviderIndex, items: list[int | Candidate],
-                    totals: dict[int, int]) -> set[int]:
+def _providers_used(items: list[int | Candidate]) -> set[int]:
     used: set[int] = set()
     for item in items:
         if isinstance(item, Candidate):
             used.update(item.allocations)
-        elif totals:
+        else:
             used.add(item)
     return used
+
+
+def _whole_trees(index: ProviderIndex, items: list[int | Candidate]) -> list[int]:
+    """Every provider of every tree whose providers a candidate allocates from."""
+    # A single-provider candidate's provider is a whole tree by itself.
+    out = {i for i in items if type(i) is int}
+    if len(out) < len(items):
+        roots = {int(index.root[p]) for c in items if type(c) is Candidate
+                 for p in c.allocations}
+        out = out.union(*(index.tree(r) for r in roots))
+    return sorted(out)
 
 
 def _shares_a_tree(index: ProviderIndex, item: int | Candidate) -> bool:

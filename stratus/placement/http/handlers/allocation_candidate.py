@@ -61,9 +61,11 @@ def list_allocation_candidates(req: Req) -> webob.Response:
         solution = solve(index, request, options)
         requested = {index.names.rc_id[c] for c in classes if c in index.names.rc_id}
         body = render(index, solution, _shape(req), requested)
-    # json_response sets the version's cache headers; the body is already JSON.
+    # json_response sets the version's cache headers; the body is already JSON,
+    # in chunks (a large answer is not copied into one string).
     resp = json_response(req, None)
-    resp.body = body.encode()
+    resp.app_iter = body
+    resp.content_length = sum(len(chunk) for chunk in body)
     return resp
 
 
