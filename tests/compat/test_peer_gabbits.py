@@ -24,6 +24,9 @@ TOOL = ROOT / "tools" / "gabbi_compat.py"
 EXPECTED = ROOT / "tools" / "gabbi_compat_expected.txt"
 IN_CI = bool(os.environ.get("CI"))
 
+# Building the gabbi virtualenv and running ~50 files takes a minute or two on a busy machine.
+pytestmark = pytest.mark.timeout(900)
+
 
 def expected_files() -> list[str]:
     lines = EXPECTED.read_text(encoding="utf-8").splitlines()
@@ -34,7 +37,7 @@ def expected_files() -> list[str]:
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     # The gabbi virtualenv comes from PyPI; without PyPI the test cannot run at all.
     setup = subprocess.run([sys.executable, str(TOOL), "--setup-only"], capture_output=True,
-                           text=True, timeout=240, check=False)
+                           text=True, timeout=300, check=False)
     if setup.returncode != 0:
         message = f"cannot build the gabbi virtualenv:\n{setup.stderr[-2000:]}"
         if IN_CI:
@@ -42,7 +45,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
         pytest.skip(message)
     out = tmp_path_factory.mktemp("gabbi") / "results.json"
     run = subprocess.run([sys.executable, str(TOOL), "--json", str(out), *expected_files()],
-                         capture_output=True, text=True, timeout=280, check=False, cwd=ROOT)
+                         capture_output=True, text=True, timeout=540, check=False, cwd=ROOT)
     if not out.exists():
         pytest.fail(f"tools/gabbi_compat.py wrote no results (exit {run.returncode}):\n"
                     f"{run.stdout[-2000:]}\n{run.stderr[-4000:]}")
