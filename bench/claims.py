@@ -84,12 +84,13 @@ def run_claims(base_url: str, hosts: list[str], claims: int, clients: int,
         _claim(local.client, host, result, lock)
 
     started = time.perf_counter()
+    pool = ThreadPoolExecutor(max_workers=clients)
     try:
-        with ThreadPoolExecutor(max_workers=clients) as pool:
-            for f in [pool.submit(work, h) for h in targets]:
-                f.result()
+        for f in [pool.submit(work, h) for h in targets]:
+            f.result()
     finally:
         result.seconds = time.perf_counter() - started
+        pool.shutdown(wait=True, cancel_futures=True)
         for c in made:
             c.close()
     return result

@@ -127,11 +127,13 @@ def _run(base_url: str, threads: int, items: list, work: Callable[[Client, Any],
             clients.append(local.client)
         progress.add(work(local.client, item))
 
+    pool = ThreadPoolExecutor(max_workers=max(1, threads))
     try:
-        with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-            for future in [pool.submit(task, item) for item in items]:
-                future.result()
+        for future in [pool.submit(task, item) for item in items]:
+            future.result()
     finally:
+        # On the first failure (or Ctrl-C) drop the queued work instead of finishing it.
+        pool.shutdown(wait=True, cancel_futures=True)
         for c in clients:
             c.close()
 
