@@ -11,7 +11,7 @@ import sys
 
 from stratus import __version__
 from stratus import config as configuration
-from stratus.cli import common, compute_cmd, conductor_cmd, scheduler_cmd, serve
+from stratus.cli import api_cmd, client, common, compute_cmd, conductor_cmd, scheduler_cmd, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     compute_cmd.add_commands(sub)
     scheduler_cmd.add_commands(sub)
     conductor_cmd.add_commands(sub)
+    api_cmd.add_commands(sub)
+    client.add_commands(sub)
     return parser
 
 
