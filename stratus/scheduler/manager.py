@@ -109,7 +109,14 @@ class SchedulerManager:
         query.limit = self.options.max_placement_results
         params = query.params()
         LOG.debug("candidates query %s (request filters: %s)", params, "; ".join(notes))
-        found = self.placement.allocation_candidates(params)
+        try:
+            found = self.placement.allocation_candidates(params)
+        except pc.PlacementClientError as exc:
+            if exc.status != 400:
+                raise
+            # The request itself is impossible (an unknown resource class or trait in
+            # the flavor): the server's fault, not a host's, and nothing will fix it.
+            raise NoValidHost(f"Placement refused the request: {exc.detail}") from None
         if not found.allocation_requests:
             raise self._nothing_offered(params)
         by_root = _by_root(found.allocation_requests, found.provider_summaries)

@@ -169,3 +169,12 @@ def test_unknown_availability_zone_and_bad_spec_are_no_valid_host(make_cloud):
     bad["flavor"]["extra_specs"] = {"resources:VCPU": "lots"}
     with pytest.raises(NoValidHost, match="amount must be an integer"):
         cloud.scheduler().select_destinations(bad, new_uuids(1))
+
+
+def test_a_flavor_placement_cannot_parse_is_no_valid_host_with_its_words(make_cloud):
+    cloud = make_cloud([Host("h")])
+    bad = spec()
+    bad["flavor"]["extra_specs"] = {"resources:CUSTOM_NO_SUCH_CLASS": "1"}
+    with pytest.raises(NoValidHost, match=r"Placement refused the request: .*"
+                       r"CUSTOM_NO_SUCH_CLASS"):
+        cloud.scheduler().select_destinations(bad, new_uuids(1))

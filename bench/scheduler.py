@@ -1,0 +1,337 @@
+"""Scheduler throughput: boot servers on 1,000 and 10,000 simulated hosts.
+
+    .venv/bin/python -m bench.scheduler [--hosts 1000 10000] [--boots 200] [--limit 50]
+                                        [--rabbit amqp://guest:guest@127.0.0.1:5672/]
+                                        [--write-docs docs/benchmarks.md]
+
+Each fleet is written in bulk (Placement rows straight into a SQLite Placement
+database, compute_nodes/services rows into two cell databases): one host in
+ten is disabled (service flag and COMPUTE_STATUS_DISABLED), one in ten is full
+(everything reserved), the rest take servers. Every boot is one
+``select_destinations`` for one new server: request filters, candidates with
+``limit = max_placement_results``, host states from the cells, filters,
+weighers, and the claim in Placement; the latency measured is that whole call.
+
+- **one process**: the scheduler calls an in-process Placement (WSGI, no sockets).
+- **separate processes** (when RabbitMQ answers): ``stratus placement-api`` and
+  ``stratus scheduler`` processes; the bench calls SchedulerRPC over RabbitMQ,
+  first one call at a time, then from several client threads against two
+  schedulers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from stratus.placement import db as placement_db
+from stratus.placement.client import PlacementClient
+from stratus.placement.http.app import PlacementApp
+from stratus.storage import engine as db
+from tests.conftest import make_config
+from tests.scheduler_world import Cloud, Host, spec
+from tools import procs
+
+BEGIN = "<!-- scheduler-bench:begin -->"
+END = "<!-- scheduler-bench:end -->"
+CELLS = ("cell1", "cell2")
+
+
+@dataclass
+class Run:
+    hosts: int
+    mode: str
+    boots: int
+    seconds: float
+    latencies: list[float]
+    failures: int = 0
+    split: str = ""   # where one decision's time goes (one-process mode)
+
+    @property
+    def rate(self) -> float:
+        return self.boots / self.seconds if self.seconds else 0.0
+
+    def pct(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+    def line(self) -> str:
+        return (f"{self.hosts:>6} hosts  {self.mode:<34} {self.rate:8.1f} decisions/s  "
+                f"p50 {self.pct(0.5):7.1f} ms  p99 {self.pct(0.99):7.1f} ms"
+                + (f"  ({self.failures} failed)" if self.failures else "")
+                + (f"\n{'':14}per decision: {self.split}" if self.split else ""))
+
+
+class Heartbeats:
+    """Every host reports in every ``interval`` seconds (one UPDATE per cell), as running
+    computes would; without it the services would count as down after a minute."""
+
+    def __init__(self, cloud: Cloud, interval: float = 10.0) -> None:
+        self.cloud, self.interval = cloud, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import datetime as dt
+
+        import sqlalchemy as sa
+
+        from stratus.cells import schema as cs
+
+        while not self._stop.wait(self.interval):
+            now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+            for name in CELLS:
+                with db.write(self.cloud.cell_engine(name)) as conn:
+                    conn.execute(sa.update(cs.services).values(
+                        last_seen_up=now, report_count=cs.services.c.report_count + 1))
+
+    def __enter__(self) -> Heartbeats:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+class TimedPlacement(PlacementClient):
+    """Adds up the time spent in Placement's two calls per decision."""
+
+    candidates = claims = 0.0
+
+    def reset(self) -> None:
+        self.candidates = self.claims = 0.0
+
+    def allocation_candidates(self, params):  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        try:
+            return super().allocation_candidates(params)
+        finally:
+            self.candidates += time.perf_counter() - t0
+
+    def put_allocations(self, *args, **kw):  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        try:
+            return super().put_allocations(*args, **kw)
+        finally:
+            self.claims += time.perf_counter() - t0
+
+
+def fleet(n: int) -> list[Host]:
+    return [Host(f"cmp{i:05d}", cell=CELLS[i % len(CELLS)], disabled=i % 10 == 0,
+                 full=i % 10 == 1) for i in range(n)]
+
+
+def build(n: int, workdir: Path) -> tuple[Cloud, PlacementApp, str]:
+    url = f"sqlite:///{workdir / 'placement.db'}"
+    engine = db.create_engine(url)
+    placement_db.sync(engine)
+    app = PlacementApp(make_config(url), engine)
+    cloud = Cloud(workdir, app, url, cells=CELLS)
+    started = time.perf_counter()
+    cloud.add_hosts(fleet(n))
+    print(f"{n} hosts written in {time.perf_counter() - started:.1f}s", flush=True)
+    return cloud, app, url
+
+
+def boot_sequential(call, n_hosts: int, mode: str, boots: int,
+                    after_warmup: Callable[[], None] = lambda: None) -> Run:
+    for _ in range(3):   # warm caches (candidates index, connections)
+        call(spec(), [str(uuid.uuid4())])
+    after_warmup()
+    latencies = []
+    started = time.perf_counter()
+    for _ in range(boots):
+        t0 = time.perf_counter()
+        call(spec(), [str(uuid.uuid4())])
+        latencies.append(time.perf_counter() - t0)
+    return Run(n_hosts, mode, boots, time.perf_counter() - started, latencies)
+
+
+def boot_concurrent(call, n_hosts: int, mode: str, boots: int, threads: int) -> Run:
+    latencies: list[float] = []
+    failures = 0
+    errors: dict[str, int] = {}
+    lock = threading.Lock()
+    per_thread = boots // threads
+
+    def work() -> None:
+        nonlocal failures
+        for _ in range(per_thread):
+            t0 = time.perf_counter()
+            try:
+                call(spec(), [str(uuid.uuid4())])
+            except Exception as exc:
+                with lock:
+                    failures += 1
+                    key = f"{type(exc).__name__}: {str(exc)[:200]}"
+                    errors[key] = errors.get(key, 0) + 1
+                continue
+            with lock:
+                latencies.append(time.perf_counter() - t0)
+
+    workers = [threading.Thread(target=work) for _ in range(threads)]
+    started = time.perf_counter()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    for key, count in sorted(errors.items(), key=lambda kv: -kv[1])[:5]:
+        print(f"  {count} x {key}", flush=True)
+    return Run(n_hosts, mode, len(latencies), time.perf_counter() - started, latencies,
+               failures)
+
+
+def rabbit_reachable(url: str) -> bool:
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 5672), 2):
+            return True
+    except OSError:
+        return False
+
+
+def separate_processes(n: int, workdir: Path, placement_url: str, rabbit: str, boots: int,
+                       limit: int) -> list[Run]:
+    from stratus.bus import Bus
+    from stratus.scheduler.rpcapi import SchedulerRPC
+
+    sep = "&" if "?" in rabbit else "?"
+    bus_url = f"{rabbit}{sep}namespace=bench{uuid.uuid4().hex[:8]}&durable=false"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OS_", "STRATUS_CONFIG"))}
+    env["OS_SCHEDULER__MAX_PLACEMENT_RESULTS"] = str(limit)
+    port = procs.free_port()
+    api = procs.ManagedProcess(
+        "placement-api", [sys.executable, "-m", "stratus.cli.main", "placement-api", "--db",
+                          placement_url, "--port", str(port), "--data-dir", str(workdir)],
+        env, workdir)
+    api.wait_ready(f"http://127.0.0.1:{port}/", timeout=120)
+    schedulers = []
+    for i in range(2):
+        proc = procs.ManagedProcess(
+            f"scheduler{i}", [sys.executable, "-m", "stratus.cli.main", "scheduler",
+                              "--transport-url", bus_url, "--api-db",
+                              f"sqlite:///{workdir / 'api.db'}", "--placement-url",
+                              f"http://127.0.0.1:{port}", "--data-dir", str(workdir),
+                              "--name", f"bench-s{i}"], env, workdir)
+        schedulers.append(proc)
+    for proc in schedulers:
+        deadline = time.monotonic() + 60
+        while "SchedulerRPC on" not in proc.log_tail(50):
+            if not proc.alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"{proc.name} did not start:\n{proc.log_tail()}")
+            time.sleep(0.1)
+    bus = Bus(bus_url, identity="bench", timeout=120)
+    try:
+        client = bus.client(SchedulerRPC)
+
+        def call(request_spec, uuids):
+            return client.call("select_destinations", request_spec=request_spec,
+                               instance_uuids=uuids, return_alternates=True)
+
+        runs = [boot_sequential(call, n, "processes, RabbitMQ, 1 caller", boots),
+                boot_concurrent(call, n, "processes, RabbitMQ, 2 schedulers, 4 callers",
+                                boots, threads=4)]
+    finally:
+        bus.close()
+        for proc in (*schedulers, api):
+            proc.stop()
+    return runs
+
+
+def markdown(runs: list[Run], limit: int, boots: int) -> str:
+    lines = [
+        BEGIN,
+        "## Scheduler: select-and-claim",
+        "",
+        f"`bench/scheduler.py`: {boots} boots per row, one new server each; "
+        "1 host in 10 disabled, 1 in 10 full, hosts in two cells; "
+        f"`max_placement_results = {limit}`. Latency is one whole `select_destinations` "
+        "(request filters, candidates, host states from the cell databases, filters, "
+        "weighers, and the claim in Placement); SQLite databases; shared 2-core machine.",
+        "",
+        "| hosts | mode | decisions/s | p50 (ms) | p99 (ms) |",
+        "|---:|---|---:|---:|---:|",
+    ]
+    for r in runs:
+        mode = r.mode + (f" ({r.failures} failed)" if r.failures else "")
+        lines.append(f"| {r.hosts:,} | {mode} | {r.rate:.1f} | {r.pct(0.5):.1f} | "
+                     f"{r.pct(0.99):.1f} |")
+    splits = [f"- {r.hosts:,} hosts, one process, per decision: {r.split}"
+              for r in runs if r.split]
+    if splits:
+        lines += ["", "Where the time goes (mean per decision, in-process Placement):", *splits]
+    lines += ["", f"Run: `python -m bench.scheduler --boots {boots} --limit {limit}`.", END]
+    return "\n".join(lines) + "\n"
+
+
+def write_docs(path: Path, section: str) -> None:
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + section + rest.split(END, 1)[1].lstrip("\n")
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--hosts", type=int, nargs="+", default=[1000, 10000])
+    p.add_argument("--boots", type=int, default=200)
+    p.add_argument("--limit", type=int, default=50, help="max_placement_results")
+    p.add_argument("--rabbit", default=os.environ.get(
+        "STRATUS_TEST_RABBIT_URL", "amqp://guest:guest@127.0.0.1:5672/"),
+        help="RabbitMQ URL for the separate-process runs (skipped if unreachable)")
+    p.add_argument("--no-processes", action="store_true")
+    p.add_argument("--write-docs", metavar="PATH", help="update this markdown file's section")
+    args = p.parse_args(argv)
+    procs.install_signal_cleanup()
+    runs: list[Run] = []
+    for n in args.hosts:
+        workdir = procs.make_workdir("stratus-sched-bench-")
+        cloud, app, url = build(n, workdir)
+        with Heartbeats(cloud):
+            timed = TimedPlacement("http://placement.test",
+                                   transport=cloud.client()._http._transport)
+            scheduler = cloud.scheduler(placement=timed, max_placement_results=args.limit)
+            run = boot_sequential(scheduler.select_destinations, n, "one process", args.boots,
+                                  after_warmup=timed.reset)
+            per = 1000 / run.boots
+            own = sum(run.latencies) - timed.candidates - timed.claims
+            run.split = (f"candidates {timed.candidates * per:.0f} ms, claim "
+                         f"{timed.claims * per:.0f} ms, scheduler's own work {own * per:.0f} ms")
+            print(run.line(), flush=True)
+            runs.append(run)
+            app.engine.dispose()
+            if args.no_processes:
+                pass
+            elif not rabbit_reachable(args.rabbit):
+                print(f"RabbitMQ at {args.rabbit} unreachable: separate-process runs skipped")
+            else:
+                for run in separate_processes(n, workdir, url, args.rabbit, args.boots,
+                                              args.limit):
+                    print(run.line(), flush=True)
+                    runs.append(run)
+        cloud.close()
+    if args.write_docs:
+        write_docs(Path(args.write_docs), markdown(runs, args.limit, args.boots))
+        print(f"wrote {args.write_docs}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
