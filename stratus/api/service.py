@@ -72,7 +72,7 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
 
 def build_wsgi(api: ComputeAPIDeps, config: configuration.Config | None = None) -> WSGIApp:
     """The WSGI app for ``api``; keystonemiddleware in front when [api] auth_strategy says so."""
-    keystone = bool(config) and str(config.get("api", "auth_strategy")) == "keystone"
+    keystone = config is not None and str(config.get("api", "auth_strategy")) == "keystone"
     max_body = int(config.get("api_server", "max_body_bytes")) if config else 1_048_576
     app: Any = ComputeApp(api, keystone=keystone, max_body_bytes=max_body)
     if keystone and config is not None:

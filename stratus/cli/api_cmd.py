@@ -89,7 +89,8 @@ def cmd_api(args: argparse.Namespace) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: None)
     try:
-        uvicorn.run(WSGIMiddleware(app, workers=16), host=args.host, port=args.port,
+        asgi = WSGIMiddleware(app, workers=16)  # type: ignore[arg-type]
+        uvicorn.run(asgi, host=args.host, port=args.port,
                     log_level="info" if debug else "warning", access_log=debug,
                     lifespan="off")
     finally:

@@ -274,8 +274,9 @@ def host_usage(args: argparse.Namespace, api: HTTP) -> None:
             for rc in USAGE_CLASSES:
                 books[rc][0] += used.get(rc, 0)
                 books[rc][1] += capacity.get(rc, 0)
-    data = [{"host": h, **{rc: {"used": u, "capacity": c} for rc, (u, c) in b.items()}}
-            for h, b in sorted(hosts.items())]
+    data: list[dict[str, Any]] = [
+        {"host": h, **{rc: {"used": u, "capacity": c} for rc, (u, c) in b.items()}}
+        for h, b in sorted(hosts.items())]
     emit(args, data, lambda: table(
         ("Host", *(f"{rc} used/capacity" for rc in USAGE_CLASSES)),
         [[d["host"], *(f"{d[rc]['used']}/{d[rc]['capacity']}" for rc in USAGE_CLASSES)]

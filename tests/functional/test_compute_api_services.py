@@ -10,6 +10,8 @@ import uuid as uuidlib
 
 import pytest
 
+from stratus.cells import mappings
+from stratus.storage import engine as db
 from tests.functional.compute_world import DISABLED, World
 
 DOWN = dt.timedelta(seconds=120)   # past the default service_down_time (60 s)
@@ -236,3 +238,19 @@ def test_a_compute_whose_providers_hold_allocations_cannot_be_deleted(world):
 
     world.placement.delete_allocations(consumer)
     assert world.client.delete(f"/os-services/{sid}").status_code == 204
+
+
+def test_a_cell_that_does_not_answer_is_skipped_or_named(world, tmp_path):
+    world.add_compute("cmp1")
+    with db.write(world.cloud.api_engine) as conn:
+        broken = mappings.create_cell(conn, "broken", "", f"sqlite:///{tmp_path}/none.db")
+    listed = world.client.get("/os-services")
+    assert [s["host"] for s in listed.json()["services"]] == ["cmp1"]
+    # Something that might be in the silent cell is not "not found": say which cell.
+    message = fault(world.client.put(f"/os-services/{uuidlib.uuid4()}",
+                                     json={"status": "disabled"}), 503, "serviceUnavailable")
+    assert broken.uuid in message
+    # Found elsewhere: the silent cell does not matter.
+    sid = world.service_id("cmp1")
+    assert world.client.put(f"/os-services/{sid}",
+                            json={"status": "disabled"}).status_code == 200

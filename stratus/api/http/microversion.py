@@ -8,7 +8,7 @@ version each feature arrived in lives only here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 
 import microversion_parse
@@ -55,7 +55,7 @@ class Version:
         return f"{self.major}.{self.minor}"
 
 
-def from_headers(headers: Mapping[str, str]) -> Version:
+def from_headers(headers: MutableMapping[str, str]) -> Version:
     """The version to answer with: asked for (or the minimum), never below the floor."""
     raw = microversion_parse.get_version(headers, service_type=SERVICE_TYPE,
                                          legacy_headers=[LEGACY_HEADER.lower()])
