@@ -125,7 +125,26 @@ def _group(api: ComputeAPIDeps, uuid: str | None, project_id: str,
 def load(api: ComputeAPIDeps, mappings: list[Mapping], strict: bool = False
          ) -> dict[str, Server]:
     """The servers behind ``mappings`` (deleted ones left out). A cell that does not
-    answer leaves its servers out too, or raises 503 when ``strict``."""
+    answer leaves its servers out too, or raises 503 when ``strict``.
+
+    The conductor records a server in its cell, then points the mapping there and drops
+    the build request in one transaction; a read that raced with that found neither, so
+    those servers are looked up once more from a fresh mapping.
+    """
+    found = _load_once(api, mappings, strict)
+    missing = [m.instance_uuid for m in mappings if m.instance_uuid not in found]
+    if missing:
+        with db.read(api.dbs.api) as conn:
+            again = [m for m in (store.get_mapping(conn, u) for u in missing)
+                     if m is not None and not m.queued_for_delete]
+        found.update(_load_once(api, again, strict))
+    order = [m.instance_uuid for m in mappings]
+    return {u: found[u] for u in order if u in found and found[u].vm_state != store.DELETED}
+
+
+def _load_once(api: ComputeAPIDeps, mappings: list[Mapping], strict: bool
+               ) -> dict[str, Server]:
+    """What one pass finds, deleted servers included (so they are not looked for again)."""
     by_cell: dict[str, list[str]] = {}
     unscheduled = []
     for m in mappings:
@@ -133,24 +152,25 @@ def load(api: ComputeAPIDeps, mappings: list[Mapping], strict: bool = False
             by_cell.setdefault(m.cell_uuid, []).append(m.instance_uuid)
         else:
             unscheduled.append(m.instance_uuid)
-    cells = [c for c in api.dbs.cells() if c.uuid in by_cell]
-    got = api.dbs.gather(lambda c: api.dbs.read(c, store.cell_servers, c.uuid,
-                                                by_cell[c.uuid]), cells)
-    if strict and got.failures:
-        cell_uuid, why = sorted(got.failures.items())[0]
-        raise ServiceUnavailable(f"Cell {cell_uuid} did not answer ({why}); try again.")
     found: dict[str, Server] = {}
-    for rows in got.results.values():
-        found.update(rows)
-    # Mapped to a cell whose row is not written yet: still the build request.
-    for cell_uuid, uuids in by_cell.items():
-        if cell_uuid in got.results:
-            unscheduled.extend(u for u in uuids if u not in found)
-    with db.read(api.dbs.api) as conn:
-        found.update({u: s for u, s in store.build_request_servers(conn, unscheduled).items()
-                      if u not in found})
-    order = [m.instance_uuid for m in mappings]
-    return {u: found[u] for u in order if u in found and found[u].vm_state != store.DELETED}
+    if by_cell:
+        cells = [c for c in api.dbs.cells() if c.uuid in by_cell]
+        got = api.dbs.gather(lambda c: api.dbs.read(c, store.cell_servers, c.uuid,
+                                                    by_cell[c.uuid]), cells)
+        if strict and got.failures:
+            cell_uuid, why = sorted(got.failures.items())[0]
+            raise ServiceUnavailable(f"Cell {cell_uuid} did not answer ({why}); try again.")
+        for rows in got.results.values():
+            found.update(rows)
+        # Mapped to a cell whose row is not written yet: still the build request.
+        for cell_uuid, uuids in by_cell.items():
+            if cell_uuid in got.results:
+                unscheduled.extend(u for u in uuids if u not in found)
+    if unscheduled:
+        with db.read(api.dbs.api) as conn:
+            built = store.build_request_servers(conn, unscheduled)
+        found.update({u: s for u, s in built.items() if u not in found})
+    return found
 
 
 def get(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> Server:
