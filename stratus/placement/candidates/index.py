@@ -430,12 +430,14 @@ class ProviderIndex:
         by_root: dict[int, list[int]] = {}
         for slot in changed:
             by_root.setdefault(int(self.root[slot]), []).append(slot)
+        rebuilt = {}
         for root in roots:
             before = self.members.pop(root, [root])
-            candidates = set(before) | set(by_root.get(root, ()))
-            members = sorted(s for s in candidates
-                             if self.alive[s] and int(self.root[s]) == root)
             self.in_tree[before] = False
+            candidates = set(before) | set(by_root.get(root, ()))
+            rebuilt[root] = sorted(s for s in candidates
+                                   if self.alive[s] and int(self.root[s]) == root)
+        for root, members in rebuilt.items():
             if len(members) > 1:
                 self.members[root] = members
                 self.in_tree[members] = True
