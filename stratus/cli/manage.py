@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from stratus import config as configuration
-from stratus.cli import common
+from stratus.cli import cell_v2, common
 from stratus.placement import db as placement_db
 
 DB_WAIT_SECONDS = 5.0
@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         common.add_config_args(p)
         p.add_argument("--db", metavar="URL", help="database URL (overrides configuration)")
         p.set_defaults(func=func)
+    cell_v2.add_commands(top)
     return parser
 
 

@@ -11,10 +11,16 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
+import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 from stratus import config as configuration
-from stratus.cli import common
+from stratus.allinone import topology
+from stratus.cli import client, common
+from stratus.cli.scheduler_cmd import wait_for_stop
 from stratus.placement import service
 from stratus.placement.http.app import PlacementApp, build_wsgi
 
@@ -26,13 +32,31 @@ DB_WAIT_SECONDS = 10.0
 def add_commands(sub: Any) -> None:
     p = common.add_parser(
         sub, "serve",
-        help="run Stratus in one process on SQLite (no other services needed)",
-        description="Run every Stratus role in one process, with SQLite files under the "
-        "data directory. Today that is the Placement API; the scheduler and the simulated "
-        "compute plane join it as they land. Stops cleanly on Ctrl-C.",
+        help="run all of Stratus in one process on SQLite (no other services needed)",
+        description="Run every Stratus role in one process: the Placement API (--port), the "
+        "compute API (--api-port), the scheduler, the conductor and simulated libvirt-like "
+        "compute hosts spread over cells, with SQLite files under the data directory "
+        "(placement.db, api.db, cell0.db, cell1.db, ...) and an in-process bus per cell. "
+        "The first start records the topology in the data directory; a restart with the "
+        "same directory runs the same hosts. SIGHUP reloads the cell list (stratus-manage "
+        "cell_v2 sends it). Stops cleanly on Ctrl-C or SIGTERM.",
     )
     common.add_config_args(p)
-    _add_listen_args(p)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address both APIs listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=_port_or_zero, default=8778,
+                   help="Placement API port (default 8778, Placement's; 0 picks a free port)")
+    p.add_argument("--api-port", type=_port_or_zero, default=8774,
+                   help="compute API port (default 8774, Nova's; 0 picks a free port)")
+    p.add_argument("--hosts", type=common.positive_int, metavar="N",
+                   help=f"simulated compute hosts (default {topology.DEFAULT_HOSTS}): "
+                   f"16 vCPU, 64 GiB, 1000 GB each, named compute0001...")
+    p.add_argument("--cells", type=common.positive_int, metavar="K",
+                   help=f"cells to spread the hosts over, round robin (default "
+                   f"{topology.DEFAULT_CELLS})")
+    p.add_argument("--fleet", metavar="FILE",
+                   help="fleet file (YAML/JSON): hosts, shapes, cells, availability zones "
+                   "and aggregates, instead of --hosts/--cells")
     p.set_defaults(func=cmd_serve)
 
     p = common.add_parser(
@@ -58,6 +82,10 @@ def _add_listen_args(p: argparse.ArgumentParser) -> None:
                    help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=common.port_number, default=8778,
                    help="port to listen on (default 8778, Placement's)")
+
+
+def _port_or_zero(text: str) -> int:
+    return 0 if text.strip() == "0" else common.port_number(text)
 
 
 def _check_application(config: configuration.Config, engine: Any) -> None:
@@ -108,10 +136,90 @@ def cmd_placement_api(args: argparse.Namespace) -> int:
     return _serve_placement(args, args.db, args.workers)
 
 
+def _progress(started: float) -> Callable[[int, int], None]:
+    """Start-up progress: a line redrawn in place on a terminal, every tenth in a log."""
+    tty = sys.stdout.isatty()
+    shown = {-1}
+
+    def show(done: int, total: int) -> None:
+        if total < 20:
+            return
+        if tty:
+            end = "\n" if done == total else ""
+            print(f"\r  starting hosts: {done}/{total} ({time.monotonic() - started:.1f}s)",
+                  end=end, flush=True)
+            return
+        tenth = done * 10 // total
+        if tenth not in shown:
+            shown.add(tenth)
+            print(f"  starting hosts: {done}/{total} ({time.monotonic() - started:.1f}s)",
+                  flush=True)
+
+    return show
+
+
+def _hint(placement_url: str, api_url: str) -> str:
+    api, placement = api_url.removesuffix("/v2.1"), placement_url.rstrip("/")
+    try_ = "stratus server create vm1 --flavor m1.tiny --wait   (then: stratus server list; " \
+        "stratus service list)"
+    if (api, placement) == (client.DEFAULT_API_URL, client.DEFAULT_PLACEMENT_URL):
+        return f"Try: {try_}"
+    return f"Try: export STRATUS_API_URL={api} STRATUS_PLACEMENT_URL={placement}; {try_}"
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
-    if args.data_dir:
-        try:
-            os.makedirs(args.data_dir, exist_ok=True)
-        except OSError as exc:
-            common.fail(f"cannot create the data directory {args.data_dir}: {exc.strerror}")
-    return _serve_placement(args, None, 1)
+    from stratus.allinone.cloud import AllInOne
+    from stratus.allinone.http import ServerError
+    from stratus.cells import notify
+
+    config = common.load_config(args)
+    debug = bool(config.get("DEFAULT", "debug"))
+    common.setup_logging(debug)
+    if not debug:
+        # Per-host and per-request lines would drown what serve prints; warnings stay.
+        logging.getLogger().setLevel(logging.WARNING)
+    data_dir = os.path.abspath(config.data_dir)
+    try:
+        os.makedirs(data_dir, exist_ok=True)
+    except OSError as exc:
+        common.fail(f"cannot create the data directory {data_dir}: {exc.strerror}")
+    for port in (args.port, args.api_port):
+        if port:
+            common.check_can_listen(args.host, port)
+    try:
+        topo = topology.resolve(data_dir, args.hosts, args.cells, args.fleet)
+    except topology.TopologyError as exc:
+        common.fail(str(exc), common.USAGE_ERROR)
+    cells = ", ".join(topo.cells)
+    print(f"stratus serve: {len(topo.hosts)} simulated host(s) in {len(topo.cells)} cell(s) "
+          f"({cells}); data in {data_dir}", flush=True)
+    # Until the main loop runs, SIGTERM interrupts start-up like Ctrl-C (cleanly, below).
+    signal.signal(signal.SIGTERM, _interrupt)
+    started = time.monotonic()
+    cloud = AllInOne(config, topo, listen=args.host, placement_port=args.port,
+                     api_port=args.api_port)
+    try:
+        cloud.start(_progress(started))
+    except ServerError as exc:
+        common.fail(str(exc))
+    except KeyboardInterrupt:
+        print("stratus serve: interrupted while starting; stopped", flush=True)
+        return 130
+    try:
+        assert cloud.cache is not None
+        cloud.cache.install_sighup()   # before registering: SIGHUP must never kill us
+        with notify.registered(cloud.layout.run_dir):
+            print(f"Placement API: {cloud.placement_url}", flush=True)
+            print(f"Compute API:   {cloud.api_url}", flush=True)
+            hint = _hint(cloud.placement_url, cloud.api_url)
+            print(f"Ready in {time.monotonic() - started:.1f}s. {hint}", flush=True)
+            print("Ctrl-C stops it.", flush=True)
+            wait_for_stop(cloud.tick)
+    finally:
+        cloud.stop()
+    print("stratus serve stopped", flush=True)
+    return 0

@@ -1,0 +1,337 @@
+"""Every Stratus role in one process: :class:`AllInOne`, what ``stratus serve`` runs.
+
+::
+
+    placement.db ─ Placement app ──┬─ HTTP on --port (uvicorn thread)
+                                   └─ in-process clients (httpx.WSGITransport)
+    api.db ─ compute API ── HTTP on --api-port (uvicorn thread)
+            scheduler, conductor ── inproc://stratus (the API-level bus)
+    cellN.db ─ compute services of cell N ── inproc://stratus-cellN (one bus per cell)
+
+The conductor listens on the API bus (builds) and on every cell's bus
+(reschedules from that cell's computes), as a cell conductor would. Each
+cell's services use the bus and database its cell mapping names, so an
+operator's ``cell_v2 update_cell`` is honoured at the next start.
+
+Start-up order: databases and mappings, default flavors, the fleet's
+aggregates and zones, the bulk first pass (:mod:`.seed`), host discovery, the
+scheduler and conductor, the computes (with progress), and last the HTTP
+APIs, so a URL that answers means everything behind it is running.
+:meth:`AllInOne.stop` undoes it in reverse and joins every thread it started.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from stratus import config as configuration
+from stratus.allinone import seed
+from stratus.allinone.computes import FleetCompute, Heartbeats
+from stratus.allinone.http import ThreadedServer
+from stratus.allinone.layout import Layout, ensure_cells, open_api_db
+from stratus.allinone.topology import Topology
+from stratus.bus import Bus
+from stratus.cells import mappings
+from stratus.cells.aggregates import cell_aggregate_uuid
+from stratus.cells.cache import CellCache
+from stratus.cells.discovery import discover_hosts
+from stratus.cells.engines import CellEngines
+from stratus.cells.mappings import CellMapping
+from stratus.compute import drivers
+from stratus.compute.fleet import Fleet
+from stratus.compute.rpcapi import ComputeRPC, service_version
+from stratus.placement.client import PlacementClient
+from stratus.storage import engine as db
+
+LOG = logging.getLogger(__name__)
+# Nova's classic flavors, created on first start so a server can be booted at once.
+DEFAULT_FLAVORS = (("m1.tiny", 1, 512, 1), ("m1.small", 1, 2048, 20),
+                   ("m1.medium", 2, 4096, 40), ("m1.large", 4, 8192, 80),
+                   ("m1.xlarge", 8, 16384, 160))
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class Started:
+    """What is running, for :meth:`AllInOne.stop` to undo (in reverse)."""
+
+    servers: list[ThreadedServer] = field(default_factory=list)
+    heartbeats: Heartbeats | None = None
+    computes: list[FleetCompute] = field(default_factory=list)
+    buses: list[Bus] = field(default_factory=list)
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+
+class AllInOne:
+    def __init__(self, config: configuration.Config, topology: Topology, *,
+                 listen: str = "127.0.0.1", placement_port: int = 8778, api_port: int = 8774,
+                 bus_prefix: str = "stratus") -> None:
+        self.config, self.topology = config, topology
+        self.listen, self.placement_port, self.api_port = listen, placement_port, api_port
+        self.layout = Layout.from_config(config, bus_prefix)
+        self.started = Started()
+        self.cells: dict[str, CellMapping] = {}
+        self.host_cells: dict[str, CellMapping] = {}
+        self.cache: CellCache | None = None
+        self.placement_url = self.api_url = ""
+        self.timings: dict[str, float] = {}
+
+    # ---- start ------------------------------------------------------------------------
+
+    def start(self, progress: Progress | None = None) -> None:
+        try:
+            self._start(progress or (lambda done, total: None))
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, progress: Progress) -> None:
+        from stratus.placement import db as placement_db
+        from stratus.placement.http.app import PlacementApp, build_wsgi
+
+        t0 = time.monotonic()
+        placement_engine = db.create_engine(self.layout.placement_db_url)
+        self.started.closers.append(placement_engine.dispose)
+        placement_db.sync(placement_engine)
+        self.placement_wsgi = build_wsgi(PlacementApp(self.config, placement_engine))
+        api_engine = open_api_db(self.layout)
+        self.started.closers.append(api_engine.dispose)
+        self.api_engine = api_engine
+        self.cells = ensure_cells(api_engine, self.layout, self.topology.cells)
+        self.engines = CellEngines()
+        self.started.closers.append(self.engines.dispose)
+        self._default_flavors()
+        self._fleet_aggregates(self.topology.fleet)
+        self.timings["databases"] = time.monotonic() - t0
+
+        drivers_by_cell = self._drivers()
+        t1 = time.monotonic()
+        skip = self._bulk_first_pass(placement_engine, drivers_by_cell)
+        discover_hosts(api_engine, self.engines)
+        self.timings["bulk first pass"] = time.monotonic() - t1
+
+        api_bus = self._bus(self.layout.api_bus_url, "allinone")
+        self._control_plane(api_bus)
+        t2 = time.monotonic()
+        self._computes(drivers_by_cell, skip, progress)
+        self.timings["computes"] = time.monotonic() - t2
+
+        self._http(api_bus)
+        self.timings["total"] = time.monotonic() - t0
+
+    def placement_client(self) -> PlacementClient:
+        client = PlacementClient("http://placement.allinone",
+                                 token=str(self.config.get("placement_client", "token")),
+                                 transport=httpx.WSGITransport(app=self.placement_wsgi))
+        self.started.closers.append(client.close)
+        return client
+
+    def _bus(self, url: str, identity: str) -> Bus:
+        bus = Bus(url, identity=identity,
+                  timeout=float(self.config.get("DEFAULT", "rpc_response_timeout")))
+        self.started.buses.append(bus)
+        return bus
+
+    def _default_flavors(self) -> None:
+        from stratus.api.store import flavors
+
+        with db.write(self.api_engine) as conn:
+            if flavors.list_all(conn, is_public=None):
+                return  # the operator's flavors, whatever they are
+            for flavorid, (name, vcpus, ram, disk) in enumerate(DEFAULT_FLAVORS, start=1):
+                flavors.create(conn, name=name, vcpus=vcpus, memory_mb=ram, root_gb=disk,
+                               flavorid=str(flavorid))
+
+    def _fleet_aggregates(self, fleet: Fleet) -> None:
+        """The fleet's aggregates and zones in the API database, with the Placement uuids the
+        drivers put their hosts' providers in (so zones reach Placement's member_of)."""
+        from stratus.api import schema as api_schema
+        from stratus.api.store import aggregates as store
+
+        specs = fleet.aggregates()
+        if not specs:
+            return
+        with db.write(self.api_engine) as conn:
+            for spec in specs:
+                try:
+                    agg = store.get(conn, spec.uuid)
+                except store.NotFound:
+                    if any(a.name == spec.name for a in store.list_all(conn)):
+                        LOG.warning("aggregate %s exists with another uuid; the fleet's %s "
+                                    "is left out of the API database", spec.name, spec.name)
+                        continue
+                    # Made here, not with store.create: its uuid must be the fleet's.
+                    conn.execute(sa.insert(api_schema.aggregates).values(
+                        uuid=spec.uuid, name=spec.name, created_at=store.utcnow()))
+                    agg = store.get(conn, spec.uuid)
+                    if spec.availability_zone:
+                        agg = store.set_metadata(conn, agg.id,
+                                                 {store.AZ_KEY: spec.availability_zone})
+                new = sorted(set(spec.hosts) - set(agg.hosts))
+                if new:  # one statement: store.add_host re-reads the aggregate per host
+                    conn.execute(sa.insert(api_schema.aggregate_hosts),
+                                 [{"aggregate_id": agg.id, "host": h} for h in new])
+
+    def _drivers(self) -> dict[str, list[drivers.Driver]]:
+        """cell uuid -> the simulated drivers of its hosts. A host mapped to a cell stays
+        there (an operator's mapping wins over the topology)."""
+        with db.read(self.api_engine) as conn:
+            mapped = {host: uuid for _name, uuid, host in mappings.list_hosts(conn)}
+        by_uuid = {c.uuid: c for c in self.cells.values()}
+        out: dict[str, list[drivers.Driver]] = {}
+        for spec in self.topology.hosts:
+            cell = by_uuid.get(mapped.get(spec.name, "")) or self.cells[spec.cell]
+            self.host_cells[spec.name] = cell
+            driver = drivers.create_driver(
+                spec.name, spec.shape, [*spec.aggregate_uuids, cell_aggregate_uuid(cell.uuid)])
+            out.setdefault(cell.uuid, []).append(driver)
+        return out
+
+    def _bulk_first_pass(self, placement_engine: Engine,
+                         by_cell: dict[str, list[drivers.Driver]]) -> set[str]:
+        """Hosts whose first resource-tracker pass is already done (see :mod:`.seed`)."""
+        version = service_version(ComputeRPC.version)
+        hosts: list[seed.HostTrees] = []
+        for cell_uuid, cell_drivers in by_cell.items():
+            cell = next(c for c in self.cells.values() if c.uuid == cell_uuid)
+            disabled = seed.prepare_cell(self.engines.get(cell), cell_drivers, version)
+            hosts += [seed.HostTrees(d.host, tuple(d.provider_tree(n)
+                                                   for n in d.get_available_nodes()),
+                                     disabled[d.host]) for d in cell_drivers]
+        if not db.is_sqlite(placement_engine):
+            return set()
+        verdict = seed.survey(placement_engine, hosts)
+        created = seed.create_missing(placement_engine,
+                                      [h for h in hosts if verdict[h.host] == seed.MISSING])
+        return set(created) | {h for h, v in verdict.items() if v == seed.SAME}
+
+    def _control_plane(self, api_bus: Bus) -> None:
+        from stratus.conductor.build import ConductorContext
+        from stratus.conductor.manager import CellBuses, ConductorManager
+        from stratus.conductor.rpcapi import ConductorRPC
+        from stratus.scheduler.host_manager import HostManager
+        from stratus.scheduler.manager import SchedulerManager, SchedulerOptions
+        from stratus.scheduler.rpcapi import SchedulerRPC
+
+        config = self.config
+        options = SchedulerOptions.from_config(config)
+
+        def load_cells() -> list[CellMapping]:
+            with db.read(self.api_engine) as conn:
+                return mappings.list_cells(conn)
+
+        self.cache = CellCache(load_cells, config.get("scheduler", "cell_cache_refresh_interval"))
+        hosts = HostManager(self.cache, self.engines,
+                            service_down_time=config.get("compute", "service_down_time"),
+                            cell_timeout=config.get("scheduler", "cell_timeout"))
+        api_bus.serve(SchedulerRPC, SchedulerManager(self.placement_client(), self.api_engine,
+                                                     hosts, options), server="allinone")
+        buses = CellBuses(api_bus, identity="conductor:allinone")
+        self.started.closers.append(buses.close)
+        ctx = ConductorContext(api_engine=self.api_engine, engines=self.engines,
+                               placement=self.placement_client(),
+                               scheduler=api_bus.client(SchedulerRPC),
+                               compute=buses.compute_client,
+                               max_attempts=config.get("scheduler", "max_attempts"),
+                               claim_retries=config.get("scheduler", "claim_retries"))
+        conductor = ConductorManager(ctx)
+        api_bus.serve(ConductorRPC, conductor, server="allinone")
+        for cell in self.cells.values():
+            if not cell.is_cell0:
+                self._cell_bus(cell).serve(ConductorRPC, conductor, server="allinone")
+
+    def _cell_bus(self, cell: CellMapping) -> Bus:
+        for bus in self.started.buses:
+            if getattr(bus.transport, "url", None) == cell.transport_url:
+                return bus
+        return self._bus(cell.transport_url, f"allinone:{cell.name or cell.uuid}")
+
+    def _computes(self, by_cell: dict[str, list[drivers.Driver]], skip: set[str],
+                  progress: Progress) -> None:
+        config = self.config
+        placement = self.placement_client()
+        beats = Heartbeats(float(config.get("compute", "report_interval")))
+        total = sum(len(v) for v in by_cell.values())
+        done = 0
+        progress(0, total)
+        for cell_uuid, cell_drivers in by_cell.items():
+            cell = next(c for c in self.cells.values() if c.uuid == cell_uuid)
+            bus, engine = self._cell_bus(cell), self.engines.get(cell)
+            for driver in cell_drivers:
+                svc = FleetCompute(driver.host, driver, bus, engine, placement,
+                                   tracker_interval=config.get("compute",
+                                                               "resource_tracker_interval"),
+                                   first_pass_done=driver.host in skip)
+                svc.start()
+                self.started.computes.append(svc)
+                beats.add(engine, svc)
+                done += 1
+                progress(done, total)
+        beats.start()
+        self.started.heartbeats = beats
+
+    def _http(self, api_bus: Bus) -> None:
+        from stratus.api.service import build_wsgi as build_compute_wsgi
+        from stratus.api.service import make_deps
+
+        level = "info" if self.config.get("DEFAULT", "debug") else "warning"
+        placement = ThreadedServer("placement-api", self.placement_wsgi, self.listen,
+                                   self.placement_port, log_level=level)
+        self.started.servers.append(placement)
+        placement.start()
+        self.placement_url = placement.url + "/"
+        deps = make_deps(self.config, bus=api_bus, placement=self.placement_client())
+        self.started.closers.append(deps.close)
+        compute = ThreadedServer("compute-api", build_compute_wsgi(deps, self.config),
+                                 self.listen, self.api_port, log_level=level)
+        self.started.servers.append(compute)
+        compute.start()
+        self.api_url = compute.url + "/v2.1"
+
+    # ---- running ----------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Called from the main loop: reload the cell list now if SIGHUP asked for it."""
+        if self.cache is not None:
+            try:
+                self.cache.all()
+            except Exception:  # the next select_destinations reports it properly
+                LOG.exception("cannot reload the cell list")
+
+    def summary(self) -> dict[str, Any]:
+        per_cell: dict[str, int] = {}
+        for cell in self.host_cells.values():
+            per_cell[cell.name or cell.uuid] = per_cell.get(cell.name or cell.uuid, 0) + 1
+        return {"hosts": len(self.host_cells), "cells": per_cell}
+
+    # ---- stop -------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop everything started, newest first; every thread started here is joined."""
+        started, self.started = self.started, Started()
+        for server in reversed(started.servers):
+            _quietly(server.stop)
+        if started.heartbeats is not None:
+            _quietly(started.heartbeats.stop)
+        for svc in reversed(started.computes):
+            _quietly(svc.stop)
+        for bus in reversed(started.buses):
+            _quietly(bus.close)
+        for close in reversed(started.closers):
+            _quietly(close)
+
+
+def _quietly(step: Callable[[], object]) -> None:
+    try:
+        step()
+    except Exception:  # stopping goes on: one failure must not leave the rest running
+        LOG.exception("error while stopping")

@@ -1,0 +1,62 @@
+"""A WSGI app served by uvicorn on a thread of this process (the all-in-one's HTTP APIs).
+
+uvicorn installs no signal handlers off the main thread, so the process's own
+handlers decide when to stop; :meth:`ThreadedServer.stop` asks the server to
+finish its requests and joins its thread. Port 0 picks a free port
+(:attr:`ThreadedServer.port` says which, once started).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+
+class ServerError(RuntimeError):
+    """The server could not start (the message says where it tried to listen)."""
+
+
+class ThreadedServer:
+    def __init__(self, name: str, wsgi_app: Any, host: str, port: int,
+                 threads: int = 16, log_level: str = "warning") -> None:
+        import uvicorn
+        from a2wsgi import WSGIMiddleware
+
+        self.name, self.host, self.port = name, host, port
+        config = uvicorn.Config(WSGIMiddleware(wsgi_app, workers=threads), host=host,
+                                port=port, log_level=log_level,
+                                access_log=log_level == "debug", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._run, name=f"http-{name}", daemon=True)
+        self._error: BaseException | None = None
+
+    def _run(self) -> None:
+        try:
+            self._server.run()
+        except BaseException as exc:  # uvicorn exits (SystemExit) when it cannot bind
+            self._error = exc
+
+    def start(self, timeout: float = 30.0) -> None:
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise ServerError(f"{self.name}: cannot listen on {self.host}:{self.port}"
+                                  + (f" ({self._error})" if self._error else ""))
+            time.sleep(0.02)
+        for server in getattr(self._server, "servers", []):
+            for sock in server.sockets:
+                self.port = int(sock.getsockname()[1])
+                return
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def stop(self, timeout: float = 15.0) -> None:
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout)
