@@ -1,0 +1,88 @@
+"""GET /allocation_candidates/explain: why providers were left out, counted."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.candidates_world import World
+
+pytestmark = pytest.mark.all_backends
+
+AGG = "a1a1a1a1-0000-4000-8000-000000000001"
+
+
+@pytest.fixture
+def world(placement_app) -> World:
+    w = World(placement_app.engine)
+    w.provider("ok", inventory={"VCPU": 8, "MEMORY_MB": 4096}, aggregates=[AGG])
+    w.provider("disabled", inventory={"VCPU": 8, "MEMORY_MB": 4096}, aggregates=[AGG],
+               traits=["COMPUTE_STATUS_DISABLED"])
+    w.provider("full", inventory={"VCPU": 8, "MEMORY_MB": 4096}, aggregates=[AGG])
+    w.allocate({"full": {"VCPU": 8}})
+    w.provider("elsewhere", inventory={"VCPU": 8, "MEMORY_MB": 4096})
+    w.provider("small", inventory={"VCPU": {"total": 8, "max_unit": 1}, "MEMORY_MB": 4096},
+               aggregates=[AGG])
+    w.provider("diskonly", inventory={"DISK_GB": 100}, aggregates=[AGG])
+    return w
+
+
+QUERY = f"resources=VCPU:2,MEMORY_MB:512&required=!COMPUTE_STATUS_DISABLED&member_of={AGG}"
+
+
+def explain(client, query: str, version: str = "1.39") -> dict:
+    resp = client.get(f"/allocation_candidates/explain?{query}", version=version)
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+def test_counts_each_provider_once_by_its_first_reason(client, world):
+    body = explain(client, QUERY)
+    assert body["allocation_candidates"] == 1
+    assert body["providers"] == 6 and body["trees"] == 6
+    assert body["groups"][""] == {
+        "providers_matching": 1,
+        "providers_excluded": {
+            "not_in_aggregate": 1,                        # elsewhere
+            "forbidden_trait:COMPUTE_STATUS_DISABLED": 1,  # disabled
+            "no_inventory:VCPU": 1,                        # diskonly
+            "insufficient_capacity:VCPU": 1,               # full
+            "above_max_unit:VCPU": 1,                      # small
+        },
+    }
+    assert body["trees_excluded"] == {"group_unsatisfied:resources": 5}
+
+
+def test_named_providers_get_every_reason(client, world):
+    body = explain(client, f"{QUERY}&provider={world['disabled']}&provider={world['ok']}"
+                           f"&provider=00000000-0000-4000-8000-000000000000")
+    named = body["providers_named"]
+    assert named[world["disabled"]]["groups"][""] == ["forbidden_trait:COMPUTE_STATUS_DISABLED"]
+    assert named[world["disabled"]]["tree"] == "group_unsatisfied:resources"
+    assert named[world["ok"]] == {"found": True, "root_provider_uuid": world["ok"],
+                                  "groups": {"": []}, "tree": None}
+    assert named["00000000-0000-4000-8000-000000000000"] == {"found": False}
+
+
+def test_cross_group_reasons(client, world):
+    body = explain(client, "resources1=VCPU:1&resources2=MEMORY_MB:512&group_policy=isolate")
+    # Hosts with room serve each group alone, but never with two providers.
+    assert body["allocation_candidates"] == 0
+    assert body["trees_excluded"] == {"group_policy": 4,
+                                      "group_unsatisfied:resources1": 2}  # full, diskonly
+    body = explain(client, "resources=VCPU:8&resources1=VCPU:1&group_policy=none")
+    assert body["trees_excluded"] == {
+        "group_unsatisfied:resources": 3,  # full, small (max_unit 1), diskonly
+        "combined_capacity": 3,            # 8 + 1 VCPU on hosts of 8
+    }
+
+
+def test_same_query_rules_as_candidates(client, world):
+    resp = client.get("/allocation_candidates/explain?resources=VCPU:1&limit=0")
+    assert resp.status_code == 400
+    resp = client.get("/allocation_candidates/explain?resources=NOPE:1")
+    assert resp.status_code == 400
+    assert client.get("/allocation_candidates/explain?resources=VCPU:1",
+                      version="1.9").status_code == 404
+    resp = client.get("/allocation_candidates/explain?resources=VCPU:1",
+                      headers={"X-Auth-Token": "someone:project"})
+    assert resp.status_code == 403
