@@ -326,6 +326,43 @@ class PeerTarget:
             log.close()
 
 
+class CLITarget:
+    """``stratus placement-api`` as a user starts it, one process per file (slower)."""
+
+    def __init__(self, workdir: str) -> None:
+        self.workdir = workdir
+        self.stratus = os.path.join(os.path.dirname(sys.executable), "stratus")
+
+    @contextlib.contextmanager
+    def serving(self, name: str, fixture: Fixture, rules: dict[str, str] | None) -> Iterator[str]:
+        port = free_port()
+        policy_file = f"{self.workdir}/{name}.policy.json"
+        if rules is not None:
+            with open(policy_file, "w", encoding="utf-8") as fh:
+                json.dump(rules, fh)
+        conf = [f"[api]\nauth_strategy = noauth2\n[oslo_policy]\npolicy_file = {policy_file}",
+                f"enforce_new_defaults = {fixture.new_defaults}"]
+        if fixture.cors:
+            conf.append(f"[cors]\nallowed_origin = {CORS_ORIGIN}\nallow_headers = {CORS_HEADERS}")
+        conf_file = f"{self.workdir}/{name}.conf"
+        with open(conf_file, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(conf) + "\n")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+        log = open(f"{self.workdir}/{name}.server.log", "wb")  # noqa: SIM115
+        proc = subprocess.Popen(
+            [self.stratus, "placement-api", "--config-file", conf_file, "--port", str(port),
+             "--db", f"sqlite:///{self.workdir}/{name}.db"],
+            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            _wait_for(url, proc)
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+            log.close()
+
+
 def _wait_for(url: str, proc: subprocess.Popen[bytes], seconds: float = 60) -> None:
     import httpx
 
@@ -545,7 +582,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--venv", default=DEFAULT_VENV,
                         help="gabbi virtualenv (created if missing)")
     parser.add_argument("--gabbits", help="directory of YAML files (default: the venv's peer)")
-    parser.add_argument("--target", choices=["stratus", "peer"], default="stratus")
+    parser.add_argument("--target", choices=["stratus", "cli", "peer"], default="stratus",
+                        help="stratus: in-process server (default); cli: one `stratus "
+                             "placement-api` per file; peer: openstack-placement itself")
     parser.add_argument("--peer-venv", default="/work/peer/venv")
     parser.add_argument("--json", help="write every result, per test, to this file")
     parser.add_argument("--markdown", help="update the generated table in this Markdown file")
@@ -575,6 +614,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="gabbi-compat-") as workdir:
         if args.target == "peer":
             target: Any = PeerTarget(workdir, args.peer_venv)
+        elif args.target == "cli":
+            target = CLITarget(workdir)
         else:
             import logging
 
