@@ -31,6 +31,10 @@ from stratus.storage import engine as db
 LOG = logging.getLogger(__name__)
 
 
+class BuildAborted(Exception):
+    """The server was deleted while the conductor was building it: undo, bury nothing."""
+
+
 @dataclass
 class ConductorContext:
     """What the conductor's tasks need, built once by the service."""
@@ -126,6 +130,9 @@ class BuildTask:
             self._undo.push("release the claim", self._unclaimer(instance["uuid"]))
             try:
                 self._build_one(instance, selections[0], selections[1:])
+            except BuildAborted as exc:
+                LOG.info("%s", exc)
+                self.rollback()
             except Exception as exc:
                 LOG.exception("build of %s failed before reaching a compute", instance["uuid"])
                 self.rollback()
@@ -145,6 +152,9 @@ class BuildTask:
                                     vm_state=records.BUILDING, task_state=records.SPAWNING)
         self._undo.push("delete the instance record", lambda: self._delete_record(cell, uuid))
         with db.write(self.ctx.api_engine) as conn:
+            if not records.still_wanted(conn, uuid):
+                raise BuildAborted(f"server {uuid} was deleted during its build; "
+                                   "releasing its claim")
             records.map_instance(conn, uuid, cell, instance["project_id"],
                                  instance.get("user_id"))
             records.save_request_spec(conn, uuid, self.spec, {

@@ -86,6 +86,18 @@ def map_instance(conn: Connection, instance_uuid: str, cell: CellMapping | None,
                      .where(api.build_requests.c.instance_uuid == instance_uuid))
 
 
+def still_wanted(conn: Connection, instance_uuid: str) -> bool:
+    """False once the API deleted the server (its mapping is queued for delete or gone).
+
+    Locks the mapping row where the database can, so an API delete and the
+    conductor's hand-over to a cell serialise: one of them sees the other's write.
+    """
+    table = api.instance_mappings
+    row = conn.execute(sa.select(table.c.queued_for_delete)
+                       .where(table.c.instance_uuid == instance_uuid).with_for_update()).first()
+    return row is not None and not row.queued_for_delete
+
+
 def cell_of_instance(conn: Connection, instance_uuid: str) -> CellMapping | None:
     cell_uuid = conn.execute(
         sa.select(api.cell_mappings.c.uuid)

@@ -20,7 +20,7 @@ from stratus.compute.drivers import LibvirtDriver
 from stratus.compute.service import ComputeService
 from stratus.compute.shapes import LibvirtShape
 from stratus.conductor import records
-from stratus.conductor.build import ConductorContext
+from stratus.conductor.build import BuildTask, ConductorContext
 from stratus.conductor.manager import CellBuses, ConductorManager
 from stratus.conductor.rpcapi import ConductorRPC
 from stratus.scheduler.rpcapi import SchedulerRPC
@@ -51,6 +51,7 @@ class Plane:
                                placement=self.cloud.client(),
                                scheduler=self.bus.client(SchedulerRPC),
                                compute=self.buses.compute_client, max_attempts=3)
+        self.ctx = ctx
         self.bus.serve(ConductorRPC, ConductorManager(ctx), server="conductor-1")
         self.conductor = self.bus.client(ConductorRPC)
         self.computes: dict[str, ComputeService] = {}
@@ -207,3 +208,21 @@ def test_builds_never_go_to_a_disabled_cell(plane):
     for u in uuids:
         cell, record = plane.settled(u)
         assert (cell, record["vm_state"], record["host"]) == ("cell1", "active", "one")
+
+
+def test_a_server_deleted_before_hand_over_keeps_no_claim_and_no_record(three_hosts):
+    """The API deleted the server (mapping queued for delete) while it was being scheduled:
+    the conductor releases the claim and creates nothing, rather than resurrecting it."""
+    plane = three_hosts
+    uuid = str(uuidlib.uuid4())
+    with db.write(plane.cloud.api_engine) as conn:
+        conn.execute(sa.insert(api.instance_mappings).values(
+            instance_uuid=uuid, project_id="proj", user_id="user", queued_for_delete=True,
+            created_at=records.utcnow()))
+    task = BuildTask(plane.ctx, [{"uuid": uuid, "name": "gone", "project_id": "proj",
+                                  "user_id": "user"}], spec())
+    task.execute()
+    assert (task.built, task.buried) == ([], [])
+    assert plane.instance(uuid) is None
+    assert plane.cloud.placement.get_allocations(uuid)["allocations"] == {}
+    assert all(not svc.driver.instances() for svc in plane.computes.values())
