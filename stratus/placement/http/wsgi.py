@@ -125,6 +125,8 @@ def _validator(schema: dict[str, Any]) -> Any:
         return cached[1]
     validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft4Validator)
     validator = validator_cls(schema, format_checker=_FORMAT_CHECKER)
+    if len(_VALIDATORS) > 512:   # a caller building schemas per request must not grow it
+        _VALIDATORS.clear()
     _VALIDATORS[id(schema)] = (schema, validator)
     return validator
 
