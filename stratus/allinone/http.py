@@ -24,7 +24,8 @@ class ThreadedServer:
         from a2wsgi import WSGIMiddleware
 
         self.name, self.host, self.port = name, host, port
-        config = uvicorn.Config(WSGIMiddleware(wsgi_app, workers=threads), host=host,
+        self._asgi = WSGIMiddleware(wsgi_app, workers=threads)
+        config = uvicorn.Config(self._asgi, host=host,
                                 port=port, log_level=log_level,
                                 access_log=log_level == "debug", lifespan="off")
         self._server = uvicorn.Server(config)
@@ -60,3 +61,5 @@ class ThreadedServer:
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join(timeout)
+        # a2wsgi's request threads: uvicorn has finished its requests, so they are idle.
+        self._asgi.executor.shutdown(wait=True)
