@@ -74,10 +74,40 @@ def _requests(index: ProviderIndex, solution: Solution, shape: Shape) -> bytes:
     for kind, run in itertools.groupby(solution.items, key=type):
         if kind is int:
             blocks.append(_same_template(index, list(run), template))  # type: ignore[arg-type]
+        elif shape.dict_requests:
+            blocks.append(_candidates_text(index, list(run), shape))  # type: ignore[arg-type]
         else:
             blocks += [json.dumps(_request(index, c, shape)).encode()  # type: ignore[arg-type]
                        for c in run]
     return b", ".join(blocks)
+
+
+def _candidates_text(index: ProviderIndex, found: list[Candidate], shape: Shape) -> bytes:
+    """Tree candidates in the 1.12+ shape, written directly (json.dumps would
+    need a dict per provider per candidate)."""
+    names = index.names.rc_name
+    rc_text = {rc: json.dumps(name) for rc, name in names.items()}
+    uuid_text: dict[int, str] = {}
+
+    def uuid(p: int) -> str:
+        text = uuid_text.get(p)
+        if text is None:
+            text = uuid_text[p] = json.dumps(index.uuids[p])
+        return text
+
+    out = []
+    for c in found:
+        allocations = ", ".join(
+            f'{uuid(p)}: {{"resources": {{'
+            + ", ".join(f"{rc_text[rc]}: {amount}" for rc, amount in res.items()) + "}}"
+            for p, res in c.allocations.items())
+        text = f'{{"allocations": {{{allocations}}}'
+        if shape.mappings:
+            mapped = ", ".join(f"{json.dumps(s)}: [{', '.join(uuid(p) for p in ps)}]"
+                               for s, ps in c.mappings.items())
+            text += f', "mappings": {{{mapped}}}'
+        out.append(text + "}")
+    return ", ".join(out).encode()
 
 
 def _same_template(index: ProviderIndex, slots: list[int], template: list[bytes]) -> bytes:

@@ -39,27 +39,12 @@ from stratus.placement.candidates import filters
 from stratus.placement.candidates.filters import GroupPlan, NoCandidates
 from stratus.placement.candidates.index import ProviderIndex, Slots
 from stratus.placement.candidates.request import CandidateRequest
+from stratus.placement.candidates.tree import Candidate, TreeSearch
 
 # With a limit, a tree whose search passes this many choices without finding
 # anything is abandoned for the next one (what is returned stays exact).
 TREE_BUDGET = 20_000
 FIRST_CHUNK = 2048
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One allocation request: amounts per provider slot, and which providers
-    served each group (the 1.34 ``mappings``)."""
-
-    allocations: dict[int, dict[int, int]]
-    mappings: dict[str, tuple[int, ...]]
-
-    def key(self) -> tuple:
-        return (
-            tuple(sorted((p, rc, amt) for p, res in self.allocations.items()
-                         for rc, amt in res.items())),
-            tuple(sorted(self.mappings.items())),
-        )
 
 
 @dataclass
@@ -224,6 +209,7 @@ def _anchor_streams(index: ProviderIndex, plan: Plan, options: Options
     seen: set[tuple] = set()
     budget = TREE_BUDGET if options.limit is not None else None
     rng = options.rng if options.randomize else None
+    search = _search(index, plan)
     for at in _chunks(index, options):
         slots = np.arange(at.start, at.stop) if isinstance(at, slice) else at
         simple_ok, complex_ = _classify(index, plan, at)
@@ -239,8 +225,7 @@ def _anchor_streams(index: ProviderIndex, plan: Plan, options: Options
                 start = cut
             anchor = int(slots[pos])
             if choices[anchor] is not None:
-                found = tree_candidates(index, plan, anchor, choices[anchor], rng, budget)
-                yield _unseen(found, seen)
+                yield _unseen(index, search.run(choices[anchor], rng, budget), seen)
         if start < len(singles):
             yield slots[singles[start:]].tolist()
 
@@ -307,14 +292,19 @@ def tree_options(index: ProviderIndex, plan: Plan, roots: list[int]
     return out
 
 
-def _unseen(found: Iterable[Candidate], seen: set[tuple]) -> Iterator[Candidate]:
+def _unseen(index: ProviderIndex, found: Iterable[Candidate], seen: set[tuple]
+            ) -> Iterator[Candidate]:
     """Drop repeats: a candidate made only of sharing providers turns up under
-    every tree they lend to, and Placement answers it once."""
+    every tree they lend to, and Placement answers it once. (A candidate with
+    any other provider can only come from that provider's own tree.)"""
+    sharing = index.sharing
     for c in found:
-        key = c.key()
-        if key not in seen:
+        if all(p in sharing for p in c.chosen):
+            key = c.key()
+            if key in seen:
+                continue
             seen.add(key)
-            yield c
+        yield c
 
 
 def _round_robin(streams: Iterator[list[int] | Iterator[Candidate]]
@@ -339,121 +329,15 @@ def _round_robin(streams: Iterator[list[int] | Iterator[Candidate]]
         active = still
 
 
-# ---- one tree -------------------------------------------------------------------------
-
-
 def tree_candidates(index: ProviderIndex, plan: Plan, anchor: int, choices: list[list[int]],
                     rng: random.Random | None, budget: int | None) -> Iterator[Candidate]:
-    """Candidates anchored at ``anchor``, by backtracking (never a full product)."""
-    slots = [(g, key, g.part(key)) for g in plan.groups for key in g.choice_keys()]
-    if rng is not None:
-        choices = [rng.sample(c, len(c)) for c in choices]
-    spread = [i for i, (g, _k, _p) in enumerate(slots) if g.spread]
-    required = plan.spread_required()
-    if spread and required:
-        pool: frozenset[int] = frozenset().union(
-            *(index.trait_set(p) for i in spread for p in choices[i]))
-        if not filters.holds_all(required, pool):
-            return
-    checks = _Checks(index, plan, slots, spread, required)
-    chosen: list[int] = []
-    load: dict[tuple[int, int], int] = {}
-    steps = 0
-
-    def extend(depth: int) -> Iterator[Candidate]:
-        nonlocal steps
-        if depth == len(slots):
-            yield _candidate(slots, chosen)
-            return
-        part = slots[depth][2]
-        for p in choices[depth]:
-            steps += 1
-            if budget is not None and steps > budget:
-                return
-            if not _add(index, load, p, part):
-                continue
-            chosen.append(p)
-            if checks.ok(depth, chosen):
-                yield from extend(depth + 1)
-            chosen.pop()
-            _remove(load, p, part)
-
-    yield from extend(0)
+    """Candidates anchored at ``anchor`` from its slots' choices (see ``tree``)."""
+    del anchor  # the choices already belong to its tree
+    return _search(index, plan).run(choices, rng, budget)
 
 
-def _add(index: ProviderIndex, load: dict[tuple[int, int], int], p: int,
-         amounts: dict[int, int]) -> bool:
-    """Add ``amounts`` on provider ``p`` if its capacity and max_unit allow."""
-    for rc, amount in amounts.items():
-        col = index.rc[rc]
-        total = load.get((p, rc), 0) + amount
-        if not col.has[p] or total > col.free[p] or total > col.max_unit[p]:
-            return False
-    for rc, amount in amounts.items():
-        load[(p, rc)] = load.get((p, rc), 0) + amount
-    return True
-
-
-def _remove(load: dict[tuple[int, int], int], p: int, amounts: dict[int, int]) -> None:
-    for rc, amount in amounts.items():
-        load[(p, rc)] -= amount
-
-
-class _Checks:
-    """Constraints across slots, each checked at the depth where it is decided."""
-
-    def __init__(self, index: ProviderIndex, plan: Plan, slots: list[tuple],
-                 spread: list[int], required: list[frozenset[int]]) -> None:
-        self.index = index
-        self.isolate = plan.isolate
-        self.numbered = [not g.spread for g, _k, _p in slots]
-        self.required = required
-        self.spread = spread
-        self.spread_last = spread[-1] if spread else -1
-        at = {g.suffix: i for i, (g, _k, _p) in enumerate(slots) if not g.spread}
-        # Each same_subtree set is decided once its last group has been chosen.
-        self.subtrees: dict[int, list[list[int]]] = {}
-        for subtree in plan.same_subtrees:
-            members = sorted(at[s] for s in subtree if s in at)
-            if len(members) > 1:
-                self.subtrees.setdefault(members[-1], []).append(members)
-
-    def ok(self, depth: int, chosen: list[int]) -> bool:
-        p = chosen[depth]
-        if self.isolate and self.numbered[depth]:
-            for i in range(depth):
-                if self.numbered[i] and chosen[i] == p:
-                    return False
-        if depth == self.spread_last and self.required:
-            traits: frozenset[int] = frozenset().union(
-                *(self.index.trait_set(chosen[i]) for i in self.spread))
-            if not filters.holds_all(self.required, traits):
-                return False
-        for members in self.subtrees.get(depth, ()):
-            if not same_subtree(self.index, {chosen[i] for i in members}):
-                return False
-        return True
-
-
-def same_subtree(index: ProviderIndex, providers: set[int]) -> bool:
-    """One of ``providers`` is an ancestor (or itself) of all the others."""
-    if len(providers) == 1:
-        return True
-    common = set.intersection(*(set(index.ancestors(p)) for p in providers))
-    return bool(common & providers)
-
-
-def _candidate(slots: list[tuple], chosen: list[int]) -> Candidate:
-    allocations: dict[int, dict[int, int]] = {}
-    mappings: dict[str, set[int]] = {}
-    for (g, _key, part), p in zip(slots, chosen, strict=True):
-        res = allocations.setdefault(p, {})
-        for rc, amount in part.items():
-            res[rc] = res.get(rc, 0) + amount
-        mappings.setdefault(g.suffix, set()).add(p)
-    # A resourceless group's provider appears in mappings only.
-    allocations = {p: res for p, res in allocations.items() if res}
-    return Candidate(allocations, {s: tuple(sorted(ps)) for s, ps in mappings.items()})
+def _search(index: ProviderIndex, plan: Plan) -> TreeSearch:
+    return TreeSearch(index, plan.groups, plan.group_policy, plan.same_subtrees)
 
 
 # ---- shaping the answer ---------------------------------------------------------------
@@ -474,8 +358,9 @@ def _whole_trees(index: ProviderIndex, items: list[int | Candidate]) -> list[int
     # A single-provider candidate's provider is a whole tree by itself.
     out = {i for i in items if type(i) is int}
     if len(out) < len(items):
-        roots = {int(index.root[p]) for c in items if type(c) is Candidate
-                 for p in c.allocations}
+        root = index.root
+        roots = {int(root[p]) for c in items if type(c) is Candidate
+                 for p in c.used()}  # type: ignore[union-attr]
         out = out.union(*(index.tree(r) for r in roots))
     return sorted(out)
 

@@ -9,6 +9,7 @@ is built here from the feature list.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -50,12 +51,24 @@ def query_schema(supports: Callable[[str], bool]) -> dict[str, Any]:
     return schema
 
 
+_FEATURES = ("granular_groups", "any_group_suffix", "candidates_in_tree",
+             "candidates_required_traits", "candidates_member_of", "candidates_limit",
+             "root_required", "same_subtree")
+
+
 def validate_query(pairs: list[tuple[str, str]], supports: Callable[[str], bool]) -> None:
-    """400 naming the first problem, as Placement words it."""
-    last = dict(pairs)
-    try:
-        jsonschema.validate(last, query_schema(supports),
-                            format_checker=jsonschema.FormatChecker())
-    except jsonschema.ValidationError as exc:
-        text = " ".join(str(exc).split())
-        raise errors.BadRequest(f"Invalid query string parameters: {text}") from None
+    """400 naming the first problem, as Placement words it (jsonschema.validate's
+    choice of error, without re-checking the schema itself on every request)."""
+    validator = _validator(tuple(supports(f) for f in _FEATURES))
+    error = jsonschema.exceptions.best_match(validator.iter_errors(dict(pairs)))
+    if error is not None:
+        text = " ".join(str(error).split())
+        raise errors.BadRequest(f"Invalid query string parameters: {text}")
+
+
+@functools.lru_cache(maxsize=64)
+def _validator(flags: tuple[bool, ...]) -> Any:
+    on = {f for f, flag in zip(_FEATURES, flags, strict=True) if flag}
+    schema = query_schema(lambda feature: feature in on)
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema, format_checker=jsonschema.FormatChecker())
