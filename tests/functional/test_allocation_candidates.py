@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import uuid as uuidlib
 
+import httpx
 import pytest
 
+from stratus.placement.http.app import PlacementApp, build_wsgi
+from stratus.storage import engine as db
 from tests.candidates_world import World
+from tests.conftest import PlacementClient, make_config
 
 pytestmark = pytest.mark.all_backends
 
@@ -448,3 +452,23 @@ def test_every_candidate_is_a_valid_allocation_body(client, world, version):
             resp = client.put(f"/allocations/{consumer}", json=body, version=version)
             assert resp.status_code == 204, (query, ar, resp.text)
             assert client.delete(f"/allocations/{consumer}", version=version).status_code == 204
+
+
+def test_another_worker_sees_writes_at_its_next_query(client, placement_app, database_url):
+    """Each worker process keeps its own index; both follow the same change log."""
+    other_app = PlacementApp(make_config(database_url), db.create_engine(database_url))
+    try:
+        with httpx.Client(transport=httpx.WSGITransport(app=build_wsgi(other_app)),
+                          base_url="http://placement.test") as http:
+            other = PlacementClient(http)
+            assert get(other, "resources=VCPU:1")["allocation_requests"] == []
+            host = _provider(client, "host", {"VCPU": 2})
+            assert [list(ar["allocations"]) for ar in
+                    get(other, "resources=VCPU:1")["allocation_requests"]] == [[host]]
+            resp = client.put(f"/allocations/{uuidlib.uuid4()}", json={
+                "allocations": {host: {"resources": {"VCPU": 2}}}, "project_id": "p",
+                "user_id": "u", "consumer_generation": None, "consumer_type": "INSTANCE"})
+            assert resp.status_code == 204, resp.text
+            assert get(other, "resources=VCPU:1")["allocation_requests"] == []
+    finally:
+        other_app.engine.dispose()
