@@ -26,6 +26,7 @@ in_tree); :class:`NoCandidates` is the empty answer some stages lead to.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -211,11 +212,11 @@ def steps(index: ProviderIndex, g: GroupPlan, at: Slots) -> list[tuple[str, np.n
             bad |= g.refused[index.agg_sig[root]]
         out.append(("in_forbidden_aggregate", ~bad))
     for trait in sorted(g.forbidden, key=lambda t: names.trait_name[t]):
-        table = index.traits.table(lambda s, t=trait: t not in s)
+        table = index.traits.table(_lacks(trait))
         out.append((f"forbidden_trait:{names.trait_name[trait]}", table[index.trait_sig[at]]))
     if not g.spread:
         for any_of in g.required:
-            table = index.traits.table(lambda s, a=any_of: bool(a & s))
+            table = index.traits.table(_has_any(any_of))
             label = ",".join(sorted(names.trait_name[t] for t in any_of))
             out.append((f"missing_trait:{label}", table[index.trait_sig[at]]))
     for rc, amount in g.amounts.items():
@@ -226,6 +227,14 @@ def steps(index: ProviderIndex, g: GroupPlan, at: Slots) -> list[tuple[str, np.n
             continue
         out += [(f"{reason}:{rc_name}", passes) for reason, passes in col.reasons(amount, at)]
     return out
+
+
+def _lacks(trait: int) -> Callable[[frozenset[int]], bool]:
+    return lambda traits: trait not in traits
+
+
+def _has_any(any_of: frozenset[int]) -> Callable[[frozenset[int]], bool]:
+    return lambda traits: bool(any_of & traits)
 
 
 # ---- sharing providers ----------------------------------------------------------------

@@ -135,20 +135,25 @@ def _resized(array: np.ndarray, size: int, fill: object) -> np.ndarray:
 class RcColumn:
     """One resource class, dense over slots."""
 
-    _FILLS = {"has": False, "cap": 0.0, "used": 0, "free": -1.0, "min_unit": 0,
-              "max_unit": 0, "step": 1}
-    _TYPES = {"has": bool, "cap": np.float64, "used": np.int64, "free": np.float64,
-              "min_unit": np.int32, "max_unit": np.int32, "step": np.int32}
-
     def __init__(self, size: int) -> None:
-        for name, fill in self._FILLS.items():
-            setattr(self, name, np.full(size, fill, dtype=self._TYPES[name]))
+        self.has = np.zeros(size, bool)
+        self.cap = np.zeros(size, np.float64)     # (total - reserved) * allocation_ratio
+        self.used = np.zeros(size, np.int64)
+        self.free = np.full(size, -1.0)           # cap - used; -1 without the class
+        self.min_unit = np.zeros(size, np.int32)
+        self.max_unit = np.zeros(size, np.int32)
+        self.step = np.ones(size, np.int32)
         self.count = 0          # providers with this class
         self.any_step = False   # some step_size > 1 (else the modulo is skipped)
 
+    def _columns(self) -> dict[str, tuple[np.ndarray, object]]:
+        return {"has": (self.has, False), "cap": (self.cap, 0.0), "used": (self.used, 0),
+                "free": (self.free, -1.0), "min_unit": (self.min_unit, 0),
+                "max_unit": (self.max_unit, 0), "step": (self.step, 1)}
+
     def resize(self, size: int) -> None:
-        for name, fill in self._FILLS.items():
-            setattr(self, name, _resized(getattr(self, name), size, fill))
+        for name, (array, fill) in self._columns().items():
+            setattr(self, name, _resized(array, size, fill))
 
     def set(self, slot: int, inv: InventoryRecord) -> None:
         if not self.has[slot]:
@@ -166,8 +171,8 @@ class RcColumn:
     def remove(self, slot: int) -> None:
         if self.has[slot]:
             self.count -= 1
-        for name, fill in self._FILLS.items():
-            getattr(self, name)[slot] = fill
+        for array, fill in self._columns().values():
+            array[slot] = fill
 
     def fits(self, amount: int, at: Slots, units: bool = True) -> np.ndarray:
         """Bool per slot of ``at``: has the class and room for ``amount`` more
@@ -199,15 +204,16 @@ class RcColumn:
 class ProviderIndex:
     """Providers, their trees, inventories, usage, traits and aggregates."""
 
-    _COLUMNS = {"db_id": (np.int64, 0), "parent": (np.int32, -1), "root": (np.int32, 0),
-                "trait_sig": (np.int32, 0), "agg_sig": (np.int32, 0),
-                "alive": (bool, False), "in_tree": (bool, False)}
-
     def __init__(self, size: int = 16) -> None:
         self.n = 0
         self.size = size
-        for name, (dtype, fill) in self._COLUMNS.items():
-            setattr(self, name, np.full(size, fill, dtype=dtype))
+        self.db_id = np.zeros(size, np.int64)
+        self.parent = np.full(size, -1, np.int32)
+        self.root = np.zeros(size, np.int32)
+        self.trait_sig = np.zeros(size, np.int32)
+        self.agg_sig = np.zeros(size, np.int32)
+        self.alive = np.zeros(size, bool)
+        self.in_tree = np.zeros(size, bool)
         self.uuids: list[str | None] = []
         # Each uuid as JSON text, one fixed-width row per slot (render.py builds
         # many candidates at once from it); uuids of another width are counted
@@ -316,7 +322,8 @@ class ProviderIndex:
         if size <= self.size:
             return
         self.size = max(size, 2 * self.size)
-        for name, (_dtype, fill) in self._COLUMNS.items():
+        for name, fill in (("db_id", 0), ("parent", -1), ("root", 0), ("trait_sig", 0),
+                           ("agg_sig", 0), ("alive", False), ("in_tree", False)):
             setattr(self, name, _resized(getattr(self, name), self.size, fill))
         grown = np.zeros((self.size, UUID_JSON_WIDTH), np.uint8)
         grown[: len(self.uuid_json)] = self.uuid_json
@@ -397,10 +404,10 @@ class ProviderIndex:
             if rc_id not in wanted and col.has[slot]:
                 col.remove(slot)
         for rc_id, inv in wanted.items():
-            col = self.rc.get(rc_id)
-            if col is None:
-                col = self.rc[rc_id] = RcColumn(self.size)
-            col.set(slot, inv)
+            column = self.rc.get(rc_id)
+            if column is None:
+                column = self.rc[rc_id] = RcColumn(self.size)
+            column.set(slot, inv)
 
     def _remove(self, slot: int) -> None:
         self._set_traits(slot, frozenset())
@@ -463,15 +470,16 @@ class ProviderIndex:
         index.names = names
         index.n = n
         index.db_id[:n] = [p[0] for p in providers]
-        index.uuids = [p[1] for p in providers]
+        uuids: list[str] = [p[1] for p in providers]
+        index.uuids = list(uuids)
         slot = index.slot_of_id = {int(p[0]): i for i, p in enumerate(providers)}
-        index.slot_of_uuid = {u: i for i, u in enumerate(index.uuids)}
-        texts = [quote(u) for u in index.uuids]
+        index.slot_of_uuid = {u: i for i, u in enumerate(uuids)}
+        texts = [quote(u) for u in uuids]
         if all(len(t) == UUID_JSON_WIDTH for t in texts):
             if n:
                 index.uuid_json[:n] = np.frombuffer(b"".join(texts), np.uint8).reshape(n, -1)
         else:
-            for i, u in enumerate(index.uuids):
+            for i, u in enumerate(uuids):
                 index.uuids[i] = None
                 index._set_uuid(i, u)
         index.parent[:n] = [-1 if p[2] is None else slot[p[2]] for p in providers]
@@ -521,10 +529,10 @@ class ProviderIndex:
             # (total - reserved) * ratio in Python floats, exactly as Placement
             # computes it; numpy's float64 arithmetic gives the same result.
         for pid, rc, amount in usage:
-            col = self.rc.get(int(rc))
+            column = self.rc.get(int(rc))
             s = slot.get(pid)
-            if col is not None and s is not None and col.has[s]:
-                col.used[s] = int(amount or 0)
+            if column is not None and s is not None and column.has[s]:
+                column.used[s] = int(amount or 0)
         for col in self.rc.values():
             col.free = col.cap - col.used
             col.free[~col.has] = -1.0

@@ -192,8 +192,7 @@ def _chunks(index: ProviderIndex, options: Options) -> Iterator[Slots]:
     n = index.n
     order = None
     if options.randomize:
-        order = np.arange(n)
-        options.rng.shuffle(order)
+        order = np.random.default_rng(options.rng.getrandbits(64)).permutation(n)
     size = n if options.limit is None else max(FIRST_CHUNK, 8 * options.limit)
     lo = 0
     while lo < n:
@@ -223,9 +222,9 @@ def _anchor_streams(index: ProviderIndex, plan: Plan, options: Options
             if cut > start:
                 yield slots[singles[start:cut]].tolist()
                 start = cut
-            anchor = int(slots[pos])
-            if choices[anchor] is not None:
-                yield _unseen(index, search.run(choices[anchor], rng, budget), seen)
+            tree_choices = choices[int(slots[pos])]
+            if tree_choices is not None:
+                yield _unseen(index, search.run(tree_choices, rng, budget), seen)
         if start < len(singles):
             yield slots[singles[start:]].tolist()
 
@@ -278,17 +277,16 @@ def tree_options(index: ProviderIndex, plan: Plan, roots: list[int]
     out: dict[int, list[list[int]] | None] = {}
     for i, root in enumerate(roots):
         lo, hi = bounds[i], bounds[i + 1]
-        choices = []
+        choices: list[list[int]] = []
         for ok, lenders in ok_by_slot:
             found = flat[lo:hi][ok[lo:hi]].tolist()
             extra = [s for s, lent in lenders if root in lent and s not in found]
             if extra:
                 found = sorted(found + extra)
             if not found:
-                choices = None
                 break
             choices.append(found)
-        out[root] = choices
+        out[root] = choices if len(choices) == len(ok_by_slot) else None
     return out
 
 
@@ -360,7 +358,7 @@ def _whole_trees(index: ProviderIndex, items: list[int | Candidate]) -> list[int
     if len(out) < len(items):
         root = index.root
         roots = {int(root[p]) for c in items if type(c) is Candidate
-                 for p in c.used()}  # type: ignore[union-attr]
+                 for p in c.used()}
         out = out.union(*(index.tree(r) for r in roots))
     return sorted(out)
 
