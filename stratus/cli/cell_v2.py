@@ -11,6 +11,7 @@ Commands (flags spelled as nova-manage spells them)::
     cell_v2 discover_hosts [--cell_uuid UUID] [--verbose]
     cell_v2 list_hosts     [--cell_uuid UUID]
     api_db sync | version
+    db sync [--cell_uuid UUID]   (every mapped cell's database, cell0 included)
 
 Exit codes (the same for every command)::
 
@@ -115,6 +116,15 @@ def add_commands(top: Any) -> None:
     p = _command(asub, "version", "print the API database's schema revision, or 'empty'",
                  run_dir=False)
     p.set_defaults(func=cmd_api_db_version)
+
+    cdb = common.add_parser(top, "db", help="cell database schemas",
+                            description="Cell database schema migrations, for every cell the "
+                            "API database maps (cell0 included).", options=False)
+    csub = cdb.add_subparsers(dest="action", metavar="ACTION")
+    p = _command(csub, "sync", "migrate every mapped cell's database to the current schema "
+                 "(safe to repeat)", run_dir=False)
+    p.add_argument("--cell_uuid", metavar="UUID", help="only this cell (uuid or name)")
+    p.set_defaults(func=cmd_db_sync)
 
 
 def _doc_block() -> str:
@@ -503,3 +513,39 @@ def cmd_api_db_version(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     return 0
+
+
+def cmd_db_sync(args: argparse.Namespace) -> int:
+    import stratus.cells
+    from stratus.cells import mappings
+    from stratus.storage import engine as db
+    from stratus.storage import migrate
+
+    location = os.path.join(os.path.dirname(stratus.cells.__file__), "migrations")
+
+    def work(_config: configuration.Config, engine: Any) -> int:
+        with db.read(engine) as conn:
+            cells = ([mappings.get_cell(conn, args.cell_uuid)] if args.cell_uuid
+                     else mappings.list_cells(conn))
+        failed = False
+        for cell in cells:
+            try:
+                cell_engine = db.create_engine(cell.database_connection)
+            except Exception as exc:
+                failed = True
+                _warn(f"cell {_label(cell)}: cannot use its database URL: "
+                      f"{common.db_error(exc)}")
+                continue
+            try:
+                migrate.upgrade(cell_engine, location)
+                print(f"cell {_label(cell)}: database at revision "
+                      f"{migrate.current(cell_engine)}")
+            except Exception as exc:
+                failed = True
+                _warn(f"cell {_label(cell)}: cannot migrate its database "
+                      f"{mask_url(cell.database_connection)}: {common.db_error(exc)}")
+            finally:
+                cell_engine.dispose()
+        return NOT_FOUND if failed else 0
+
+    return _with_api(args, work)

@@ -272,3 +272,20 @@ def test_help_names_every_command_and_flag():
                  "--disable", "--enable", "--run-dir", "[api_database] connection"):
         assert flag in text, flag
     assert os.path.basename(sys.executable)  # the venv runs the commands
+
+
+def test_db_sync_migrates_every_mapped_cell_database(tmp_path):
+    manage = Manage(tmp_path, cli_helpers.clean_env())
+    manage.ok("api_db", "sync")
+    manage.ok("cell_v2", "map_cell0")
+    manage.ok("cell_v2", "create_cell", "--name", "fresh", "--transport-url", "inproc://f",
+              "--database_connection", f"sqlite:///{tmp_path}/fresh.db")
+    # Before: a cell whose database has no schema cannot be read.
+    assert manage("cell_v2", "discover_hosts").returncode == 1
+    out = manage.ok("db", "sync")
+    assert re.search(r"cell cell0 \(0{8}-0{4}-0{4}-0{4}-0{12}\): database at revision \w+",
+                     out), out
+    assert re.search(r"cell fresh \(.*\): database at revision \w+", out), out
+    assert manage.ok("cell_v2", "discover_hosts").strip() == \
+        "Found 0 compute host(s) in 1 cell(s); mapped 0 new."
+    assert manage.ok("db", "sync", "--cell_uuid", "fresh").count("database at revision") == 1
