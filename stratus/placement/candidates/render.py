@@ -175,7 +175,8 @@ def summary_dict(index: ProviderIndex, slot: int, shape: Shape,
                                          "used": int(col.used[slot])}
     out: dict[str, object] = {"resources": resources}
     if shape.traits:
-        out["traits"] = sorted(names.trait_name[t] for t in index.trait_set(slot))
+        # Trait id order (standard traits before custom ones), as Placement lists them.
+        out["traits"] = [names.trait_name[t] for t in sorted(index.trait_set(slot))]
     if shape.nested:
         parent = int(index.parent[slot])
         out["parent_provider_uuid"] = index.uuids[parent] if parent >= 0 else None
