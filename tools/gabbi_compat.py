@@ -216,9 +216,13 @@ def free_port() -> int:
 
 
 class StratusTarget:
-    """One uvicorn server; each file swaps in an app on a fresh SQLite database."""
+    """One uvicorn server; each file swaps in an app on a fresh database.
 
-    def __init__(self, workdir: str) -> None:
+    SQLite by default (a copy of a migrated template per file); with ``server_url``
+    (PostgreSQL or MariaDB) a scratch database is created, migrated and dropped per file.
+    """
+
+    def __init__(self, workdir: str, server_url: str | None = None) -> None:
         import uvicorn
         from a2wsgi import WSGIMiddleware
 
@@ -226,7 +230,9 @@ class StratusTarget:
         from stratus.storage import engine as db
 
         self.workdir = workdir
+        self.server_url = server_url
         self.template = os.path.join(workdir, "template.db")
+        # The SQLite template is cheap and also checks the migrations run before any file.
         engine = db.create_engine(f"sqlite:///{self.template}")
         placement_db.sync(engine)
         with engine.connect() as conn:
@@ -252,13 +258,26 @@ class StratusTarget:
 
     @contextlib.contextmanager
     def serving(self, name: str, fixture: Fixture, rules: dict[str, str] | None) -> Iterator[str]:
-        from stratus import config as configuration
         from stratus.placement import service
+        from stratus.placement.http.app import build_wsgi
 
-        path = os.path.join(self.workdir, f"{name}.db")
-        shutil.copy(self.template, path)
+        with self._fresh_database(name) as db_url:
+            config = self._config(name, fixture, rules, db_url)
+            # make_app() without losing the engine, which must be closed before a DROP.
+            placement = service.make_placement(config, sync=False)
+            self._app = build_wsgi(placement)
+            try:
+                yield self.url
+            finally:
+                self._app = None
+                placement.engine.dispose()
+
+    def _config(self, name: str, fixture: Fixture, rules: dict[str, str] | None,
+                db_url: str) -> Any:
+        from stratus import config as configuration
+
         overrides: dict[tuple[str, str], Any] = {
-            ("placement_database", "connection"): f"sqlite:///{path}",
+            ("placement_database", "connection"): db_url,
             ("api", "auth_strategy"): "noauth2",
             ("oslo_policy", "enforce_new_defaults"): fixture.new_defaults,
             # A file that cannot exist, so an /etc policy never leaks in.
@@ -272,15 +291,40 @@ class StratusTarget:
         if fixture.cors:
             overrides[("cors", "allowed_origin")] = [CORS_ORIGIN]
             overrides[("cors", "allow_headers")] = [CORS_HEADERS]
-        config = configuration.load([], environ={}, overrides=overrides)
-        self._app = service.make_app(config, sync=False)
+        return configuration.load([], environ={}, overrides=overrides)
+
+    @contextlib.contextmanager
+    def _fresh_database(self, name: str) -> Iterator[str]:
+        import sqlalchemy as sa
+
+        from stratus.placement import db as placement_db
+        from stratus.storage import engine as db
+
+        if not self.server_url:
+            path = os.path.join(self.workdir, f"{name}.db")
+            shutil.copy(self.template, path)
+            try:
+                yield f"sqlite:///{path}"
+            finally:
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(OSError):
+                        os.remove(path + suffix)
+            return
+        scratch = f"stratus_gabbi_{os.getpid()}_{int(time.time() * 1000) % 10**8}"
+        admin = db.create_engine(self.server_url, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"CREATE DATABASE {scratch}")
+        url = sa.engine.make_url(db.normalize_url(self.server_url)).set(database=scratch)
+        db_url = url.render_as_string(hide_password=False)
         try:
-            yield self.url
+            engine = db.create_engine(db_url)
+            placement_db.sync(engine)
+            engine.dispose()
+            yield db_url
         finally:
-            self._app = None
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(OSError):
-                    os.remove(path + suffix)
+            with admin.connect() as conn:
+                conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {scratch}")
+            admin.dispose()
 
     def close(self) -> None:
         self.server.should_exit = True
@@ -586,6 +630,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="stratus: in-process server (default); cli: one `stratus "
                              "placement-api` per file; peer: openstack-placement itself")
     parser.add_argument("--peer-venv", default="/work/peer/venv")
+    parser.add_argument("--db-server", metavar="URL",
+                        help="run Stratus on PostgreSQL or MariaDB: a server URL under which a "
+                             "scratch database is created per file (e.g. "
+                             "postgresql://postgres@127.0.0.1:5432/postgres)")
     parser.add_argument("--json", help="write every result, per test, to this file")
     parser.add_argument("--markdown", help="update the generated table in this Markdown file")
     parser.add_argument("-v", "--verbose", action="count", default=0,
@@ -621,7 +669,7 @@ def main(argv: list[str] | None = None) -> int:
 
             # Setup failures and test failures are reported here; keep the server quiet.
             logging.disable(logging.CRITICAL)
-            target = StratusTarget(workdir)
+            target = StratusTarget(workdir, args.db_server)
         try:
             results = run_files(paths, target, args.venv, progress)
         finally:
