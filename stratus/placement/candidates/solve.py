@@ -214,15 +214,21 @@ def _anchor_streams(index: ProviderIndex, plan: Plan, options: Options
         simple_ok, complex_ = _classify(index, plan, at)
         singles = np.flatnonzero(simple_ok)
         trees = np.flatnonzero(complex_)
-        choices = tree_options(index, plan, slots[trees].tolist()) if len(trees) else {}
+        tree_roots = slots[trees].tolist()
+        choices: dict[int, list[list[int]] | None] = {}
+        block = 32
         # Single-provider roots between two trees go out as one batch.
         cuts = np.searchsorted(singles, trees).tolist()
         start = 0
-        for cut, pos in zip(cuts, trees.tolist(), strict=True):
+        for i, (cut, root) in enumerate(zip(cuts, tree_roots, strict=True)):
             if cut > start:
                 yield slots[singles[start:cut]].tolist()
                 start = cut
-            tree_choices = choices[int(slots[pos])]
+            if root not in choices:
+                # Trees' choices in growing blocks: a limit met early spares the rest.
+                choices.update(tree_options(index, plan, tree_roots[i:i + block]))
+                block *= 2
+            tree_choices = choices[root]
             if tree_choices is not None:
                 yield _unseen(index, search.run(tree_choices, rng, budget), seen)
         if start < len(singles):
@@ -245,6 +251,12 @@ def quick_checks(index: ProviderIndex, plan: Plan, at: Slots,
     ok = np.ones(len(index.alive[at]), bool) if ok is None else ok.copy()
     if plan.isolate and sum(not g.spread for g in plan.groups) > 1:
         return np.zeros_like(ok)
+    # Cheapest first: the provider must have every class asked for at all.
+    for rc in plan.totals:
+        col = index.column(rc)
+        if col is None:
+            return np.zeros_like(ok)
+        ok &= col.has[at]
     for g in plan.groups:
         if not ok.any():
             return ok
