@@ -55,6 +55,10 @@ class Options:
     breadth_first: bool = False
     max_candidates: int = -1
     rng: random.Random = field(default_factory=random.Random)
+    # How many slots the first chunk, and trees the first block, take (the
+    # defaults suit large clouds; tests use tiny ones to exercise the seams).
+    first_chunk: int | None = None
+    first_tree_block: int = 32
 
 
 @dataclass
@@ -193,7 +197,10 @@ def _chunks(index: ProviderIndex, options: Options) -> Iterator[Slots]:
     order = None
     if options.randomize:
         order = np.random.default_rng(options.rng.getrandbits(64)).permutation(n)
-    size = n if options.limit is None else max(FIRST_CHUNK, 8 * options.limit)
+    if options.first_chunk is not None:
+        size = options.first_chunk
+    else:
+        size = n if options.limit is None else max(FIRST_CHUNK, 8 * options.limit)
     lo = 0
     while lo < n:
         hi = min(n, lo + size)
@@ -216,7 +223,7 @@ def _anchor_streams(index: ProviderIndex, plan: Plan, options: Options
         trees = np.flatnonzero(complex_)
         tree_roots = slots[trees].tolist()
         choices: dict[int, list[list[int]] | None] = {}
-        block = 32
+        block = options.first_tree_block
         # Single-provider roots between two trees go out as one batch.
         cuts = np.searchsorted(singles, trees).tolist()
         start = 0
