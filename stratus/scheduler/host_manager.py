@@ -11,8 +11,10 @@ answer is skipped with a warning and reported; the others still schedule.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import datetime as dt
 import logging
+import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -29,6 +31,7 @@ from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
 CHUNK = 500  # uuids per IN (...) clause: well under every backend's parameter limit
+POOL_SIZE = 16
 
 
 @dataclass
@@ -53,6 +56,17 @@ class HostManager:
         self.service_down_time = service_down_time
         self.cell_timeout = cell_timeout
         self._now = now
+        # One pool for the life of the manager: starting threads per request cost
+        # more than the cells' queries themselves (and far more on a busy machine).
+        # A cell that hangs keeps its worker; when too many are held, a request gets
+        # a throwaway pool instead, so hung cells never starve the healthy ones.
+        self._pool = cf.ThreadPoolExecutor(max_workers=POOL_SIZE,
+                                           thread_name_prefix="cell-scatter")
+        self._busy = 0
+        self._busy_lock = threading.Lock()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def cells_for(self, requested_cell: str | None = None) -> list[CellMapping]:
         """Enabled cells, plus the requested destination cell even if it is disabled."""
@@ -78,8 +92,20 @@ class HostManager:
         if not wanted or not cells:
             return out
         now = self._now()
-        gathered = scatter_gather(cells, lambda cell: self._read_cell(cell, wanted, now),
-                                  timeout=self.cell_timeout)
+        with self._busy_lock:   # workers still inside a cell's query (hung ones too)
+            shared = self._busy + len(cells) <= POOL_SIZE
+
+        def read(cell: CellMapping) -> list[HostState]:
+            with self._busy_lock:
+                self._busy += 1
+            try:
+                return self._read_cell(cell, wanted, now)
+            finally:
+                with self._busy_lock:
+                    self._busy -= 1
+
+        gathered = scatter_gather(cells, read, timeout=self.cell_timeout,
+                                  executor=self._pool if shared else None)
         zones = host_zones or {}
         for states in gathered.results.values():
             for state in states:

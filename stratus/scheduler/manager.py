@@ -127,13 +127,14 @@ class SchedulerManager:
             LOG.warning("cell %s skipped while scheduling: %s", cell_uuid, why)
             counts[f"cell {cell_uuid} skipped ({why})"] += 1
         hosts = []
+        usage = _tree_usage(found.provider_summaries)
         for root, requests in by_root.items():
             state = states.hosts.get(root)
             if state is None:
                 counts["not a compute node of an enabled cell"] += 1
                 continue
             state.allocation_requests = requests
-            _overlay_usage(state, root, found.provider_summaries)
+            _apply_usage(state, usage.get(root, {}))
             hosts.append(state)
         passed, report = run_filters(hosts, spec, self.options.host_filters)
         counts.update(report.rejected)
@@ -240,31 +241,50 @@ def _by_root(allocation_requests: list[dict[str, Any]],
     """Allocation requests grouped by the root provider (the host) they allocate from.
 
     A request that also draws on a sharing provider (another tree) is filed under
-    the tree that holds most of its providers, the compute node's.
+    the tree that holds most of its providers, the compute node's (on a tie, the
+    tree of the first provider named).
     """
+    root_of = {rp: (summary.get("root_provider_uuid") or rp)
+               for rp, summary in summaries.items()}
     out: dict[str, list[dict[str, Any]]] = {}
     for ar in allocation_requests:
-        roots: Counter[str] = Counter()
-        for rp in ar["allocations"]:
-            roots[(summaries.get(rp) or {}).get("root_provider_uuid") or rp] += 1
-        root = roots.most_common(1)[0][0]
+        providers = ar["allocations"]
+        if len(providers) == 1:   # the common case: one provider, no counting
+            rp = next(iter(providers))
+            root = root_of.get(rp, rp)
+        else:
+            roots: Counter[str] = Counter(root_of.get(rp, rp) for rp in providers)
+            root = roots.most_common(1)[0][0]
         out.setdefault(root, []).append(ar)
     return out
 
 
-def _overlay_usage(state: HostState, root: str,
-                   summaries: Mapping[str, Mapping[str, Any]]) -> None:
-    """Placement's capacity and usage for the host's tree replace the cell's figures
-    (Placement is the book of record; the cell's compute_nodes row may lag)."""
-    totals: dict[str, list[int]] = {}
+Usage = dict[str, list[int]]   # resource class -> [capacity, used], summed over one tree
+
+
+def _tree_usage(summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, Usage]:
+    """Placement's capacity and usage per tree (root uuid), in one pass over the
+    summaries (per host it would be hosts x summaries: 10^6 steps at limit 1000)."""
+    out: dict[str, Usage] = {}
     for rp, summary in summaries.items():
-        if (summary.get("root_provider_uuid") or rp) != root:
-            continue
+        totals = out.setdefault(summary.get("root_provider_uuid") or rp, {})
         for rc, figures in (summary.get("resources") or {}).items():
             cap_used = totals.setdefault(rc, [0, 0])
             cap_used[0] += int(figures.get("capacity", 0))
             cap_used[1] += int(figures.get("used", 0))
+    return out
+
+
+def _apply_usage(state: HostState, totals: Usage) -> None:
+    """Placement's capacity and usage for the host's tree replace the cell's figures
+    (Placement is the book of record; the cell's compute_nodes row may lag)."""
     for rc, attr in (("VCPU", "vcpus"), ("MEMORY_MB", "memory_mb"), ("DISK_GB", "disk_gb")):
         if rc in totals:
             setattr(state, f"{attr}_total", totals[rc][0])
             setattr(state, f"{attr}_used", totals[rc][1])
+
+
+def _overlay_usage(state: HostState, root: str,
+                   summaries: Mapping[str, Mapping[str, Any]]) -> None:
+    """One host's overlay (tests); select_destinations computes every tree at once."""
+    _apply_usage(state, _tree_usage(summaries).get(root, {}))
