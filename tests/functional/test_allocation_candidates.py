@@ -325,6 +325,13 @@ def test_member_of_from_1_21(client, world):
     assert resp.status_code == 400 and "must be prefixed with the 'in:'" in resp.text
     assert client.get(f"/allocation_candidates?resources=VCPU:1&member_of={AGG_A}",
                       version="1.20").status_code == 400
+    for query, version in ((f"member_of={AGG_A}&member_of={AGG_B}", "1.23"),
+                           (f"member_of=!{AGG_A}", "1.31")):
+        resp = client.get(f"/allocation_candidates?resources=VCPU:1&{query}", version=version)
+        assert resp.status_code == 400, (query, version)
+    # String suffixes arrive at 1.33.
+    assert client.get("/allocation_candidates?resources_X=VCPU:1",
+                      version="1.32").status_code == 400
 
 
 def test_root_required_from_1_35(client, world):

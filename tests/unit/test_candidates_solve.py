@@ -374,6 +374,14 @@ def test_every_candidate_respects_every_constraint(case: tuple[list[P], Candidat
         numbered = [mapping[g.suffix] for g in req.groups if g.same_provider]
         if req.group_policy == "isolate":
             assert len(frozenset().union(*numbered)) == len(numbered)
+        for subtree in req.same_subtrees:
+            chosen = set().union(*(mapping[s] for s in subtree))
+            common = set.intersection(*(ancestors(world, u) for u in chosen))
+            assert common & chosen
+        for g in req.groups:
+            if g.in_tree and g.resources:
+                tree = root_of(world, by[g.in_tree]).uuid
+                assert {root_of(world, by[u]).uuid for u in mapping[g.suffix]} == {tree}
         # One anchor tree, plus sharing providers.
         assert len({r for r in roots if SHARING_TRAIT not in by[r].traits}) <= 1
 
