@@ -315,8 +315,8 @@ class ProviderIndex:
             self._rebuild_members(touched_roots, [self.slot_of_id[r.id] for r in records])
         if shape_changed:
             self._anchor_cache.clear()
-            # A child's summary names its parent and root, which may have moved.
-            self.fragments.clear()
+        # (A rendered summary depends only on its own provider: parent and root
+        # are named by uuid, and a provider that moves is itself among the changed.)
 
     def _ensure_size(self, size: int) -> None:
         if size <= self.size:
