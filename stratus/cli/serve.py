@@ -120,6 +120,10 @@ def _serve_placement(args: argparse.Namespace, db_url: str | None, workers: int)
     print(f"Placement API: http://{args.host}:{args.port}/  (database: "
           f"{common.redact(config.placement_db_url)}, workers: {workers}, "
           f"auth: {config.get('api', 'auth_strategy')})", flush=True)
+    # uvicorn stops on SIGTERM/SIGINT, then raises the signal again for the handlers it
+    # found: quiet ones, so a requested stop exits 0 instead of dying by the signal.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: None)
     uvicorn.run(
         "stratus.placement.service:asgi_factory",
         factory=True,
@@ -129,6 +133,7 @@ def _serve_placement(args: argparse.Namespace, db_url: str | None, workers: int)
         log_level="info" if config.get("DEFAULT", "debug") else "warning",
         access_log=bool(config.get("DEFAULT", "debug")),
     )
+    print("Placement API stopped", flush=True)
     return 0
 
 
