@@ -1,0 +1,319 @@
+"""Stratus distributed: every role its own process, RabbitMQ between them, a database per
+role and per cell on PostgreSQL or MariaDB.
+
+Needs ``STRATUS_TEST_RABBIT_URL`` and ``STRATUS_TEST_POSTGRES_URL`` and/or
+``STRATUS_TEST_MYSQL_URL`` (each database variant skips without its variable and
+says why; with ``CI`` set a missing or unreachable backend fails).
+
+Processes: ``stratus placement-api``, ``stratus api``, ``stratus scheduler``,
+``stratus conductor`` (one on the API bus, one per cell bus for reschedules, as
+cell conductors), and ``stratus compute --host`` x3 in two cells. Databases:
+placement, api, cell0, cell1, cell2, each its own scratch database. Buses: one
+RabbitMQ virtual host per cell plus one for the API level, made with
+``rabbitmqctl`` when this test runs as root beside the broker; otherwise one
+namespace per cell in the given virtual host (``?namespace=``, non-durable so
+nothing is left behind). The test prints which it used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid as uuidlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import pytest
+
+from stratus import bus
+from tests.functional import cli_helpers
+
+pytestmark = pytest.mark.backend
+
+RABBIT_ENV = "STRATUS_TEST_RABBIT_URL"
+PLACEMENT = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
+DISABLED = "COMPUTE_STATUS_DISABLED"
+HOSTS = {"cmp-a": "cell1", "cmp-b": "cell1", "cmp-c": "cell2"}
+
+
+def _unavailable(message: str) -> None:
+    if cli_helpers.in_ci():
+        pytest.fail(f"{message} (CI is set, so a missing backend is a failure)")
+    pytest.skip(message)
+
+
+@pytest.fixture
+def rabbit_url() -> str:
+    base = os.environ.get(RABBIT_ENV, "")
+    if not base:
+        _unavailable(f"the distributed test needs ${RABBIT_ENV} (RabbitMQ)")
+    try:
+        from stratus.bus.amqp import AmqpTransport
+
+        AmqpTransport(base, connect_timeout=3).close()
+    except bus.TransportError as exc:
+        _unavailable(f"RabbitMQ at ${RABBIT_ENV} is unreachable: {exc}")
+    return base
+
+
+def _rabbitmqctl(*args: str) -> None:
+    subprocess.run(["rabbitmqctl", *args], check=True, capture_output=True, timeout=60)
+
+
+@contextlib.contextmanager
+def bus_urls(base: str, names: list[str]) -> Iterator[tuple[dict[str, str], str]]:
+    """name -> transport URL, and how they are kept apart ("vhost" or "namespace")."""
+    prefix = f"stratus-test-{uuidlib.uuid4().hex[:8]}"
+    parts = urlsplit(base)
+    local = parts.hostname in ("127.0.0.1", "localhost", "::1")
+    made: list[str] = []
+    if local and shutil.which("rabbitmqctl") and os.geteuid() == 0:
+        try:
+            for name in names:
+                vhost = f"{prefix}-{name}"
+                _rabbitmqctl("add_vhost", vhost)
+                made.append(vhost)
+                _rabbitmqctl("set_permissions", "-p", vhost, parts.username or "guest",
+                             ".*", ".*", ".*")
+        except (subprocess.SubprocessError, OSError):
+            for vhost in made:
+                with contextlib.suppress(subprocess.SubprocessError, OSError):
+                    _rabbitmqctl("delete_vhost", vhost)
+            made = []
+    try:
+        if made:
+            yield ({n: urlunsplit(parts._replace(path=f"/{prefix}-{n}", query=""))
+                    for n in names}, "vhost")
+        else:
+            sep = "&" if parts.query else "?"
+            yield ({n: f"{base}{sep}namespace={prefix}-{n}&durable=false" for n in names},
+                   "namespace")
+    finally:
+        for vhost in made:
+            with contextlib.suppress(subprocess.SubprocessError, OSError):
+                _rabbitmqctl("delete_vhost", vhost)
+
+
+class Proc:
+    def __init__(self, tmp_path: Path, name: str, args: list[str], env: dict[str, str]):
+        self.name = name
+        self.log = tmp_path / f"{name}.log"
+        with open(self.log, "w") as out:
+            self.popen = subprocess.Popen(
+                [*cli_helpers.command("stratus"), *args], stdout=out, stderr=subprocess.STDOUT,
+                env=env, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_for(self, text: str, seconds: float = 90) -> None:
+        deadline = time.monotonic() + seconds
+        while text not in self.output():
+            if self.popen.poll() is not None:
+                raise AssertionError(f"{self.name} exited {self.popen.returncode}:\n"
+                                     f"{self.output()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.name}: {text!r} not seen:\n{self.output()}")
+            time.sleep(0.1)
+
+    def stop(self) -> int:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(timeout=10)
+        return int(self.popen.returncode)
+
+    def kill(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.kill()
+            self.popen.wait(timeout=10)
+
+
+class Cloud:
+    """The processes, and the operator's commands against them."""
+
+    def __init__(self, tmp_path: Path, dbs: dict[str, str], buses: dict[str, str]) -> None:
+        self.tmp, self.dbs, self.buses = tmp_path, dbs, buses
+        self.placement_url = f"http://127.0.0.1:{cli_helpers.free_port()}"
+        self.api_url = f"http://127.0.0.1:{cli_helpers.free_port()}"
+        self.env = cli_helpers.clean_env(
+            OS_API_DATABASE__CONNECTION=dbs["api"],
+            OS_PLACEMENT_CLIENT__ENDPOINT=self.placement_url,
+            STRATUS_API_URL=self.api_url, STRATUS_PLACEMENT_URL=self.placement_url,
+            # Heartbeats every 2s: a restarted compute is up again quickly.
+            OS_COMPUTE__REPORT_INTERVAL="2")
+        self.procs: dict[str, Proc] = {}
+
+    def start(self, name: str, *args: str, ready: str) -> Proc:
+        proc = Proc(self.tmp, name, [*args, "--data-dir", str(self.tmp)], self.env)
+        self.procs[name] = proc
+        proc.wait_for(ready)
+        return proc
+
+    def manage(self, *args: str) -> str:
+        result = cli_helpers.run("stratus-manage", *args, "--data-dir", str(self.tmp),
+                                 env=self.env, timeout=120)
+        assert result.returncode == 0, f"stratus-manage {args}: {result.stderr}"
+        return result.stdout
+
+    def client(self, *args: str) -> Any:
+        import json
+
+        result = cli_helpers.run("stratus", *args, "--json", env=self.env, timeout=300)
+        assert result.returncode == 0, f"stratus {args}: {result.stderr}"
+        return json.loads(result.stdout) if result.stdout.strip() else None
+
+    def placement(self, path: str) -> Any:
+        resp = httpx.get(self.placement_url + path, headers=PLACEMENT, timeout=30)
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
+    def provider(self, host: str) -> str:
+        [rp] = self.placement(f"/resource_providers?name={host}")["resource_providers"]
+        return str(rp["uuid"])
+
+    def start_compute(self, host: str) -> Proc:
+        cell = HOSTS[host]
+        return self.start(host, "compute", "--host", host, "--cell-db", self.dbs[cell],
+                          "--transport-url", self.buses[cell],
+                          "--placement-url", self.placement_url, ready=f"compute {host}:")
+
+    def close(self) -> None:
+        for proc in reversed(list(self.procs.values())):
+            proc.kill()
+
+
+@pytest.fixture(params=["POSTGRES", "MYSQL"])
+def databases(request) -> Iterator[dict[str, str]]:
+    with contextlib.ExitStack() as stack:
+        yield {role: stack.enter_context(cli_helpers.scratch_database(request.param))
+               for role in ("placement", "api", "cell0", "cell1", "cell2")}
+
+
+def host_of(server: dict[str, Any]) -> str:
+    return str(server["OS-EXT-SRV-ATTR:host"])
+
+
+def test_distributed_processes_over_rabbitmq(rabbit_url, databases, tmp_path, capsys):
+    with bus_urls(rabbit_url, ["api", "cell1", "cell2"]) as (buses, mode):
+        where = [urlsplit(u).path + (f"?{urlsplit(u).query}" if urlsplit(u).query else "")
+                 for u in buses.values()]
+        with capsys.disabled():
+            print(f"\n[distributed] buses kept apart by {mode}: {', '.join(where)}")
+        cloud = Cloud(tmp_path, databases, buses)
+        try:
+            run_scenario(cloud)
+        finally:
+            cloud.close()
+
+
+def run_scenario(cloud: Cloud) -> None:
+    dbs, buses = cloud.dbs, cloud.buses
+    # ---- the operator sets up databases and cells ----
+    cloud.start("placement-api", "placement-api", "--db", dbs["placement"], "--port",
+                cloud.placement_url.rsplit(":", 1)[1], ready="Placement API:")
+    cloud.manage("api_db", "sync")
+    cloud.manage("cell_v2", "map_cell0", "--database_connection", dbs["cell0"])
+    for cell in ("cell1", "cell2"):
+        cloud.manage("cell_v2", "create_cell", "--name", cell, "--transport-url", buses[cell],
+                     "--database_connection", dbs[cell])
+    synced = cloud.manage("db", "sync")
+    assert synced.count("database at revision") == 3, synced
+
+    common = ["--transport-url", buses["api"], "--placement-url", cloud.placement_url]
+    cloud.start("scheduler", "scheduler", *common, "--run-dir", str(cloud.tmp / "run"),
+                ready="scheduler ")
+    cloud.start("conductor", "conductor", *common, "--name", "conductor-api",
+                ready="conductor ")
+    for cell in ("cell1", "cell2"):   # cell conductors: reschedules from that cell's computes
+        cloud.start(f"conductor-{cell}", "conductor", "--transport-url", buses[cell],
+                    "--placement-url", cloud.placement_url, "--name", f"conductor-{cell}",
+                    ready="conductor ")
+    cloud.start("api", "api", "--port", cloud.api_url.rsplit(":", 1)[1], *common,
+                ready="compute API:")
+    for host in HOSTS:
+        cloud.start_compute(host)
+    found = cloud.manage("cell_v2", "discover_hosts")
+    assert "mapped 3 new" in found, found
+    cloud.client("flavor", "create", "tiny", "--vcpus", "1", "--ram", "512", "--disk", "1")
+
+    # ---- servers land on every host ----
+    first = cloud.client("server", "create", "first", "--flavor", "tiny", "--count", "3",
+                         "--wait")
+    assert sorted(host_of(s) for s in first) == sorted(HOSTS)   # spread by the weighers
+    assert all(s["status"] == "ACTIVE" for s in first)
+
+    # ---- disabling a host: the trait, synchronously; the next servers land elsewhere ----
+    assert DISABLED not in set(cloud.placement(
+        f"/resource_providers/{cloud.provider('cmp-a')}/traits")["traits"])
+    cloud.client("service", "disable", "cmp-a", "--reason", "maintenance")
+    assert DISABLED in set(cloud.placement(
+        f"/resource_providers/{cloud.provider('cmp-a')}/traits")["traits"])
+    second = cloud.client("server", "create", "second", "--flavor", "tiny", "--count", "2",
+                          "--wait")
+    assert {host_of(s) for s in second} <= {"cmp-b", "cmp-c"}
+
+    # ---- a compute killed while servers are being built for it ----
+    cloud.client("server", "create", "third", "--flavor", "tiny", "--count", "4")
+    cloud.procs["cmp-c"].kill()   # SIGKILL: no goodbye, its heartbeat just stops
+    cloud.client("service", "force-down", "cmp-c")
+
+    def third_settled() -> list[dict[str, Any]] | None:
+        servers = [s for s in cloud.client("server", "list") if s["name"].startswith("third")]
+        shown = [cloud.client("server", "show", s["id"]) for s in servers]
+        done = all(s["status"] in ("ACTIVE", "ERROR") or host_of(s) == "cmp-c"
+                   for s in shown)
+        return shown if done and len(shown) == 4 else None
+
+    deadline = time.monotonic() + 120
+    while (third := third_settled()) is None:
+        assert time.monotonic() < deadline, "servers of the third batch never settled"
+        time.sleep(1)
+    # Whatever was meant for cmp-c (built, building, or never delivered) is deleted by
+    # the operator; with the compute down, the API deletes locally and frees Placement.
+    everything = cloud.client("server", "list")
+    on_c = [s["id"] for s in everything
+            if host_of(cloud.client("server", "show", s["id"])) == "cmp-c"]
+    if on_c:
+        cloud.client("server", "delete", *on_c)
+    remaining = {s["id"] for s in cloud.client("server", "list")}
+    assert remaining == {s["id"] for s in [*first, *second, *third]} - set(on_c)
+
+    # ---- the books: nothing leaked ----
+    c_usage = cloud.placement(f"/resource_providers/{cloud.provider('cmp-c')}/usages")
+    assert all(v == 0 for v in c_usage["usages"].values()), c_usage
+    consumers: set[str] = set()
+    for host in HOSTS:
+        allocs = cloud.placement(f"/resource_providers/{cloud.provider(host)}/allocations")
+        consumers |= set(allocs["allocations"])
+    assert consumers == remaining
+    vcpus = sum(cloud.placement(f"/resource_providers/{cloud.provider(h)}/usages")[
+        "usages"].get("VCPU", 0) for h in HOSTS)
+    assert vcpus == len(remaining)   # one tiny server, one VCPU
+
+    # ---- the killed compute comes back: queued work for deleted servers frees nothing twice
+    cloud.start_compute("cmp-c")
+    cloud.client("service", "force-down", "cmp-c", "--unset")
+    cloud.client("service", "enable", "cmp-a")
+    last = cloud.client("server", "create", "last", "--flavor", "tiny", "--count", "3",
+                        "--wait")
+    assert all(s["status"] == "ACTIVE" for s in last)
+    consumers = set()
+    for host in HOSTS:
+        consumers |= set(cloud.placement(
+            f"/resource_providers/{cloud.provider(host)}/allocations")["allocations"])
+    assert consumers == remaining | {s["id"] for s in last}
+
+    # ---- everything stops cleanly ----
+    for name, proc in reversed(list(cloud.procs.items())):
+        assert proc.stop() == 0, f"{name}:\n{proc.output()}"
