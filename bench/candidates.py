@@ -151,8 +151,23 @@ def machine() -> str:
             f"Python {platform.python_version()}; load average now {load}")
 
 
+def revision() -> str:
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, text=True,
+                             capture_output=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "stratus"], cwd=root, text=True,
+                               capture_output=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown revision"
+    return f"Stratus {rev}" + (" with uncommitted changes under stratus/" if dirty else "")
+
+
 def markdown(results: dict[int, list[ServerRun]], args: argparse.Namespace, db: str) -> str:
-    out = [f"Machine: {machine()}.  ",
+    out = [f"Machine: {machine()}.  ", f"Code: {revision()}; reference: openstack-placement "
+           f"{peer_tool.PEER_VERSION} under gunicorn.  ",
            f"Database: {db}; workers: Stratus {args.workers}, reference "
            f"{1 if db == 'sqlite' else args.workers}; microversion {VERSION}; "
            f"{args.repeats} timed repeats per query after one warm-up.", "",
