@@ -47,6 +47,10 @@ def add_commands(sub: Any) -> None:
                    + " (default libvirt)")
     p.add_argument("--fleet", metavar="FILE",
                    help="fleet file (YAML/JSON) giving this host's shape and aggregates")
+    p.add_argument("--cell-uuid", metavar="UUID",
+                   help="uuid of this host's cell: its root providers join the cell's "
+                   "Placement aggregate, so the scheduler can keep a disabled cell's hosts out "
+                   "of Placement's answer (stratus-manage cell_v2 list_cells shows it)")
     p.add_argument("--rpc-version", default=None, metavar="X.Y",
                    help="advertise an older ComputeRPC version, as a not-yet-upgraded "
                    "compute would (e.g. 1.0)")
@@ -54,9 +58,11 @@ def add_commands(sub: Any) -> None:
 
 
 def _driver(args: argparse.Namespace) -> Any:
+    from stratus.cells.aggregates import cell_aggregate_uuid
     from stratus.compute import drivers, fleet
     from stratus.compute.shapes import BaremetalNodes, IronicShape, LibvirtShape
 
+    cell_aggs = [cell_aggregate_uuid(args.cell_uuid)] if args.cell_uuid else []
     if args.fleet:
         try:
             spec = fleet.load_fleet(args.fleet).host(args.host)
@@ -68,12 +74,13 @@ def _driver(args: argparse.Namespace) -> Any:
         if args.driver and args.driver != spec.shape.driver:
             common.fail(f"--driver {args.driver} contradicts the fleet file, where "
                         f"{args.host} is {spec.shape.driver}", common.USAGE_ERROR)
-        return spec.create_driver()
+        return drivers.create_driver(args.host, spec.shape,
+                                     [*spec.aggregate_uuids, *cell_aggs])
     if args.driver == "ironic":
         return drivers.create_driver(args.host, IronicShape(
-            "default-ironic", (BaremetalNodes(4, "baremetal"),)))
+            "default-ironic", (BaremetalNodes(4, "baremetal"),)), cell_aggs)
     return drivers.create_driver(args.host, LibvirtShape(
-        "default", vcpus=16, memory_mb=65536, disk_gb=1000))
+        "default", vcpus=16, memory_mb=65536, disk_gb=1000), cell_aggs)
 
 
 def _cell_engine(url: str, sync: bool) -> Any:

@@ -23,6 +23,7 @@ import stratus.cells
 from stratus.bus import Bus, UnsupportedVersion
 from stratus.cells import schema as cell_schema
 from stratus.cells import services
+from stratus.cells.aggregates import cell_aggregate_uuid
 from stratus.cli.main import main as stratus_main
 from stratus.compute.api_helpers import set_host_enabled_if_supported
 from stratus.compute.drivers import IronicDriver, LibvirtDriver
@@ -475,10 +476,11 @@ def test_build_activates_a_failed_spawn_asks_the_conductor_and_terminate_deletes
 def test_stratus_compute_reports_its_host_and_stops_cleanly_on_sigterm(
         live_server, client, tmp_path):
     cell = f"sqlite:///{tmp_path / 'cell.db'}"
+    cell_uuid = "5b8a0c4e-9f43-4a55-9d0e-2f4b1c7a8e11"
     proc = subprocess.Popen(
         [*cli_helpers.command("stratus"), "compute", "--host", "cli-host", "--driver",
          "ironic", "--cell-db", cell, "--sync-db", "--placement-url", live_server.url,
-         "--transport-url", "inproc://cli"],
+         "--transport-url", "inproc://cli", "--cell-uuid", cell_uuid],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env=cli_helpers.clean_env(), stdin=subprocess.DEVNULL)
     try:
@@ -492,6 +494,10 @@ def test_stratus_compute_reports_its_host_and_stops_cleanly_on_sigterm(
         out, _ = proc.communicate(timeout=30)
     assert sorted(nodes) == [f"cli-host-node-{i}" for i in range(4)], out
     assert proc.returncode == 0, out
+    # --cell-uuid: every node's root joins its cell's aggregate (issue 5's request filter).
+    for rp in client.get("/resource_providers").json()["resource_providers"]:
+        aggs = client.get(f"/resource_providers/{rp['uuid']}/aggregates").json()["aggregates"]
+        assert cell_aggregate_uuid(cell_uuid) in aggs
     assert "compute cli-host stopped" in out
     engine = db.create_engine(cell)
     with db.read(engine) as conn:
