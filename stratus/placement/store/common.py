@@ -42,18 +42,32 @@ def bump_generation(conn: Connection, provider_id: int, expected: int | None = N
     ``placement.concurrent_update``. The UPDATE's row lock also serialises
     concurrent writers to the same provider until commit.
     """
-    rp = s.resource_providers
-    stmt = sa.update(rp).where(rp.c.id == provider_id)
+    params = {"provider": provider_id, "stamp": now()}
     if expected is not None:
-        stmt = stmt.where(rp.c.generation == expected)
-    result = conn.execute(stmt.values(generation=rp.c.generation + 1, updated_at=now()))
+        params["expected"] = expected
+    result = conn.execute(_BUMP if expected is None else _SWAP, params)
     if result.rowcount != 1:
         raise errors.ConcurrentUpdate(
             "resource provider generation conflict: another process changed the provider "
             "since you read it. Please update the generation and try again."
         )
-    new = conn.execute(sa.select(rp.c.generation).where(rp.c.id == provider_id)).scalar_one()
-    return int(new)
+    if expected is not None:
+        return expected + 1   # the swap matched ``expected`` and added one, under our lock
+    return int(conn.execute(_GENERATION, {"provider": provider_id}).scalar_one())
+
+
+# Built once (the claim path runs these per request; see store.allocations).
+_rp = s.resource_providers
+_BUMP = (sa.update(_rp).where(_rp.c.id == sa.bindparam("provider"))
+         .values(generation=_rp.c.generation + 1, updated_at=sa.bindparam("stamp")))
+_SWAP = _BUMP.where(_rp.c.generation == sa.bindparam("expected"))
+_GENERATION = sa.select(_rp.c.generation).where(_rp.c.id == sa.bindparam("provider"))
+_counter = s.change_counter
+_COUNT = (sa.update(_counter).where(_counter.c.id == 1)
+          .values(value=_counter.c.value + 1))
+_COUNT_RETURNING = _COUNT.returning(_counter.c.value)
+_COUNTER_VALUE = sa.select(_counter.c.value).where(_counter.c.id == 1)
+_LOG_CHANGES = sa.insert(s.provider_changes)
 
 
 def record_change(conn: Connection, provider_ids: Iterable[int | None]) -> int:
@@ -63,12 +77,14 @@ def record_change(conn: Connection, provider_ids: Iterable[int | None]) -> int:
     until commit, so counter values commit in order and a reader that has seen
     value N has seen every change up to N.
     """
-    counter = s.change_counter
-    conn.execute(sa.update(counter).where(counter.c.id == 1).values(value=counter.c.value + 1))
-    seq = int(conn.execute(sa.select(counter.c.value).where(counter.c.id == 1)).scalar_one())
+    if conn.dialect.update_returning:   # SQLite, PostgreSQL: one statement, not two
+        seq = int(conn.execute(_COUNT_RETURNING).scalar_one())
+    else:
+        conn.execute(_COUNT)
+        seq = int(conn.execute(_COUNTER_VALUE).scalar_one())
     rows = [{"seq": seq, "resource_provider_id": pid} for pid in set(provider_ids)]
     if rows:
-        conn.execute(sa.insert(s.provider_changes), rows)
+        conn.execute(_LOG_CHANGES, rows)
     return seq
 
 

@@ -79,11 +79,14 @@ def get(conn: Connection, uuid: str) -> Consumer | None:
     return None if row is None else _from_row(row)
 
 
+_GET_MANY = _select().where(s.consumers.c.uuid.in_(sa.bindparam("uuids", expanding=True)))
+
+
 def get_many(conn: Connection, uuids: Iterable[str]) -> dict[str, Consumer]:
     wanted = sorted(set(uuids))
     if not wanted:
         return {}
-    rows = conn.execute(_select().where(s.consumers.c.uuid.in_(wanted)))
+    rows = conn.execute(_GET_MANY, {"uuids": wanted})
     return {row.uuid: _from_row(row) for row in rows}
 
 
@@ -123,14 +126,43 @@ class OwnerIds:
     consumer_type: int | None
 
 
+def _known_ids(conn: Connection, projects: list[str], users: list[str], types: list[str]
+               ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """The ids of those projects, users and types that exist, in one statement."""
+    found: tuple[dict[str, int], dict[str, int], dict[str, int]] = ({}, {}, {})
+    for kind, key, row_id in conn.execute(_KNOWN_IDS, {"p": projects, "u": users, "t": types}):
+        found[kind][key] = int(row_id)
+    return found
+
+
+_p, _u, _t = s.projects, s.users, s.consumer_types
+_KNOWN_IDS = sa.union_all(
+    sa.select(sa.literal(0), _p.c.external_id, _p.c.id)
+    .where(_p.c.external_id.in_(sa.bindparam("p", expanding=True))),
+    sa.select(sa.literal(1), _u.c.external_id, _u.c.id)
+    .where(_u.c.external_id.in_(sa.bindparam("u", expanding=True))),
+    sa.select(sa.literal(2), _t.c.name, _t.c.id)
+    .where(_t.c.name.in_(sa.bindparam("t", expanding=True))),
+)
+
+
 def resolve_owners(conn: Connection, owners: Iterable[Owner]) -> dict[Owner, OwnerIds]:
     """Row ids for every owner, creating projects, users and types as needed, in lock order."""
     owners = list(owners)
-    projects = {p: ensure_external_id(conn, s.projects, p)
-                for p in sorted({o.project_id for o in owners})}
-    users = {u: ensure_external_id(conn, s.users, u) for u in sorted({o.user_id for o in owners})}
-    types = {t: type_id(conn, t)
-             for t in sorted({o.consumer_type for o in owners if o.consumer_type is not None})}
+    wanted_projects = sorted({o.project_id for o in owners})
+    wanted_users = sorted({o.user_id for o in owners})
+    wanted_types = sorted({o.consumer_type for o in owners if o.consumer_type is not None})
+    # Usually all of them exist: one read. Missing ones are created below, in lock order.
+    projects, users, types = _known_ids(conn, wanted_projects, wanted_users, wanted_types)
+    for name in wanted_projects:
+        if name not in projects:
+            projects[name] = ensure_external_id(conn, s.projects, name)
+    for name in wanted_users:
+        if name not in users:
+            users[name] = ensure_external_id(conn, s.users, name)
+    for name in wanted_types:
+        if name not in types:
+            types[name] = type_id(conn, name)
     return {
         o: OwnerIds(projects[o.project_id], users[o.user_id],
                     None if o.consumer_type is None else types[o.consumer_type])
@@ -144,17 +176,18 @@ def create(conn: Connection, uuid: str, owner: OwnerIds) -> int:
     Two writers creating the same consumer at once: the second waits on the
     unique uuid, then loses with a concurrent-update conflict.
     """
+    # No savepoint: a duplicate ends the whole write (409), so nothing after the
+    # failed INSERT needs the transaction.
     try:
-        with conn.begin_nested():
-            result = conn.execute(
-                sa.insert(s.consumers).values(
-                    uuid=uuid, project_id=owner.project, user_id=owner.user, generation=1,
-                    consumer_type_id=owner.consumer_type, created_at=now(),
-                )
-            )
+        result = conn.execute(_CREATE, {
+            "uuid": uuid, "project_id": owner.project, "user_id": owner.user, "generation": 1,
+            "consumer_type_id": owner.consumer_type, "created_at": now()})
     except sa.exc.IntegrityError:
         raise errors.ConcurrentUpdate(CONCURRENT) from None
     return int(result.inserted_primary_key[0])
+
+
+_CREATE = sa.insert(s.consumers)
 
 
 def advance(conn: Connection, current: Consumer, owner: OwnerIds) -> None:
