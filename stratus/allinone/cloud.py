@@ -233,6 +233,7 @@ class AllInOne:
         hosts = HostManager(self.cache, self.engines,
                             service_down_time=config.get("compute", "service_down_time"),
                             cell_timeout=config.get("scheduler", "cell_timeout"))
+        self.started.closers.append(hosts.close)   # its pool of cell readers
         api_bus.serve(SchedulerRPC, SchedulerManager(self.placement_client(), self.api_engine,
                                                      hosts, options), server="allinone")
         buses = CellBuses(api_bus, identity="conductor:allinone")

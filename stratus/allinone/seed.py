@@ -208,6 +208,12 @@ def create_missing(engine: Engine, hosts: Sequence[HostTrees]) -> list[str]:
     return created
 
 
+def _inserted_id(result: sa.CursorResult) -> int:
+    key = result.inserted_primary_key
+    assert key is not None
+    return int(key[0])
+
+
 def _ensure_names(conn: Connection, table: sa.Table, names: set[str]) -> dict[str, int]:
     """Name -> id; CUSTOM_ names are created, others must exist (they are seeded)."""
     ids: dict[str, int] = {}
@@ -218,8 +224,8 @@ def _ensure_names(conn: Connection, table: sa.Table, names: set[str]) -> dict[st
     stamp = now()
     for name in ordered:
         if name not in ids and name.startswith("CUSTOM_"):
-            ids[name] = int(conn.execute(sa.insert(table).values(
-                name=name, created_at=stamp)).inserted_primary_key[0])
+            ids[name] = _inserted_id(conn.execute(sa.insert(table).values(
+                name=name, created_at=stamp)))
     return ids
 
 
@@ -283,6 +289,5 @@ def _aggregate_ids(conn: Connection, uuids: set[str]) -> dict[str, int]:
                                 .where(agg.c.uuid.in_(part))).tuples().all())
     for uuid in ordered:
         if uuid not in ids:
-            ids[uuid] = int(conn.execute(sa.insert(agg).values(uuid=uuid))
-                            .inserted_primary_key[0])
+            ids[uuid] = _inserted_id(conn.execute(sa.insert(agg).values(uuid=uuid)))
     return ids
