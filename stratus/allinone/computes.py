@@ -72,6 +72,8 @@ class Heartbeats:
 
     def start(self) -> None:
         def run() -> None:
+            # At once first: the hosts started first registered a while ago.
+            self.beat()
             while not self._stop.wait(self.interval):
                 self.beat()
 
