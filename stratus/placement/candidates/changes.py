@@ -52,20 +52,23 @@ class LiveIndex:
             yield self._index
 
 
+# Statements run on every query are built once (building one costs more CPU than
+# SQLite spends running it).
+_COUNTER = sa.select(s.change_counter.c.value).where(s.change_counter.c.id == 1)
+_CHANGED = sa.select(s.provider_changes.c.resource_provider_id).where(
+    s.provider_changes.c.seq > sa.bindparam("after"),
+    s.provider_changes.c.seq <= sa.bindparam("upto"))
+
+
 def refresh(index: ProviderIndex | None, conn: Connection) -> ProviderIndex:
     """``index`` brought up to date (or a freshly loaded one, when that is needed)."""
-    value = conn.execute(
-        sa.select(s.change_counter.c.value).where(s.change_counter.c.id == 1)
-    ).scalar()
+    value = conn.execute(_COUNTER).scalar()
     value = int(value or 0)
     if index is None or index.seq is None or value < index.seq or index.needs_compaction():
         return load(conn, value)
     if value == index.seq:
         return index
-    pc = s.provider_changes
-    ids = set(conn.execute(
-        sa.select(pc.c.resource_provider_id).where(pc.c.seq > index.seq, pc.c.seq <= value)
-    ).scalars())
+    ids = set(conn.execute(_CHANGED, {"after": index.seq, "upto": value}).scalars())
     if None in ids:
         return load(conn, value)
     _partial(index, conn, {int(i) for i in ids})
@@ -179,43 +182,52 @@ def _records(conn: Connection, ids: list[int] | None) -> list[ProviderRecord]:
     return out
 
 
-def _records_where(conn: Connection, ids: list[int] | None) -> list[ProviderRecord]:
+def _record_queries(by_id: bool) -> tuple[sa.Select, ...]:
+    """The five reads behind provider records: all providers, or those in ``:ids``."""
     rp, inv, alloc = s.resource_providers, s.inventories, s.allocations
     rpt, rpa = s.resource_provider_traits, s.resource_provider_aggregates
 
     def only(column: sa.ColumnElement) -> list[sa.ColumnElement]:
-        return [] if ids is None else [column.in_(ids)]
+        return [column.in_(sa.bindparam("ids", expanding=True))] if by_id else []
 
-    used: dict[tuple[int, int], int] = {}
-    for pid, rc_id, total in conn.execute(
+    return (
         sa.select(alloc.c.resource_provider_id, alloc.c.resource_class_id,
                   sa.func.sum(alloc.c.used))
         .where(*only(alloc.c.resource_provider_id))
-        .group_by(alloc.c.resource_provider_id, alloc.c.resource_class_id)
-    ):
-        used[(pid, rc_id)] = int(total or 0)
-    inventories: dict[int, list[InventoryRecord]] = defaultdict(list)
-    for row in conn.execute(
+        .group_by(alloc.c.resource_provider_id, alloc.c.resource_class_id),
         sa.select(inv.c.resource_provider_id, inv.c.resource_class_id, inv.c.total,
                   inv.c.reserved, inv.c.min_unit, inv.c.max_unit, inv.c.step_size,
-                  inv.c.allocation_ratio).where(*only(inv.c.resource_provider_id))
-    ):
+                  inv.c.allocation_ratio).where(*only(inv.c.resource_provider_id)),
+        sa.select(rpt.c.resource_provider_id, rpt.c.trait_id)
+        .where(*only(rpt.c.resource_provider_id)),
+        sa.select(rpa.c.resource_provider_id, rpa.c.aggregate_id)
+        .where(*only(rpa.c.resource_provider_id)),
+        sa.select(rp.c.id, rp.c.uuid, rp.c.parent_provider_id, rp.c.root_provider_id)
+        .where(*only(rp.c.id)),
+    )
+
+
+_RECORD_QUERIES = {False: _record_queries(False), True: _record_queries(True)}
+
+
+def _records_where(conn: Connection, ids: list[int] | None) -> list[ProviderRecord]:
+    usage_q, inventory_q, trait_q, aggregate_q, provider_q = _RECORD_QUERIES[ids is not None]
+    params = {} if ids is None else {"ids": ids}
+    used: dict[tuple[int, int], int] = {}
+    for pid, rc_id, total in conn.execute(usage_q, params):
+        used[(pid, rc_id)] = int(total or 0)
+    inventories: dict[int, list[InventoryRecord]] = defaultdict(list)
+    for row in conn.execute(inventory_q, params):
         pid, rc_id = row[0], row[1]
         inventories[pid].append(InventoryRecord(
             rc_id, int(row[2]), int(row[3]), int(row[4]), int(row[5]), int(row[6]),
             float(row[7]), used.get((pid, rc_id), 0),
         ))
     traits: dict[int, set[int]] = defaultdict(set)
-    for pid, trait_id in conn.execute(
-        sa.select(rpt.c.resource_provider_id, rpt.c.trait_id)
-        .where(*only(rpt.c.resource_provider_id))
-    ):
+    for pid, trait_id in conn.execute(trait_q, params):
         traits[pid].add(trait_id)
     aggs: dict[int, set[int]] = defaultdict(set)
-    for pid, agg_id in conn.execute(
-        sa.select(rpa.c.resource_provider_id, rpa.c.aggregate_id)
-        .where(*only(rpa.c.resource_provider_id))
-    ):
+    for pid, agg_id in conn.execute(aggregate_q, params):
         aggs[pid].add(agg_id)
     return [
         ProviderRecord(
@@ -224,8 +236,5 @@ def _records_where(conn: Connection, ids: list[int] | None) -> list[ProviderReco
             trait_ids=frozenset(traits.get(pid, ())),
             aggregate_ids=frozenset(aggs.get(pid, ())),
         )
-        for pid, uuid, parent, root in conn.execute(
-            sa.select(rp.c.id, rp.c.uuid, rp.c.parent_provider_id, rp.c.root_provider_id)
-            .where(*only(rp.c.id))
-        )
+        for pid, uuid, parent, root in conn.execute(provider_q, params)
     ]
