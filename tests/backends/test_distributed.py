@@ -153,6 +153,7 @@ class Cloud:
             # Heartbeats every 2s: a restarted compute is up again quickly.
             OS_COMPUTE__REPORT_INTERVAL="2")
         self.procs: dict[str, Proc] = {}
+        self.cell_uuids: dict[str, str] = {}
 
     def start(self, name: str, *args: str, ready: str) -> Proc:
         proc = Proc(self.tmp, name, [*args, "--data-dir", str(self.tmp)], self.env)
@@ -185,6 +186,7 @@ class Cloud:
     def start_compute(self, host: str) -> Proc:
         cell = HOSTS[host]
         return self.start(host, "compute", "--host", host, "--cell-db", self.dbs[cell],
+                          "--cell-uuid", self.cell_uuids[cell],
                           "--transport-url", self.buses[cell],
                           "--placement-url", self.placement_url, ready=f"compute {host}:")
 
@@ -225,8 +227,9 @@ def run_scenario(cloud: Cloud) -> None:
     cloud.manage("api_db", "sync")
     cloud.manage("cell_v2", "map_cell0", "--database_connection", dbs["cell0"])
     for cell in ("cell1", "cell2"):
-        cloud.manage("cell_v2", "create_cell", "--name", cell, "--transport-url", buses[cell],
-                     "--database_connection", dbs[cell])
+        cloud.cell_uuids[cell] = cloud.manage(
+            "cell_v2", "create_cell", "--name", cell, "--transport-url", buses[cell],
+            "--database_connection", dbs[cell], "--verbose").splitlines()[0]
     synced = cloud.manage("db", "sync")
     assert synced.count("database at revision") == 3, synced
 
