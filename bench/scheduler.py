@@ -305,8 +305,8 @@ def main(argv: list[str] | None = None) -> int:
         workdir = procs.make_workdir("stratus-sched-bench-")
         cloud, app, url = build(n, workdir)
         with Heartbeats(cloud):
-            timed = TimedPlacement("http://placement.test",
-                                   transport=cloud.client()._http._transport)
+            # As `stratus serve` does: the Placement WSGI app, called directly.
+            timed = TimedPlacement("http://placement.test", wsgi_app=cloud.wsgi)
             scheduler = cloud.scheduler(placement=timed, max_placement_results=args.limit)
             run = boot_sequential(scheduler.select_destinations, n, "one process", args.boots,
                                   after_warmup=timed.reset)

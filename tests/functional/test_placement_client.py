@@ -1,0 +1,89 @@
+"""The services' Placement client, over httpx and handed straight to the WSGI app.
+
+Both paths must behave the same: the same answers and the same typed errors,
+because the all-in-one scheduler uses the direct path and the tests mostly the
+httpx one.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+
+from stratus.placement import client as pc
+from stratus.placement.http.app import build_wsgi
+
+pytestmark = pytest.mark.all_backends
+
+
+@pytest.fixture(params=["httpx", "direct"])
+def placement(request, placement_app):
+    wsgi = build_wsgi(placement_app)
+    if request.param == "httpx":
+        client = pc.PlacementClient("http://placement.test",
+                                    transport=httpx.WSGITransport(app=wsgi))
+    else:
+        client = pc.PlacementClient("http://placement.test", wsgi_app=wsgi)
+    yield client
+    client.close()
+
+
+def _host(placement: pc.PlacementClient, vcpus: int = 4) -> str:
+    rp = str(uuid.uuid4())
+    placement.create_provider(rp, f"host-{rp[:8]}")
+    placement.set_inventories(rp, 0, {"VCPU": {"total": vcpus}, "MEMORY_MB": {"total": 2048}})
+    return rp
+
+
+def test_candidates_claims_and_typed_errors(placement):
+    rp = _host(placement)
+    found = placement.allocation_candidates([("resources", "VCPU:2,MEMORY_MB:512"),
+                                             ("limit", "5")])
+    assert [list(ar["allocations"]) for ar in found.allocation_requests] == [[rp]]
+    assert found.provider_summaries[rp]["resources"]["VCPU"] == {"capacity": 4, "used": 0}
+
+    first, second, third = (str(uuid.uuid4()) for _ in range(3))
+    claim = found.allocation_requests[0]["allocations"]
+    placement.put_allocations(first, claim, "proj", "user", None)
+    placement.put_allocations(second, claim, "proj", "user", None)
+    assert placement.usages(rp) == {"VCPU": 4, "MEMORY_MB": 1024}
+
+    with pytest.raises(pc.Conflict) as full:        # capacity: a plain conflict
+        placement.put_allocations(third, claim, "proj", "user", None)
+    assert not isinstance(full.value, pc.ConcurrentUpdate)
+    assert full.value.status == 409 and "capacity" in full.value.detail
+
+    with pytest.raises(pc.ConcurrentUpdate) as stale:   # a stale consumer generation
+        placement.put_allocations(first, claim, "proj", "user", 7)
+    assert stale.value.code == pc.CONCURRENT_UPDATE
+
+    assert placement.get_allocations(first)["consumer_generation"] == 1
+    assert placement.delete_allocations(first) is True
+    assert placement.delete_allocations(first) is False
+    assert placement.usages(rp) == {"VCPU": 2, "MEMORY_MB": 512}
+
+
+def test_not_found_bad_request_and_query_parameters(placement):
+    assert placement.get_provider(str(uuid.uuid4())) is None
+    with pytest.raises(pc.NotFound):
+        placement.delete_provider(str(uuid.uuid4()))
+    with pytest.raises(pc.PlacementClientError) as bad:
+        placement.allocation_candidates([("resources", "NO_SUCH_CLASS:1")])
+    assert bad.value.status == 400 and "NO_SUCH_CLASS" in bad.value.detail
+
+    root = _host(placement)
+    child = str(uuid.uuid4())
+    placement.create_provider(child, "numa0", parent=root)
+    assert {p["uuid"] for p in placement.providers_in_tree(root)} == {root, child}
+    traits, generation = placement.get_traits(root)
+    assert traits == set()
+    placement.ensure_trait("CUSTOM_FAST")
+    placement.set_traits(root, generation, {"CUSTOM_FAST"})
+    found = placement.allocation_candidates([("resources", "VCPU:1"),
+                                             ("required", "CUSTOM_FAST")])
+    assert [list(ar["allocations"]) for ar in found.allocation_requests] == [[root]]
+    found = placement.allocation_candidates([("resources", "VCPU:1"),
+                                             ("required", "!CUSTOM_FAST")])
+    assert found.allocation_requests == []
