@@ -264,9 +264,10 @@ def _legal_amount(rng: random.Random, inv: dict, free: int) -> int | None:
     low += (-low) % step
     if top < low:
         return None
-    choices = list(range(low, top + 1, step))
+    count = (top - low) // step + 1
     # Mostly small, sometimes everything that is left.
-    return choices[-1] if rng.random() < 0.08 else rng.choice(choices[: max(1, len(choices) // 3)])
+    index = count - 1 if rng.random() < 0.08 else rng.randrange(max(1, count // 3))
+    return low + index * step
 
 
 def generate_world(seed: int | str, max_hosts: int = 8) -> World:

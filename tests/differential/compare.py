@@ -150,9 +150,15 @@ def compare_full(world: World, minor: int, peer: Answer, ours: Answer) -> Diff:
             diff.add(f"error code: reference {peer.error_code()}, Stratus {ours.error_code()}"
                      f"  ({peer.error_detail()} / {ours.error_detail()})")
         return diff
-    _diff_counters(diff, namer, allocation_requests(peer.body, minor),
-                   allocation_requests(ours.body, minor), "allocation_requests")
-    _diff_summaries(diff, namer, summaries(peer.body), summaries(ours.body))
+    try:
+        normal = [(allocation_requests(a.body, minor), summaries(a.body)) for a in (peer, ours)]
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        diff.add(f"malformed 200 body ({exc!r}): reference {str(peer.body)[:200]} / "
+                 f"Stratus {str(ours.body)[:200]}")
+        return diff
+    (peer_ars, peer_sums), (our_ars, our_sums) = normal
+    _diff_counters(diff, namer, peer_ars, our_ars, "allocation_requests")
+    _diff_summaries(diff, namer, peer_sums, our_sums)
     return diff
 
 
@@ -166,8 +172,13 @@ def check_limited(world: World, minor: int, limit: int, full: Answer, limited: A
         return diff
     if not full.ok:
         return diff
-    all_ars = allocation_requests(full.body, minor)
-    got = allocation_requests(limited.body, minor)
+    try:
+        all_ars = allocation_requests(full.body, minor)
+        got = allocation_requests(limited.body, minor)
+        full_sums, got_sums = summaries(full.body), summaries(limited.body)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        diff.add(f"{who}: malformed 200 body ({exc!r})")
+        return diff
     want = min(limit, sum(all_ars.values()))
     if sum(got.values()) != want:
         diff.add(f"{who}: {sum(got.values())} allocation requests with limit={limit}, "
@@ -177,9 +188,8 @@ def check_limited(world: World, minor: int, limit: int, full: Answer, limited: A
         diff.add(f"{who}: limited answer has a candidate the full answer lacks: {namer.ar(key)}")
     # Summaries: the full answer's, cut to the trees the kept candidates use.
     roots = {namer.root.get(rp, rp) for triples, _ in got for rp, _, _ in triples}
-    expected = {rp: s for rp, s in summaries(full.body).items()
-                if namer.root.get(rp, rp) in roots}
-    _diff_summaries(diff, namer, expected, summaries(limited.body),
+    expected = {rp: s for rp, s in full_sums.items() if namer.root.get(rp, rp) in roots}
+    _diff_summaries(diff, namer, expected, got_sums,
                     f"{who}: provider_summaries with limit=N (expected: the full answer's, "
                     "cut to the kept trees)", ("expected", "got"))
     return diff
