@@ -159,6 +159,10 @@ OPTIONS: list[Option] = [
     Option("scheduler", "cell_timeout", int, 10,
            "Seconds to wait for a cell database; a cell that does not answer is skipped.",
            minimum=1),
+    Option("scheduler", "host_state_max_age", float, 1.0,
+           "Seconds the scheduler keeps a cell's compute_nodes/services rows before reading "
+           "them again (a host it has not seen is read at once; 0: read every request). "
+           "Disabled and forced-down flags and heartbeats can lag by this much."),
 ]
 
 _BY_KEY: dict[tuple[str, str], Option] = {(o.section, o.name): o for o in OPTIONS}

@@ -232,7 +232,8 @@ class AllInOne:
         self.cache = CellCache(load_cells, config.get("scheduler", "cell_cache_refresh_interval"))
         hosts = HostManager(self.cache, self.engines,
                             service_down_time=config.get("compute", "service_down_time"),
-                            cell_timeout=config.get("scheduler", "cell_timeout"))
+                            cell_timeout=config.get("scheduler", "cell_timeout"),
+                            max_age=config.get("scheduler", "host_state_max_age"))
         self.started.closers.append(hosts.close)   # its pool of cell readers
         api_bus.serve(SchedulerRPC, SchedulerManager(self.placement_client(), self.api_engine,
                                                      hosts, options), server="allinone")

@@ -155,7 +155,8 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     engines = CellEngines()
     hosts = HostManager(cache, engines,
                         service_down_time=config.get("compute", "service_down_time"),
-                        cell_timeout=config.get("scheduler", "cell_timeout"))
+                        cell_timeout=config.get("scheduler", "cell_timeout"),
+                        max_age=config.get("scheduler", "host_state_max_age"))
     placement = placement_client(config)
     bus = open_bus(config, f"scheduler:{name}")
     run_dir = args.run_dir or os.path.join(config.data_dir, "run")

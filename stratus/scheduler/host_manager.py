@@ -7,6 +7,10 @@ services (disabled? up?). A host of a disabled cell gets no state, so it can
 never be chosen, except when the request names that cell as its destination
 (moves of existing servers are not blocked). A cell whose database does not
 answer is skipped with a warning and reported; the others still schedule.
+
+Each cell's rows are kept between requests (``host_cache``: re-read whole when
+older than ``max_age`` seconds, a host not seen before looked up at once);
+``max_age`` 0 reads the candidates' rows on every request instead.
 """
 
 from __future__ import annotations
@@ -15,23 +19,25 @@ import concurrent.futures as cf
 import datetime as dt
 import logging
 import threading
-from collections.abc import Callable, Collection, Iterable, Mapping
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-import sqlalchemy as sa
-
-from stratus.cells import schema as cs
 from stratus.cells.cache import CellCache
 from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
-from stratus.cells.scatter import scatter_gather
+from stratus.cells.scatter import Gathered, scatter_gather
 from stratus.cells.services import DEFAULT_SERVICE_DOWN_TIME, utcnow
+from stratus.scheduler import host_cache
+from stratus.scheduler.host_cache import CellCopy, NodeRecord
 from stratus.scheduler.host_state import HostState
 from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
-CHUNK = 500  # uuids per IN (...) clause: well under every backend's parameter limit
 POOL_SIZE = 16
+DEFAULT_MAX_AGE = 1.0
+T = TypeVar("T")
 
 
 @dataclass
@@ -50,12 +56,18 @@ class HostManager:
         service_down_time: int = DEFAULT_SERVICE_DOWN_TIME,
         cell_timeout: float = 10.0,
         now: Callable[[], dt.datetime] = utcnow,
+        max_age: float = DEFAULT_MAX_AGE,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.cells = cells
         self.engines = engines
         self.service_down_time = service_down_time
         self.cell_timeout = cell_timeout
+        self.max_age = max_age
         self._now = now
+        self._clock = clock
+        self._copies: dict[str, CellCopy] = {}   # cell uuid -> its rows (max_age > 0)
+        self._copies_lock = threading.Lock()
         # One pool for the life of the manager: starting threads per request cost
         # more than the cells' queries themselves (and far more on a busy machine).
         # A cell that hangs keeps its worker; when too many are held, a request gets
@@ -88,61 +100,84 @@ class HostManager:
         """States of the compute nodes among ``root_uuids`` found in the cells asked."""
         cells = self.cells_for(requested_cell)
         out = HostStates(cells_asked=[c.uuid for c in cells])
-        wanted = sorted(set(root_uuids))
+        wanted = set(root_uuids)
         if not wanted or not cells:
             return out
+        if self.max_age > 0:
+            found = self._from_copies(cells, wanted, out.skipped_cells)
+        else:
+            found = self._read_each_time(cells, sorted(wanted), out.skipped_cells)
         now = self._now()
+        zones = host_zones or {}
+        for cell_uuid, records in found:
+            for uuid in wanted:
+                rec = records.get(uuid)
+                if rec is not None:
+                    state = rec.state(cell_uuid, now, self.service_down_time)
+                    state.availability_zone = zones.get(state.host)
+                    out.hosts[uuid] = state
+        return out
+
+    # ---- reading the cells -----------------------------------------------------------
+
+    def _read_each_time(self, cells: list[CellMapping], uuids: list[str],
+                        skipped: dict[str, str]) -> list[tuple[str, dict[str, NodeRecord]]]:
+        gathered = self._scatter(cells, lambda cell: self._read(cell, uuids))
+        skipped.update(gathered.failures)
+        return list(gathered.results.items())
+
+    def _from_copies(self, cells: list[CellMapping], wanted: set[str],
+                     skipped: dict[str, str]) -> list[tuple[str, dict[str, NodeRecord]]]:
+        clock = self._clock()
+        with self._copies_lock:
+            copies = dict(self._copies)
+        stale = [c for c in cells if not (c.uuid in copies and copies[c.uuid].fresh(
+            c.database_connection, clock, self.max_age))]
+        if stale:
+            gathered = self._scatter(stale, lambda cell: self._read(cell, None))
+            skipped.update(gathered.failures)
+            by_uuid = {c.uuid: c for c in stale}
+            for cell_uuid, nodes in gathered.results.items():
+                copies[cell_uuid] = CellCopy(by_uuid[cell_uuid].database_connection, clock,
+                                             nodes)
+            with self._copies_lock:
+                for cell in stale:
+                    if cell.uuid in gathered.results:
+                        self._copies[cell.uuid] = copies[cell.uuid]
+                    else:   # failed: asked again next time, as every request used to
+                        self._copies.pop(cell.uuid, None)
+        reloaded = {c.uuid for c in stale}
+        usable = [c for c in cells if c.uuid not in skipped and c.uuid in copies]
+        # Hosts a copy has not seen (added since it was read): look them up now.
+        unknown = {c.uuid: copies[c.uuid].unknown(wanted) for c in usable
+                   if c.uuid not in reloaded}
+        asking = [c for c in usable if unknown.get(c.uuid)]
+        if asking:
+            gathered = self._scatter(asking, lambda cell: self._read(cell, unknown[cell.uuid]))
+            skipped.update(gathered.failures)
+            for cell_uuid, nodes in gathered.results.items():
+                copies[cell_uuid].learn(unknown[cell_uuid], nodes)
+        return [(c.uuid, copies[c.uuid].nodes) for c in usable if c.uuid not in skipped]
+
+    def _read(self, cell: CellMapping, uuids: list[str] | None) -> dict[str, NodeRecord]:
+        with db.read(self.engines.get(cell)) as conn:
+            if uuids is None:
+                return host_cache.read_all(conn)
+            return host_cache.read_some(conn, uuids)
+
+    def _scatter(self, cells: Sequence[CellMapping],
+                 fn: Callable[[CellMapping], T]) -> Gathered[T]:
         with self._busy_lock:   # workers still inside a cell's query (hung ones too)
             shared = self._busy + len(cells) <= POOL_SIZE
 
-        def read(cell: CellMapping) -> list[HostState]:
+        def counted(cell: CellMapping) -> T:
             with self._busy_lock:
                 self._busy += 1
             try:
-                return self._read_cell(cell, wanted, now)
+                return fn(cell)
             finally:
                 with self._busy_lock:
                     self._busy -= 1
 
-        gathered = scatter_gather(cells, read, timeout=self.cell_timeout,
-                                  executor=self._pool if shared else None)
-        zones = host_zones or {}
-        for states in gathered.results.values():
-            for state in states:
-                state.availability_zone = zones.get(state.host)
-                out.hosts[state.uuid] = state
-        out.skipped_cells = dict(gathered.failures)
-        return out
-
-    def _read_cell(self, cell: CellMapping, uuids: list[str], now: dt.datetime
-                   ) -> list[HostState]:
-        nodes, svc = cs.compute_nodes, cs.services
-        query = (sa.select(nodes.c.uuid, nodes.c.host, nodes.c.hypervisor_hostname,
-                           nodes.c.vcpus, nodes.c.vcpus_used, nodes.c.memory_mb,
-                           nodes.c.memory_mb_used, nodes.c.local_gb, nodes.c.local_gb_used,
-                           svc.c.id.label("service_id"), svc.c.disabled, svc.c.disabled_reason,
-                           svc.c.forced_down, svc.c.last_seen_up)
-                 .select_from(nodes.outerjoin(svc, svc.c.id == nodes.c.service_id)))
-        states = []
-        with db.read(self.engines.get(cell)) as conn:
-            for chunk in _chunks(uuids, CHUNK):
-                for row in conn.execute(query.where(nodes.c.uuid.in_(chunk))):
-                    states.append(self._state(cell, row, now))
-        return states
-
-    def _state(self, cell: CellMapping, row: sa.Row, now: dt.datetime) -> HostState:
-        up = (row.service_id is not None and not row.forced_down
-              and row.last_seen_up is not None
-              and (now - row.last_seen_up).total_seconds() <= self.service_down_time)
-        return HostState(
-            host=row.host, nodename=row.hypervisor_hostname, uuid=row.uuid, cell=cell.uuid,
-            service_up=up, service_disabled=bool(row.disabled),
-            disabled_reason=row.disabled_reason,
-            vcpus_total=row.vcpus, vcpus_used=row.vcpus_used,
-            memory_mb_total=row.memory_mb, memory_mb_used=row.memory_mb_used,
-            disk_gb_total=row.local_gb, disk_gb_used=row.local_gb_used)
-
-
-def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
+        return scatter_gather(cells, counted, timeout=self.cell_timeout,
+                              executor=self._pool if shared else None)

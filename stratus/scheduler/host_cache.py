@@ -1,0 +1,111 @@
+"""What the scheduler remembers of each cell's compute nodes between requests.
+
+Reading the candidates' compute_nodes and services rows from every cell on every
+request cost the scheduler more than Placement's claim did (a thread hop per cell
+and a row object per host). Like Nova's host manager, the scheduler instead keeps
+each cell's rows in memory: a cell is re-read whole when its copy is older than
+``max_age`` seconds, and a root provider that Placement offers but the copy does
+not know (a compute added since) is looked up in that cell at once.
+
+What may lag by up to ``max_age``: a service's disabled and forced_down flags and
+its last heartbeat. Disabling a compute reaches Placement at once as the
+COMPUTE_STATUS_DISABLED trait, so only computes too old to take that call rely on
+the flag alone. Liveness is still judged at decision time (``now`` against the
+copied last_seen_up), so a host is never taken for up longer than ``max_age``
+after its last heartbeat plus the service down time. Capacity and usage are not
+taken from here at all: Placement's figures replace them at decision time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stratus.cells import schema as cs
+from stratus.scheduler.host_state import HostState
+
+CHUNK = 500  # uuids per IN (...) clause: well under every backend's parameter limit
+
+_nodes, _svc = cs.compute_nodes, cs.services
+_SELECT = (sa.select(_nodes.c.uuid, _nodes.c.host, _nodes.c.hypervisor_hostname,
+                     _nodes.c.vcpus, _nodes.c.vcpus_used, _nodes.c.memory_mb,
+                     _nodes.c.memory_mb_used, _nodes.c.local_gb, _nodes.c.local_gb_used,
+                     _svc.c.id.is_not(None).label("has_service"), _svc.c.disabled,
+                     _svc.c.disabled_reason, _svc.c.forced_down, _svc.c.last_seen_up)
+           .select_from(_nodes.outerjoin(_svc, _svc.c.id == _nodes.c.service_id)))
+_SELECT_SOME = _SELECT.where(_nodes.c.uuid.in_(sa.bindparam("uuids", expanding=True)))
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    """One compute node and its service, as its cell's database holds them."""
+
+    uuid: str
+    host: str
+    nodename: str
+    vcpus: int
+    vcpus_used: int
+    memory_mb: int
+    memory_mb_used: int
+    disk_gb: int
+    disk_gb_used: int
+    has_service: bool
+    disabled: bool
+    disabled_reason: str | None
+    forced_down: bool
+    last_seen_up: dt.datetime | None
+
+    def state(self, cell_uuid: str, now: dt.datetime, down_time: float) -> HostState:
+        """A fresh HostState (the scheduler mutates it while deciding)."""
+        up = (self.has_service and not self.forced_down and self.last_seen_up is not None
+              and (now - self.last_seen_up).total_seconds() <= down_time)
+        return HostState(
+            host=self.host, nodename=self.nodename, uuid=self.uuid, cell=cell_uuid,
+            service_up=up, service_disabled=self.disabled, disabled_reason=self.disabled_reason,
+            vcpus_total=self.vcpus, vcpus_used=self.vcpus_used,
+            memory_mb_total=self.memory_mb, memory_mb_used=self.memory_mb_used,
+            disk_gb_total=self.disk_gb, disk_gb_used=self.disk_gb_used)
+
+
+def _record(row: sa.Row) -> NodeRecord:
+    return NodeRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8],
+                      bool(row[9]), bool(row[10]), row[11], bool(row[12]), row[13])
+
+
+def read_all(conn: Connection) -> dict[str, NodeRecord]:
+    """Every compute node of the cell."""
+    return {rec.uuid: rec for rec in map(_record, conn.execute(_SELECT))}
+
+
+def read_some(conn: Connection, uuids: list[str]) -> dict[str, NodeRecord]:
+    """The compute nodes among ``uuids``."""
+    out: dict[str, NodeRecord] = {}
+    for i in range(0, len(uuids), CHUNK):
+        for row in conn.execute(_SELECT_SOME, {"uuids": uuids[i:i + CHUNK]}):
+            rec = _record(row)
+            out[rec.uuid] = rec
+    return out
+
+
+@dataclass
+class CellCopy:
+    """One cell's compute nodes as last read, and uuids looked up there in vain since."""
+
+    database: str                   # the connection they were read from
+    loaded_at: float                # monotonic seconds
+    nodes: dict[str, NodeRecord]
+    absent: set[str] = field(default_factory=set)
+
+    def fresh(self, database: str, clock: float, max_age: float) -> bool:
+        return self.database == database and clock - self.loaded_at < max_age
+
+    def unknown(self, uuids: set[str]) -> list[str]:
+        return sorted(u for u in uuids if u not in self.nodes and u not in self.absent)
+
+    def learn(self, asked: list[str], found: dict[str, NodeRecord]) -> None:
+        # New dicts, not in-place updates: other threads may be reading these.
+        self.nodes = {**self.nodes, **found}
+        self.absent = self.absent | {u for u in asked if u not in found}

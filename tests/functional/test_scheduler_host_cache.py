@@ -1,0 +1,125 @@
+"""The scheduler's copy of the cells' compute nodes (stratus/scheduler/host_cache.py):
+a host added since is used at once; flags that only the cell database holds (a compute
+too old for the disabled trait, forced down) count after ``host_state_max_age``, or at
+once with 0; liveness is judged at decision time."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+import sqlalchemy as sa
+
+from stratus.cells import mappings
+from stratus.cells import schema as cs
+from stratus.cells.aggregates import cell_aggregate_uuid
+from stratus.scheduler.errors import NoValidHost
+from stratus.scheduler.host_manager import HostManager
+from stratus.scheduler.manager import SchedulerManager, SchedulerOptions
+from stratus.storage import engine as db
+from tests.scheduler_world import Cloud, Host, new_uuids, spec
+
+pytestmark = pytest.mark.all_backends
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 500.0
+        self.wall = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+    def __call__(self) -> float:
+        return self.t
+
+    def now(self) -> dt.datetime:
+        return self.wall + dt.timedelta(seconds=self.t - 500.0)
+
+
+@pytest.fixture
+def cloud(tmp_path, placement_app, database_url):
+    c = Cloud(tmp_path, placement_app, database_url)
+    c.add_hosts([Host("a"), Host("b")])
+    yield c
+    c.close()
+
+
+def scheduler(cloud: Cloud, clock: Clock, max_age: float) -> SchedulerManager:
+    hosts = HostManager(cloud.cache, cloud.engines, max_age=max_age, clock=clock,
+                        now=clock.now, service_down_time=60)
+    return SchedulerManager(cloud.placement, cloud.api_engine, hosts,
+                            SchedulerOptions(max_placement_results=10))
+
+
+def boot(s: SchedulerManager, **kw) -> str:
+    [picks] = s.select_destinations(spec(**kw), new_uuids(1))
+    return picks[0]["host"]
+
+
+def add_host(cloud: Cloud, host: Host) -> None:
+    """What a new compute's first resource-tracker pass and registration leave behind."""
+    p = cloud.placement
+    p.create_provider(host.uuid, host.name)
+    p.set_inventories(host.uuid, 0, {"VCPU": {"total": host.vcpus},
+                                     "MEMORY_MB": {"total": host.memory_mb},
+                                     "DISK_GB": {"total": host.disk_gb}})
+    _, generation = p.get_aggregates(host.uuid)
+    p.set_aggregates(host.uuid, generation, {cell_aggregate_uuid(cloud.cells[host.cell].uuid)})
+    with db.write(cloud.cell_engine(host.cell)) as conn:
+        cloud._write_cell_rows(conn, [host])
+    with db.write(cloud.api_engine) as conn:
+        mappings.map_host(conn, host.name, cloud.cells[host.cell].uuid)
+    cloud.hosts[host.name] = host
+
+
+def set_service(cloud: Cloud, host: str, **values: object) -> None:
+    with db.write(cloud.cell_engine("cell1")) as conn:
+        conn.execute(sa.update(cs.services).where(cs.services.c.host == host).values(**values))
+
+
+def test_a_host_added_after_the_copy_was_read_is_used_at_once(cloud):
+    clock = Clock()
+    s = scheduler(cloud, clock, max_age=3600)
+    assert boot(s) in {"a", "b"}
+    add_host(cloud, Host("c"))
+    assert boot(s, force_hosts={"c"}) == "c"
+
+
+def test_database_only_flags_count_after_max_age(cloud):
+    clock = Clock()
+    s = scheduler(cloud, clock, max_age=5)
+    assert boot(s, force_hosts={"a"}) == "a"
+    # A compute too old for set_host_enabled: disabled in its cell database only.
+    set_service(cloud, "a", disabled=True, disabled_reason="old compute")
+    clock.t += 4
+    assert boot(s, force_hosts={"a"}) == "a"     # the copy is 4 s old: not read again yet
+    clock.t += 1
+    with pytest.raises(NoValidHost) as err:
+        boot(s, force_hosts={"a"})
+    assert err.value.counts.get("compute service disabled") == 1
+
+    set_service(cloud, "b", forced_down=True)
+    clock.t += 5
+    with pytest.raises(NoValidHost) as err:
+        boot(s, force_hosts={"b"})
+    assert err.value.counts.get("compute service down") == 1
+
+
+def test_max_age_zero_reads_every_request(cloud):
+    s = scheduler(cloud, Clock(), max_age=0)
+    assert boot(s, force_hosts={"a"}) == "a"
+    set_service(cloud, "a", disabled=True)
+    with pytest.raises(NoValidHost):
+        boot(s, force_hosts={"a"})
+    add_host(cloud, Host("c"))
+    assert boot(s, force_hosts={"c"}) == "c"
+
+
+def test_liveness_is_judged_when_deciding_not_when_read(cloud):
+    clock = Clock()
+    s = scheduler(cloud, clock, max_age=3600)
+    set_service(cloud, "a", last_seen_up=clock.now())
+    set_service(cloud, "b", last_seen_up=clock.now())
+    assert boot(s) in {"a", "b"}
+    clock.t += 61    # no heartbeat for longer than service_down_time, same copy
+    with pytest.raises(NoValidHost) as err:
+        boot(s)
+    assert err.value.counts == {"compute service down": 2}
