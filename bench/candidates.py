@@ -125,10 +125,13 @@ def run_server(name: str, server, world: World, args: argparse.Namespace, direct
         run.rss_mb = server.rss_bytes() / 2**20
         if args.claims:
             log(f"[{name} {n}] claims: {args.claims} sequential, {args.claims} from "
-                f"{args.clients} clients on {len(hot_hosts)} hosts")
-            run.claims["sequential"] = run_claims(server.url, hot_hosts, args.claims, 1)
+                f"{args.clients} clients, each on {len(hot_hosts) // 2} hosts")
+            # Separate host sets, so the concurrent run does not meet hosts the
+            # sequential run filled.
+            half = len(hot_hosts) // 2
+            run.claims["sequential"] = run_claims(server.url, hot_hosts[:half], args.claims, 1)
             run.claims[f"{args.clients} clients"] = run_claims(
-                server.url, hot_hosts, args.claims, args.clients, seed=1)
+                server.url, hot_hosts[half:], args.claims, args.clients, seed=1)
     finally:
         server.stop()
     return run
@@ -194,13 +197,15 @@ def markdown(results: dict[int, list[ServerRun]], args: argparse.Namespace, db: 
                        f"{run.rss_mb:.0f} |")
     if args.claims:
         out += ["", "| providers | server | claims | claims/s | median ms | 409 rate | "
-                "other failures |", "|---:|---|---|---:|---:|---:|---:|"]
+                "409 codes | other failures |", "|---:|---|---|---:|---:|---:|---|---:|"]
         for size, runs in results.items():
             for run in runs:
                 for mode, c in run.claims.items():
                     out.append(f"| {size:,} | {run.name} | {c.claims} {mode} | "
                                f"{c.per_second:.0f} | {statistics.median(c.latencies) * 1000:.1f}"
-                               f" | {c.conflict_rate:.1%} | {c.other_failures} |")
+                               f" | {c.conflict_rate:.1%} | "
+                               + (", ".join(f"{k} x{n}" for k, n in c.conflict_codes.items())
+                                  or "-") + f" | {c.other_failures} |")
     return "\n".join(out) + "\n"
 
 
@@ -225,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="claims per mode (sequential / concurrent); 0 skips claims")
     p.add_argument("--clients", type=int, default=16, help="concurrent claim clients")
     p.add_argument("--hot-hosts", type=int, default=8,
-                   help="hosts the claims aim at (few hosts: more generation conflicts)")
+                   help="hosts each claim run aims at (few hosts: more generation conflicts; "
+                   "a host holds ~200 claims before DISK_GB runs out)")
     p.add_argument("--no-peer", action="store_true", help="time Stratus only")
     p.add_argument("--markdown", metavar="PATH", help="also write the tables to PATH")
     args = p.parse_args(argv)
@@ -238,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[int, list[ServerRun]] = {}
     for size in [int(s) for s in args.sizes.split(",")]:
         world = perfload_world(size)
-        hot = [p.uuid for p in world.providers if p.name.startswith("cn")][: args.hot_hosts]
+        hot = [p.uuid for p in world.providers if p.name.startswith("cn")][: 2 * args.hot_hosts]
         log(world.summary())
         ours = StratusServer(db, workers=args.workers)
         runs = [run_server("Stratus", ours, world, args, size > args.http_load_max, hot)]
