@@ -11,6 +11,9 @@ each rule also accepts its legacy check, ``role:admin``; with
 from __future__ import annotations
 
 import os
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from oslo_config import cfg
@@ -82,10 +85,22 @@ RULES: list[oslo_policy.RuleDefault] = [
 ]
 
 
+# How often the policy file (and policy dirs) are looked at for changes; between
+# looks, a decision already made for the same caller, action and target is reused.
+# oslo.policy looks on every check, which cost as much as a claim's SQL.
+RECHECK_SECONDS = 1.0
+MAX_DECISIONS = 10_000
+
+
 class Policy:
     """One enforcer per application, configured from :class:`Config` (no global state)."""
 
-    def __init__(self, config: Config, config_dir: str | None = None) -> None:
+    def __init__(self, config: Config, config_dir: str | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._decisions: dict[tuple[Any, ...], bool] = {}
+        self._recheck_at = 0.0
+        self._lock = threading.Lock()
         conf = cfg.ConfigOpts()
         conf([], project="stratus", default_config_files=[], default_config_dirs=[])
         for group, group_opts in oslo_policy_opts.list_opts():
@@ -117,9 +132,45 @@ class Policy:
         creds["system"] = creds["system_scope"]
         if target is None:
             target = {"project_id": ctx.project_id, "user_id": ctx.user_id}
-        try:
-            allowed = self._enforcer.authorize(action, target, creds, do_raise=False)
-        except oslo_policy.InvalidScope:
-            allowed = False
+        key = _decision_key(action, creds, target)
+        allowed = self._cached(key)
+        if allowed is None:
+            try:
+                allowed = bool(self._enforcer.authorize(action, target, creds, do_raise=False))
+            except oslo_policy.InvalidScope:
+                allowed = False
+            if key is not None:
+                with self._lock:
+                    if len(self._decisions) >= MAX_DECISIONS:
+                        self._decisions.clear()
+                    self._decisions[key] = allowed
         if not allowed:
             raise errors.Forbidden(f"Policy does not allow {action} to be performed.")
+
+    def _cached(self, key: tuple[Any, ...] | None) -> bool | None:
+        """A decision made since the policy files were last looked at, if any."""
+        now = self._clock()
+        with self._lock:
+            if now >= self._recheck_at:
+                # Forget every decision and look at the files again (a changed file
+                # reloads the rules); the next checks consult the enforcer afresh.
+                self._decisions.clear()
+                self._recheck_at = now + RECHECK_SECONDS
+                self._enforcer.load_rules()
+                return None
+            return None if key is None else self._decisions.get(key)
+
+
+def _decision_key(action: str, creds: dict[str, Any], target: dict[str, Any]
+                  ) -> tuple[Any, ...] | None:
+    """Everything a decision depends on, or None when a value cannot be part of a key."""
+    def freeze(values: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                            for k, v in values.items()))
+
+    key = (action, freeze(creds), freeze(target))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
