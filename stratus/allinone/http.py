@@ -23,9 +23,11 @@ class ThreadedServer:
         import uvicorn
         from a2wsgi import WSGIMiddleware
 
+        from stratus.web.server import HTTP_PROTOCOL
+
         self.name, self.host, self.port = name, host, port
         self._asgi = WSGIMiddleware(wsgi_app, workers=threads)
-        config = uvicorn.Config(self._asgi, host=host,
+        config = uvicorn.Config(self._asgi, host=host, http=HTTP_PROTOCOL,
                                 port=port, log_level=log_level,
                                 access_log=log_level == "debug", lifespan="off")
         self._server = uvicorn.Server(config)

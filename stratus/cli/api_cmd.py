@@ -55,6 +55,7 @@ def cmd_api(args: argparse.Namespace) -> int:
     from stratus.api import service
     from stratus.bus import BusError
     from stratus.storage import engine as db
+    from stratus.web.server import HTTP_PROTOCOL
 
     config = common.load_config(args, {
         ("DEFAULT", "transport_url"): args.transport_url,
@@ -90,7 +91,7 @@ def cmd_api(args: argparse.Namespace) -> int:
         signal.signal(signum, lambda *_: None)
     try:
         asgi = WSGIMiddleware(app, workers=16)  # type: ignore[arg-type]
-        uvicorn.run(asgi, host=args.host, port=args.port,
+        uvicorn.run(asgi, host=args.host, port=args.port, http=HTTP_PROTOCOL,
                     log_level="info" if debug else "warning", access_log=debug,
                     lifespan="off")
     finally:

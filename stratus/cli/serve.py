@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stratus import config as configuration
+from stratus import runtime
 from stratus.allinone import topology
 from stratus.cli import client, common
 from stratus.cli.scheduler_cmd import wait_for_stop
@@ -103,6 +104,8 @@ def _check_application(config: configuration.Config, engine: Any) -> None:
 def _serve_placement(args: argparse.Namespace, db_url: str | None, workers: int) -> int:
     import uvicorn
 
+    from stratus.web.server import HTTP_PROTOCOL
+
     overrides = common.cli_overrides(args, {("placement_database", "connection"): db_url})
     config = configuration.load(args.config_file, overrides=overrides)
     common.setup_logging(bool(config.get("DEFAULT", "debug")))
@@ -130,6 +133,7 @@ def _serve_placement(args: argparse.Namespace, db_url: str | None, workers: int)
         host=args.host,
         port=args.port,
         workers=workers,
+        http=HTTP_PROTOCOL,
         log_level="info" if config.get("DEFAULT", "debug") else "warning",
         access_log=bool(config.get("DEFAULT", "debug")),
     )
@@ -221,6 +225,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"Placement API: {cloud.placement_url}", flush=True)
             print(f"Compute API:   {cloud.api_url}", flush=True)
             hint = _hint(cloud.placement_url, cloud.api_url)
+            runtime.settle_heap()   # every host is up: freeze what start-up built
             print(f"Ready in {time.monotonic() - started:.1f}s. {hint}", flush=True)
             print("Ctrl-C stops it.", flush=True)
             wait_for_stop(cloud.tick)
