@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from stratus import runtime
 from stratus.placement import db as placement_db
 from stratus.placement.client import PlacementClient
 from stratus.placement.http.app import PlacementApp
@@ -308,8 +309,13 @@ def main(argv: list[str] | None = None) -> int:
             # As `stratus serve` does: the Placement WSGI app, called directly.
             timed = TimedPlacement("http://placement.test", wsgi_app=cloud.wsgi)
             scheduler = cloud.scheduler(placement=timed, max_placement_results=args.limit)
+
+            def after_warmup(timed: TimedPlacement = timed) -> None:
+                runtime.settle_heap()   # as `stratus serve` does once it is ready
+                timed.reset()
+
             run = boot_sequential(scheduler.select_destinations, n, "one process", args.boots,
-                                  after_warmup=timed.reset)
+                                  after_warmup=after_warmup)
             per = 1000 / run.boots
             own = sum(run.latencies) - timed.candidates - timed.claims
             run.split = (f"candidates {timed.candidates * per:.0f} ms, claim "

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stratus import config as configuration
+from stratus import runtime
 from stratus.cli import common
 
 DB_WAIT_SECONDS = 10.0
@@ -167,6 +168,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
             common.fail(f"cannot read cell mappings: {common.db_error(exc)}")
         bus.serve(SchedulerRPC, SchedulerManager(placement, engine, hosts, options),
                   server=name)
+        runtime.settle_heap()
         with notify.registered(run_dir):
             print(f"scheduler {name}: {len(cells)} cell(s) ({sum(c.disabled for c in cells)} "
                   f"disabled); Placement at {config.get('placement_client', 'endpoint')}; "

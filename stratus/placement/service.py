@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from stratus import config as configuration
+from stratus import runtime
 from stratus.placement import db as placement_db
 from stratus.placement.http.app import PlacementApp, WSGIApp, build_wsgi
 from stratus.storage import engine as db
@@ -52,4 +53,6 @@ def asgi_factory() -> Any:
     """ASGI app for uvicorn workers: the WSGI app behind a2wsgi's thread pool."""
     from a2wsgi import WSGIMiddleware
 
-    return WSGIMiddleware(make_app(config_from_env(), sync=False), workers=16)
+    app = WSGIMiddleware(make_app(config_from_env(), sync=False), workers=16)
+    runtime.settle_heap()
+    return app
