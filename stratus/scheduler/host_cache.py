@@ -58,10 +58,11 @@ class NodeRecord:
     forced_down: bool
     last_seen_up: dt.datetime | None
 
-    def state(self, cell_uuid: str, now: dt.datetime, down_time: float) -> HostState:
-        """A fresh HostState (the scheduler mutates it while deciding)."""
+    def state(self, cell_uuid: str, seen_since: dt.datetime) -> HostState:
+        """A fresh HostState (the scheduler mutates it while deciding); the service is
+        up if it was last seen at or after ``seen_since`` (now - service down time)."""
         up = (self.has_service and not self.forced_down and self.last_seen_up is not None
-              and (now - self.last_seen_up).total_seconds() <= down_time)
+              and self.last_seen_up >= seen_since)
         return HostState(
             host=self.host, nodename=self.nodename, uuid=self.uuid, cell=cell_uuid,
             service_up=up, service_disabled=self.disabled, disabled_reason=self.disabled_reason,

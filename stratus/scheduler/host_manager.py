@@ -107,14 +107,15 @@ class HostManager:
             found = self._from_copies(cells, wanted, out.skipped_cells)
         else:
             found = self._read_each_time(cells, sorted(wanted), out.skipped_cells)
-        now = self._now()
+        seen_since = self._now() - dt.timedelta(seconds=self.service_down_time)
         zones = host_zones or {}
         for cell_uuid, records in found:
             for uuid in wanted:
                 rec = records.get(uuid)
                 if rec is not None:
-                    state = rec.state(cell_uuid, now, self.service_down_time)
-                    state.availability_zone = zones.get(state.host)
+                    state = rec.state(cell_uuid, seen_since)
+                    if zones:
+                        state.availability_zone = zones.get(state.host)
                     out.hosts[uuid] = state
         return out
 

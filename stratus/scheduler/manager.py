@@ -260,6 +260,7 @@ def _by_root(allocation_requests: list[dict[str, Any]],
 
 
 Usage = dict[str, list[int]]   # resource class -> [capacity, used], summed over one tree
+_OVERLAID = ("VCPU", "MEMORY_MB", "DISK_GB")   # the classes a HostState carries
 
 
 def _tree_usage(summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, Usage]:
@@ -267,21 +268,34 @@ def _tree_usage(summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, Usage]:
     summaries (per host it would be hosts x summaries: 10^6 steps at limit 1000)."""
     out: dict[str, Usage] = {}
     for rp, summary in summaries.items():
-        totals = out.setdefault(summary.get("root_provider_uuid") or rp, {})
-        for rc, figures in (summary.get("resources") or {}).items():
-            cap_used = totals.setdefault(rc, [0, 0])
-            cap_used[0] += int(figures.get("capacity", 0))
-            cap_used[1] += int(figures.get("used", 0))
+        resources = summary.get("resources")
+        if not resources:
+            continue
+        totals = out.get(summary.get("root_provider_uuid") or rp)
+        if totals is None:
+            totals = out[summary.get("root_provider_uuid") or rp] = {}
+        for rc in _OVERLAID:
+            figures = resources.get(rc)
+            if figures is not None:
+                cap_used = totals.get(rc)
+                if cap_used is None:
+                    totals[rc] = [int(figures.get("capacity", 0)), int(figures.get("used", 0))]
+                else:
+                    cap_used[0] += int(figures.get("capacity", 0))
+                    cap_used[1] += int(figures.get("used", 0))
     return out
 
 
 def _apply_usage(state: HostState, totals: Usage) -> None:
     """Placement's capacity and usage for the host's tree replace the cell's figures
     (Placement is the book of record; the cell's compute_nodes row may lag)."""
-    for rc, attr in (("VCPU", "vcpus"), ("MEMORY_MB", "memory_mb"), ("DISK_GB", "disk_gb")):
-        if rc in totals:
-            setattr(state, f"{attr}_total", totals[rc][0])
-            setattr(state, f"{attr}_used", totals[rc][1])
+    vcpu, memory, disk = totals.get("VCPU"), totals.get("MEMORY_MB"), totals.get("DISK_GB")
+    if vcpu is not None:
+        state.vcpus_total, state.vcpus_used = vcpu
+    if memory is not None:
+        state.memory_mb_total, state.memory_mb_used = memory
+    if disk is not None:
+        state.disk_gb_total, state.disk_gb_used = disk
 
 
 def _overlay_usage(state: HostState, root: str,
