@@ -38,6 +38,7 @@ from stratus.placement import errors, model
 from stratus.placement import schema as s
 from stratus.placement.store import consumers
 from stratus.placement.store.common import bump_generation, now, record_change
+from stratus.storage import engine as db
 
 DEFAULT_RETRIES = 10
 
@@ -158,8 +159,11 @@ def _ids(name: str) -> sa.BindParameter:
 
 
 _rp, _rc, _inv, _a = s.resource_providers, s.resource_classes, s.inventories, s.allocations
-_PROVIDER_IDS = sa.select(_rp.c.uuid, _rp.c.id).where(_rp.c.uuid.in_(_ids("uuids")))
-_CLASS_IDS = sa.select(_rc.c.name, _rc.c.id).where(_rc.c.name.in_(_ids("names")))
+# Providers by uuid (kind 0) and resource classes by name (kind 1), in one statement.
+_IDS = sa.union_all(
+    sa.select(sa.literal(0), _rp.c.uuid, _rp.c.id).where(_rp.c.uuid.in_(_ids("uuids"))),
+    sa.select(sa.literal(1), _rc.c.name, _rc.c.id).where(_rc.c.name.in_(_ids("names"))),
+)
 _OLD = (sa.select(_a.c.consumer_id, _a.c.resource_provider_id, _a.c.resource_class_id)
         .where(_a.c.consumer_id.in_(_ids("consumers"))))
 _DELETE_OLD = sa.delete(_a).where(_a.c.consumer_id.in_(_ids("consumers")))
@@ -186,18 +190,19 @@ _USAGE = _usage_select(_a.c.consumer_id.in_(_ids("consumers")))
 _USAGE_NO_CONSUMERS = _usage_select(sa.false())
 
 
-def _provider_ids(conn: Connection, uuids: list[str]) -> dict[str, int]:
-    found = dict(conn.execute(_PROVIDER_IDS, {"uuids": sorted(set(uuids))}).all())
+def _provider_and_class_ids(conn: Connection, uuids: list[str], names: list[str]
+                            ) -> tuple[dict[str, int], dict[str, int]]:
+    """Ids of the named providers and classes; 400 naming the first unknown provider,
+    else the first unknown class (in request order)."""
+    found: tuple[dict[str, int], dict[str, int]] = ({}, {})
+    for kind, key, row_id in conn.execute(_IDS, {"uuids": sorted(set(uuids)),
+                                                  "names": sorted(set(names))}):
+        found[kind][key] = row_id
     for uuid in uuids:
-        if uuid not in found:
+        if uuid not in found[0]:
             raise UnknownProvider(f"Allocation for resource provider '{uuid}' that does not exist.")
-    return found
-
-
-def _class_ids(conn: Connection, names: list[str]) -> dict[str, int]:
-    found = dict(conn.execute(_CLASS_IDS, {"names": sorted(set(names))}).all())
     for name in names:
-        if name not in found:
+        if name not in found[1]:
             raise UnknownResourceClass(f"No such resource class {name}.")
     return found
 
@@ -224,8 +229,9 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
 
     wanted = [(w.uuid, rp, rc, amount) for w in writes
               for rp, resources in w.allocations.items() for rc, amount in resources.items()]
-    rp_ids = _provider_ids(conn, list(dict.fromkeys(rp for _, rp, _, _ in wanted)))
-    rc_ids = _class_ids(conn, list(dict.fromkeys(rc for _, _, rc, _ in wanted)))
+    rp_ids, rc_ids = _provider_and_class_ids(conn,
+                                             list(dict.fromkeys(rp for _, rp, _, _ in wanted)),
+                                             list(dict.fromkeys(rc for _, _, rc, _ in wanted)))
     rows = [_Row(c, rp, rc, (rp_ids[rp], rc_ids[rc]), amount) for c, rp, rc, amount in wanted]
 
     owners = consumers.resolve_owners(conn, [w.owner for w in writes])
@@ -252,14 +258,20 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
     checked_classes = {r.key[1] for r in rows} | {o.resource_class_id for o in old
                                                   if o.consumer_id in emptied}
 
-    for attempt in itertools.count(1):
-        try:
-            with conn.begin_nested():
-                _claim(conn, rows, ours, claimed, checked_classes)
-            break
-        except errors.ConcurrentUpdate:
-            if attempt >= max(retries, 1):
-                raise errors.ConcurrentUpdate(consumers.CONCURRENT) from None
+    if db.is_sqlite(conn):
+        # The write began with BEGIN IMMEDIATE: no other writer can move a generation
+        # before we commit, so a retry could never help and no savepoint is needed.
+        # (Should a swap fail anyway, the 409 rolls the whole write back.)
+        _claim(conn, rows, ours, claimed, checked_classes)
+    else:
+        for attempt in itertools.count(1):
+            try:
+                with conn.begin_nested():
+                    _claim(conn, rows, ours, claimed, checked_classes)
+                break
+            except errors.ConcurrentUpdate:
+                if attempt >= max(retries, 1):
+                    raise errors.ConcurrentUpdate(consumers.CONCURRENT) from None
 
     if old:
         conn.execute(_DELETE_OLD, {"consumers": existed})
