@@ -55,20 +55,28 @@ class LiveIndex:
 # Statements run on every query are built once (building one costs more CPU than
 # SQLite spends running it).
 _COUNTER = sa.select(s.change_counter.c.value).where(s.change_counter.c.id == 1)
-_CHANGED = sa.select(s.provider_changes.c.resource_provider_id).where(
-    s.provider_changes.c.seq > sa.bindparam("after"),
-    s.provider_changes.c.seq <= sa.bindparam("upto"))
+_cc, _pc = s.change_counter, s.provider_changes
+# The counter and what was logged after ``:after`` up to it, in one statement (so from
+# one snapshot): one row per change, or one row with a NULL seq when there is none.
+_COUNTER_AND_CHANGES = (
+    sa.select(_cc.c.value, _pc.c.seq, _pc.c.resource_provider_id)
+    .select_from(_cc.outerjoin(_pc, sa.and_(_pc.c.seq > sa.bindparam("after"),
+                                            _pc.c.seq <= _cc.c.value)))
+    .where(_cc.c.id == 1)
+)
 
 
 def refresh(index: ProviderIndex | None, conn: Connection) -> ProviderIndex:
     """``index`` brought up to date (or a freshly loaded one, when that is needed)."""
-    value = conn.execute(_COUNTER).scalar()
-    value = int(value or 0)
-    if index is None or index.seq is None or value < index.seq or index.needs_compaction():
+    if index is None or index.seq is None:
+        return load(conn, int(conn.execute(_COUNTER).scalar() or 0))
+    rows = conn.execute(_COUNTER_AND_CHANGES, {"after": index.seq}).all()
+    value = int(rows[0][0] or 0) if rows else 0
+    if value < index.seq or index.needs_compaction():
         return load(conn, value)
     if value == index.seq:
         return index
-    ids = set(conn.execute(_CHANGED, {"after": index.seq, "upto": value}).scalars())
+    ids = {rp for _value, seq, rp in rows if seq is not None}
     if None in ids:
         return load(conn, value)
     _partial(index, conn, {int(i) for i in ids})
@@ -182,59 +190,65 @@ def _records(conn: Connection, ids: list[int] | None) -> list[ProviderRecord]:
     return out
 
 
-def _record_queries(by_id: bool) -> tuple[sa.Select, ...]:
-    """The five reads behind provider records: all providers, or those in ``:ids``."""
+def _record_queries(by_id: bool) -> tuple[sa.Select, sa.CompoundSelect]:
+    """The two reads behind provider records (all providers, or those in ``:ids``):
+    providers with their inventories and usage, then their traits and aggregates."""
     rp, inv, alloc = s.resource_providers, s.inventories, s.allocations
     rpt, rpa = s.resource_provider_traits, s.resource_provider_aggregates
 
     def only(column: sa.ColumnElement) -> list[sa.ColumnElement]:
         return [column.in_(sa.bindparam("ids", expanding=True))] if by_id else []
 
-    return (
-        sa.select(alloc.c.resource_provider_id, alloc.c.resource_class_id,
-                  sa.func.sum(alloc.c.used))
-        .where(*only(alloc.c.resource_provider_id))
-        .group_by(alloc.c.resource_provider_id, alloc.c.resource_class_id),
-        sa.select(inv.c.resource_provider_id, inv.c.resource_class_id, inv.c.total,
-                  inv.c.reserved, inv.c.min_unit, inv.c.max_unit, inv.c.step_size,
-                  inv.c.allocation_ratio).where(*only(inv.c.resource_provider_id)),
-        sa.select(rpt.c.resource_provider_id, rpt.c.trait_id)
-        .where(*only(rpt.c.resource_provider_id)),
-        sa.select(rpa.c.resource_provider_id, rpa.c.aggregate_id)
-        .where(*only(rpa.c.resource_provider_id)),
-        sa.select(rp.c.id, rp.c.uuid, rp.c.parent_provider_id, rp.c.root_provider_id)
-        .where(*only(rp.c.id)),
+    usage = (sa.select(alloc.c.resource_provider_id.label("rp"),
+                       alloc.c.resource_class_id.label("rc"),
+                       sa.func.sum(alloc.c.used).label("used"))
+             .where(*only(alloc.c.resource_provider_id))
+             .group_by(alloc.c.resource_provider_id, alloc.c.resource_class_id)
+             .subquery())
+    providers = (
+        sa.select(rp.c.id, rp.c.uuid, rp.c.parent_provider_id, rp.c.root_provider_id,
+                  inv.c.resource_class_id, inv.c.total, inv.c.reserved, inv.c.min_unit,
+                  inv.c.max_unit, inv.c.step_size, inv.c.allocation_ratio, usage.c.used)
+        .select_from(rp.outerjoin(inv, inv.c.resource_provider_id == rp.c.id)
+                     .outerjoin(usage, sa.and_(usage.c.rp == inv.c.resource_provider_id,
+                                               usage.c.rc == inv.c.resource_class_id)))
+        .where(*only(rp.c.id))
     )
+    tags = sa.union_all(
+        sa.select(sa.literal(0), rpt.c.resource_provider_id, rpt.c.trait_id)
+        .where(*only(rpt.c.resource_provider_id)),
+        sa.select(sa.literal(1), rpa.c.resource_provider_id, rpa.c.aggregate_id)
+        .where(*only(rpa.c.resource_provider_id)),
+    )
+    return providers, tags
 
 
 _RECORD_QUERIES = {False: _record_queries(False), True: _record_queries(True)}
 
 
 def _records_where(conn: Connection, ids: list[int] | None) -> list[ProviderRecord]:
-    usage_q, inventory_q, trait_q, aggregate_q, provider_q = _RECORD_QUERIES[ids is not None]
+    provider_q, tag_q = _RECORD_QUERIES[ids is not None]
     params = {} if ids is None else {"ids": ids}
-    used: dict[tuple[int, int], int] = {}
-    for pid, rc_id, total in conn.execute(usage_q, params):
-        used[(pid, rc_id)] = int(total or 0)
+    shapes: dict[int, tuple[str, int | None, int | None]] = {}
     inventories: dict[int, list[InventoryRecord]] = defaultdict(list)
-    for row in conn.execute(inventory_q, params):
-        pid, rc_id = row[0], row[1]
-        inventories[pid].append(InventoryRecord(
-            rc_id, int(row[2]), int(row[3]), int(row[4]), int(row[5]), int(row[6]),
-            float(row[7]), used.get((pid, rc_id), 0),
-        ))
+    for row in conn.execute(provider_q, params):
+        pid = row[0]
+        shapes[pid] = (row[1], row[2], row[3])
+        if row[4] is not None:   # a provider without inventory has one row of NULLs
+            inventories[pid].append(InventoryRecord(
+                row[4], int(row[5]), int(row[6]), int(row[7]), int(row[8]), int(row[9]),
+                float(row[10]), int(row[11] or 0),
+            ))
     traits: dict[int, set[int]] = defaultdict(set)
-    for pid, trait_id in conn.execute(trait_q, params):
-        traits[pid].add(trait_id)
     aggs: dict[int, set[int]] = defaultdict(set)
-    for pid, agg_id in conn.execute(aggregate_q, params):
-        aggs[pid].add(agg_id)
+    for kind, pid, tag in conn.execute(tag_q, params):
+        (aggs if kind else traits)[pid].add(tag)
     return [
         ProviderRecord(
             id=pid, uuid=uuid, parent_id=parent, root_id=root if root is not None else pid,
-            inventories=tuple(inventories.get(pid, ())),
+            inventories=tuple(sorted(inventories.get(pid, ()), key=lambda inv: inv.rc_id)),
             trait_ids=frozenset(traits.get(pid, ())),
             aggregate_ids=frozenset(aggs.get(pid, ())),
         )
-        for pid, uuid, parent, root in conn.execute(provider_q, params)
+        for pid, (uuid, parent, root) in shapes.items()
     ]
