@@ -10,12 +10,14 @@ every process computes the same one without asking anybody.
 
 from __future__ import annotations
 
+import functools
 import uuid
 
 # Fixed namespace for cell aggregates; never change it (existing providers carry the result).
 CELL_AGGREGATE_NAMESPACE = uuid.UUID("5d0c2b9e-3c1f-4b8e-9a8e-3f3c6f2b7a11")
 
 
+@functools.lru_cache(maxsize=1024)   # the scheduler asks for every cell on every request
 def cell_aggregate_uuid(cell_uuid: str) -> str:
     """The uuid of the Placement aggregate holding ``cell_uuid``'s compute nodes."""
     return str(uuid.uuid5(CELL_AGGREGATE_NAMESPACE, f"cell/{cell_uuid}"))

@@ -31,14 +31,22 @@ class CloudView:
     host_zones: dict[str, str] = field(default_factory=dict)   # host -> availability zone
 
 
+# Built once: this runs on every scheduling request, and building the statement cost
+# more than running it.
+_AGGREGATE_METADATA = (
+    sa.select(api.aggregates.c.id, api.aggregates.c.uuid, api.aggregate_metadata.c.key,
+              api.aggregate_metadata.c.value)
+    .join(api.aggregate_metadata, api.aggregate_metadata.c.aggregate_id == api.aggregates.c.id)
+    .where(sa.or_(api.aggregate_metadata.c.key == AZ_KEY,
+                  api.aggregate_metadata.c.key.startswith(TENANT_KEY_PREFIX))))
+_ZONE_MEMBERS = (sa.select(api.aggregate_hosts.c.aggregate_id, api.aggregate_hosts.c.host)
+                 .where(api.aggregate_hosts.c.aggregate_id.in_(
+                     sa.bindparam("aggregates", expanding=True))))
+
+
 def load(conn: Connection, cells: Sequence[CellMapping]) -> CloudView:
     """The request filters' context and each host's zone, from one read of the aggregates."""
-    rows = conn.execute(
-        sa.select(api.aggregates.c.id, api.aggregates.c.uuid, api.aggregate_metadata.c.key,
-                  api.aggregate_metadata.c.value)
-        .join(api.aggregate_metadata, api.aggregate_metadata.c.aggregate_id == api.aggregates.c.id)
-        .where(sa.or_(api.aggregate_metadata.c.key == AZ_KEY,
-                      api.aggregate_metadata.c.key.startswith(TENANT_KEY_PREFIX))))
+    rows = conn.execute(_AGGREGATE_METADATA)
     zones: dict[str, set[str]] = {}
     zone_of_aggregate: dict[int, str] = {}
     tenants: dict[str, set[str]] = {}
@@ -51,9 +59,7 @@ def load(conn: Connection, cells: Sequence[CellMapping]) -> CloudView:
             tenants.setdefault(row.uuid, set()).update(projects)
     host_zones: dict[str, str] = {}
     if zone_of_aggregate:
-        members = conn.execute(sa.select(api.aggregate_hosts.c.aggregate_id,
-                                         api.aggregate_hosts.c.host)
-                               .where(api.aggregate_hosts.c.aggregate_id.in_(zone_of_aggregate)))
+        members = conn.execute(_ZONE_MEMBERS, {"aggregates": sorted(zone_of_aggregate)})
         for agg_id, host in members:
             host_zones[host] = zone_of_aggregate[agg_id]
     cell_aggregates: dict[str, str] = {}
