@@ -3,7 +3,7 @@
 ::
 
     placement.db ─ Placement app ──┬─ HTTP on --port (uvicorn thread)
-                                   └─ in-process clients (httpx.WSGITransport)
+                                   └─ in-process clients (the WSGI app, called directly)
     api.db ─ compute API ── HTTP on --api-port (uvicorn thread)
             scheduler, conductor ── inproc://stratus (the API-level bus)
     cellN.db ─ compute services of cell N ── inproc://stratus-cellN (one bus per cell)
@@ -28,7 +28,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
@@ -131,7 +130,7 @@ class AllInOne:
     def placement_client(self) -> PlacementClient:
         client = PlacementClient("http://placement.allinone",
                                  token=str(self.config.get("placement_client", "token")),
-                                 transport=httpx.WSGITransport(app=self.placement_wsgi))
+                                 wsgi_app=self.placement_wsgi)
         self.started.closers.append(client.close)
         return client
 
