@@ -1,6 +1,6 @@
 """Scheduler throughput: boot servers on 1,000 and 10,000 simulated hosts.
 
-    .venv/bin/python -m bench.scheduler [--hosts 1000 10000] [--boots 200] [--limit 50]
+    .venv/bin/python -m bench.scheduler [--hosts 1000 10000] [--boots 200] [--limit 50 1000]
                                         [--rabbit amqp://guest:guest@127.0.0.1:5672/]
                                         [--write-docs docs/benchmarks.md]
 
@@ -59,6 +59,9 @@ class Run:
     latencies: list[float]
     failures: int = 0
     split: str = ""   # where one decision's time goes (one-process mode)
+    limit: int = 0
+    cpu_ms: float | None = None   # this process's CPU per decision (one-process mode)
+    load: str = ""                # load average when the row was measured
 
     @property
     def rate(self) -> float:
@@ -69,10 +72,17 @@ class Run:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
     def line(self) -> str:
-        return (f"{self.hosts:>6} hosts  {self.mode:<34} {self.rate:8.1f} decisions/s  "
+        return (f"{self.hosts:>6} hosts  limit {self.limit:<5} {self.mode:<34} "
+                f"{self.rate:8.1f} decisions/s  "
                 f"p50 {self.pct(0.5):7.1f} ms  p99 {self.pct(0.99):7.1f} ms"
+                + (f"  CPU {self.cpu_ms:.1f} ms/decision" if self.cpu_ms is not None else "")
                 + (f"  ({self.failures} failed)" if self.failures else "")
+                + f"  load {self.load}"
                 + (f"\n{'':14}per decision: {self.split}" if self.split else ""))
+
+
+def load_average() -> str:
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 class Heartbeats:
@@ -153,12 +163,15 @@ def boot_sequential(call, n_hosts: int, mode: str, boots: int,
         call(spec(), [str(uuid.uuid4())])
     after_warmup()
     latencies = []
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for _ in range(boots):
         t0 = time.perf_counter()
         call(spec(), [str(uuid.uuid4())])
         latencies.append(time.perf_counter() - t0)
-    return Run(n_hosts, mode, boots, time.perf_counter() - started, latencies)
+    run = Run(n_hosts, mode, boots, time.perf_counter() - started, latencies,
+              load=load_average())
+    run.cpu_ms = (time.process_time() - cpu) * 1000 / boots
+    return run
 
 
 def boot_concurrent(call, n_hosts: int, mode: str, boots: int, threads: int) -> Run:
@@ -192,7 +205,7 @@ def boot_concurrent(call, n_hosts: int, mode: str, boots: int, threads: int) -> 
     for key, count in sorted(errors.items(), key=lambda kv: -kv[1])[:5]:
         print(f"  {count} x {key}", flush=True)
     return Run(n_hosts, mode, len(latencies), time.perf_counter() - started, latencies,
-               failures)
+               failures, load=load_average())
 
 
 def rabbit_reachable(url: str) -> bool:
@@ -245,6 +258,8 @@ def separate_processes(n: int, workdir: Path, placement_url: str, rabbit: str, b
         runs = [boot_sequential(call, n, "processes, RabbitMQ, 1 caller", boots),
                 boot_concurrent(call, n, "processes, RabbitMQ, 2 schedulers, 4 callers",
                                 boots, threads=4)]
+        for run in runs:
+            run.limit, run.cpu_ms = limit, None   # the CPU is spent in the other processes
     finally:
         bus.close()
         for proc in (*schedulers, api):
@@ -252,29 +267,41 @@ def separate_processes(n: int, workdir: Path, placement_url: str, rabbit: str, b
     return runs
 
 
-def markdown(runs: list[Run], limit: int, boots: int) -> str:
+def markdown(runs: list[Run], limits: list[int], boots: int) -> str:
+    from bench.candidates import machine, revision
+
     lines = [
         BEGIN,
         "## Scheduler: select-and-claim",
         "",
         f"`bench/scheduler.py`: {boots} boots per row, one new server each; "
         "1 host in 10 disabled, 1 in 10 full, hosts in two cells; "
-        f"`max_placement_results = {limit}`. Latency is one whole `select_destinations` "
-        "(request filters, candidates, host states from the cell databases, filters, "
-        "weighers, and the claim in Placement); SQLite databases; shared 2-core machine.",
+        "`limit` is `max_placement_results` (the default is 1000, as Nova's). "
+        "A decision is one whole `select_destinations` (request filters, candidates, "
+        "host states, filters, weighers, and the claim in Placement); SQLite databases. "
+        "*One process*: the scheduler calls the Placement WSGI app directly, as "
+        "`stratus serve` does; *CPU* is that process's CPU time per decision, which other "
+        "work on a shared machine does not inflate the way it inflates wall-clock rates.",
         "",
-        "| hosts | mode | decisions/s | p50 (ms) | p99 (ms) |",
-        "|---:|---|---:|---:|---:|",
+        f"Machine: {machine()}.  ",
+        f"Code: {revision()}.",
+        "",
+        "| hosts | limit | mode | decisions/s | p50 (ms) | p99 (ms) | CPU (ms/decision) "
+        "| load avg |",
+        "|---:|---:|---|---:|---:|---:|---:|---|",
     ]
     for r in runs:
         mode = r.mode + (f" ({r.failures} failed)" if r.failures else "")
-        lines.append(f"| {r.hosts:,} | {mode} | {r.rate:.1f} | {r.pct(0.5):.1f} | "
-                     f"{r.pct(0.99):.1f} |")
-    splits = [f"- {r.hosts:,} hosts, one process, per decision: {r.split}"
+        cpu = f"{r.cpu_ms:.1f}" if r.cpu_ms is not None else ""
+        lines.append(f"| {r.hosts:,} | {r.limit} | {mode} | {r.rate:.1f} | {r.pct(0.5):.1f} | "
+                     f"{r.pct(0.99):.1f} | {cpu} | {r.load} |")
+    splits = [f"- {r.hosts:,} hosts, limit {r.limit}, one process, per decision: {r.split}"
               for r in runs if r.split]
     if splits:
-        lines += ["", "Where the time goes (mean per decision, in-process Placement):", *splits]
-    lines += ["", f"Run: `python -m bench.scheduler --boots {boots} --limit {limit}`.", END]
+        lines += ["", "Where the time goes (mean wall-clock per decision, one process):",
+                  *splits]
+    shown = " ".join(str(limit) for limit in limits)
+    lines += ["", f"Run: `python -m bench.scheduler --boots {boots} --limit {shown}`.", END]
     return "\n".join(lines) + "\n"
 
 
@@ -288,12 +315,34 @@ def write_docs(path: Path, section: str) -> None:
     path.write_text(text)
 
 
+def one_process(cloud: Cloud, n: int, limit: int, boots: int) -> Run:
+    # As `stratus serve` does: the Placement WSGI app, called directly.
+    timed = TimedPlacement("http://placement.test", wsgi_app=cloud.wsgi)
+    scheduler = cloud.scheduler(placement=timed, max_placement_results=limit)
+
+    def after_warmup() -> None:
+        runtime.settle_heap()   # as `stratus serve` does once it is ready
+        timed.reset()
+
+    run = boot_sequential(scheduler.select_destinations, n, "one process", boots,
+                          after_warmup=after_warmup)
+    run.limit = limit
+    per = 1000 / run.boots
+    own = sum(run.latencies) - timed.candidates - timed.claims
+    run.split = (f"candidates {timed.candidates * per:.1f} ms, claim "
+                 f"{timed.claims * per:.1f} ms, scheduler's own work {own * per:.1f} ms")
+    print(run.line(), flush=True)
+    scheduler.host_manager.close()
+    return run
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--hosts", type=int, nargs="+", default=[1000, 10000])
     p.add_argument("--boots", type=int, default=200)
-    p.add_argument("--limit", type=int, default=50, help="max_placement_results")
+    p.add_argument("--limit", type=int, nargs="+", default=[50, 1000],
+                   help="max_placement_results (one set of rows per value)")
     p.add_argument("--rabbit", default=os.environ.get(
         "STRATUS_TEST_RABBIT_URL", "amqp://guest:guest@127.0.0.1:5672/"),
         help="RabbitMQ URL for the separate-process runs (skipped if unreachable)")
@@ -306,32 +355,19 @@ def main(argv: list[str] | None = None) -> int:
         workdir = procs.make_workdir("stratus-sched-bench-")
         cloud, app, url = build(n, workdir)
         with Heartbeats(cloud):
-            # As `stratus serve` does: the Placement WSGI app, called directly.
-            timed = TimedPlacement("http://placement.test", wsgi_app=cloud.wsgi)
-            scheduler = cloud.scheduler(placement=timed, max_placement_results=args.limit)
-
-            def after_warmup(timed: TimedPlacement = timed) -> None:
-                runtime.settle_heap()   # as `stratus serve` does once it is ready
-                timed.reset()
-
-            run = boot_sequential(scheduler.select_destinations, n, "one process", args.boots,
-                                  after_warmup=after_warmup)
-            per = 1000 / run.boots
-            own = sum(run.latencies) - timed.candidates - timed.claims
-            run.split = (f"candidates {timed.candidates * per:.0f} ms, claim "
-                         f"{timed.claims * per:.0f} ms, scheduler's own work {own * per:.0f} ms")
-            print(run.line(), flush=True)
-            runs.append(run)
+            for limit in args.limit:
+                runs.append(one_process(cloud, n, limit, args.boots))
             app.engine.dispose()
             if args.no_processes:
                 pass
             elif not rabbit_reachable(args.rabbit):
                 print(f"RabbitMQ at {args.rabbit} unreachable: separate-process runs skipped")
             else:
-                for run in separate_processes(n, workdir, url, args.rabbit, args.boots,
-                                              args.limit):
-                    print(run.line(), flush=True)
-                    runs.append(run)
+                for limit in args.limit:
+                    for run in separate_processes(n, workdir, url, args.rabbit, args.boots,
+                                                  limit):
+                        print(run.line(), flush=True)
+                        runs.append(run)
         cloud.close()
     if args.write_docs:
         write_docs(Path(args.write_docs), markdown(runs, args.limit, args.boots))
