@@ -81,13 +81,15 @@ class PlacementApp:
         response.headers["x-openstack-request-id"] = request_id
         if want is not None:
             response.headers[microversion.HEADER] = f"{microversion.SERVICE_TYPE} {want}"
-            response.headers["Vary"] = microversion.HEADER
+            response.headers["Vary"] = microversion.HEADER.lower()
         return response(environ, start_response)
 
     def _dispatch(
         self, request: webob.Request, want: microversion.Version, ctx: Context
     ) -> webob.Response:
         path = request.path_info or "/"
+        if request.content_length and not request.environ.get("CONTENT_TYPE"):
+            raise HTTPError(400, "content-type header required when content-length > 0")
         if request.content_length and request.content_length > self.max_body_bytes:
             raise HTTPError(413, f"Request body is {request.content_length} bytes; the limit "
                                  f"is {self.max_body_bytes}.")
@@ -96,8 +98,8 @@ class PlacementApp:
         except NoRoute:
             raise HTTPError(404, "The resource could not be found.") from None
         except MethodNotAllowed as exc:
-            raise HTTPError(405, "The method specified is not allowed for this resource.",
-                            headers={"Allow": exc.allow}) from None
+            raise HTTPError(405, f"The method {request.method} is not allowed for this "
+                                 "resource.", headers={"Allow": exc.allow}) from None
         if (
             request.method == "GET"
             and request.accept

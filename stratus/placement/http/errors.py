@@ -7,6 +7,7 @@ was known also carries ``min_version`` and ``max_version``.
 
 from __future__ import annotations
 
+import html
 import json
 from http import HTTPStatus
 from typing import Any
@@ -32,6 +33,17 @@ class HTTPError(errors.PlacementError):
         self.headers = headers or {}
 
 
+def _error_media_type(environ: dict[str, Any]) -> str:
+    """JSON unless the client's Accept rules it out (webob's choice, as Placement makes it):
+    an Accept that takes HTML but not JSON gets HTML, one that takes neither plain text."""
+    accept = environ.get("HTTP_ACCEPT")
+    if not accept:
+        return "application/json"
+    offers = webob.acceptparse.create_accept_header(accept).acceptable_offers(
+        ["application/json", "text/html"])
+    return offers[0][0] if offers else "text/plain"
+
+
 def error_response(
     exc: errors.PlacementError,
     environ: dict[str, Any],
@@ -51,12 +63,17 @@ def error_response(
     if status == 406 and want is None:
         body["max_version"] = microversion.MAX_VERSION
         body["min_version"] = microversion.MIN_VERSION
-    resp = webob.Response(
-        status=status,
-        body=json.dumps({"errors": [body]}).encode(),
-        content_type="application/json",
-        charset=None,
-    )
+    kind = _error_media_type(environ)
+    if kind == "application/json":
+        payload = json.dumps({"errors": [body]}).encode()
+    elif kind == "text/html":
+        title = f"{status} {body['title']}"
+        payload = (f"<html>\n <head>\n  <title>{title}</title>\n </head>\n <body>\n"
+                   f"  <h1>{title}</h1>\n  {html.escape(exc.detail)}\n </body>\n</html>"
+                   ).encode()
+    else:
+        payload = f"{status} {body['title']}\n\n{exc.detail}\n".encode()
+    resp = webob.Response(status=status, body=payload, content_type=kind, charset=None)
     for name, value in getattr(exc, "headers", {}).items():
         resp.headers[name] = value
     return resp

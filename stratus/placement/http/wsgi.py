@@ -136,7 +136,9 @@ def validate(data: Any, schema: dict[str, Any]) -> None:
     validator = _validator(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is not None:
-        raise errors.BadRequest(f"JSON does not validate: {error.message}")
+        # The whole of jsonschema's report, as Placement gives it: clients and Placement's
+        # own tests look for "Failed validating '<keyword>' in schema[...]".
+        raise errors.BadRequest(f"JSON does not validate: {error}")
 
 
 # ---- output ----------------------------------------------------------------

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 import webob
 
 from stratus.placement import errors
 from stratus.placement.http.schemas import resource_class as schema
-from stratus.placement.http.schemas.common import CUSTOM_RC_PATTERN
-from stratus.placement.http.wsgi import Req, empty_response, json_response, latest
+from stratus.placement.http.wsgi import Req, empty_response, json_response, latest, validate
 from stratus.placement.store import resource_classes as store
 from stratus.storage import engine as db
-
-_CUSTOM = re.compile(CUSTOM_RC_PATTERN)
 
 
 def _render(req: Req, rc: store.ResourceClass) -> dict[str, object]:
@@ -57,23 +52,22 @@ def update_resource_class(req: Req) -> webob.Response:
     req.authorize("placement:resource_classes:update")
     name = req.arg("name")
     if req.want.supports("resource_class_put_create"):
-        # 1.7+: PUT is an idempotent "make sure this custom class exists".
-        if not _CUSTOM.match(name):
-            raise errors.BadRequest(
-                "Failed validating 'pattern' in schema: name must start with CUSTOM_ and "
-                "contain only upper-case letters, digits and underscores."
-            )
+        # 1.7+: PUT is an idempotent "make sure this custom class exists"; the name in
+        # the URL is held to the same schema as a POST body (pattern, length).
+        validate({"name": name}, schema.PUT_V1_2)
+        status = 201
         try:
             with db.write(req.app.engine) as conn:
                 if store.exists(conn, name):
-                    return empty_response(204)
-                rc = store.create(conn, name)
+                    status = 204
+                else:
+                    store.create(conn, name)
         except errors.Conflict:
             # A concurrent PUT created it between our check and our insert (PostgreSQL
             # and MariaDB do not serialise the two): it exists, which is what was asked.
-            return empty_response(204)
-        resp = empty_response(201)
-        resp.location = req.url(f"/resource_classes/{rc.name}")
+            status = 204
+        resp = empty_response(status)
+        resp.location = req.url(f"/resource_classes/{name}")
         return resp
     data = req.json_body(schema.PUT_V1_2)
     with db.write(req.app.engine) as conn:

@@ -17,4 +17,4 @@ def home(req: Req) -> webob.Response:
         "status": "CURRENT",
         "links": [{"rel": "self", "href": ""}],
     }
-    return json_response(req, {"versions": [version]}, cacheable=False)
+    return json_response(req, {"versions": [version]})

@@ -41,7 +41,7 @@ def _list_filters(query: dict[str, list[str]]) -> dict[str, Any]:
         jsonschema.Draft4Validator(schema.LIST_QUERY).iter_errors(last)
     )
     if error is not None:
-        raise errors.BadRequest(f"Invalid query string parameters: {error.message}")
+        raise errors.BadRequest(f"Invalid query string parameters: {error}")
     filters: dict[str, Any] = {}
     if "name" in last:
         op, sep, value = last["name"].partition(":")

@@ -19,7 +19,7 @@ def _validate_query(params: dict[str, str], query_schema: dict[str, Any]) -> Non
     validator = jsonschema.Draft4Validator(query_schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(params))
     if error is not None:
-        raise errors.BadRequest(f"Invalid query string parameters: {error.message}")
+        raise errors.BadRequest(f"Invalid query string parameters: {error}")
 
 
 def list_usages(req: Req) -> webob.Response:
