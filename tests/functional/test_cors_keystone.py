@@ -123,7 +123,7 @@ def test_actual_request_from_allowed_origin(cors_client):
         "x-openstack-request-id,OpenStack-API-Version"
     )
     # The microversion Vary stays, Origin is added to it.
-    assert resp.headers["vary"] == "OpenStack-API-Version,Origin"
+    assert resp.headers["vary"] == "openstack-api-version,Origin"
     assert resp.json()["resource_classes"]
 
 
