@@ -101,7 +101,8 @@ class AllInOne:
         placement_engine = db.create_engine(self.layout.placement_db_url)
         self.started.closers.append(placement_engine.dispose)
         placement_db.sync(placement_engine)
-        self.placement_wsgi = build_wsgi(PlacementApp(self.config, placement_engine))
+        self.placement_app = PlacementApp(self.config, placement_engine)
+        self.placement_wsgi = build_wsgi(self.placement_app)
         api_engine = open_api_db(self.layout)
         self.started.closers.append(api_engine.dispose)
         self.api_engine = api_engine

@@ -225,6 +225,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"Placement API: {cloud.placement_url}", flush=True)
             print(f"Compute API:   {cloud.api_url}", flush=True)
             hint = _hint(cloud.placement_url, cloud.api_url)
+            service.load_candidates_index(cloud.placement_app)
             runtime.settle_heap()   # every host is up: freeze what start-up built
             print(f"Ready in {time.monotonic() - started:.1f}s. {hint}", flush=True)
             print("Ctrl-C stops it.", flush=True)

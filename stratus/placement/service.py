@@ -7,6 +7,7 @@ for external servers (gunicorn, uwsgi, mod_wsgi) and the tests.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Any
 
@@ -15,6 +16,8 @@ from stratus import runtime
 from stratus.placement import db as placement_db
 from stratus.placement.http.app import PlacementApp, WSGIApp, build_wsgi
 from stratus.storage import engine as db
+
+LOG = logging.getLogger(__name__)
 
 # Set by the CLI so that server worker processes rebuild the same configuration.
 ENV_CONFIG_FILES = "STRATUS_CONFIG_FILES"
@@ -30,6 +33,18 @@ def make_placement(config: configuration.Config, sync: bool | None = None) -> Pl
 
 def make_app(config: configuration.Config, sync: bool | None = None) -> WSGIApp:
     return build_wsgi(make_placement(config, sync))
+
+
+def load_candidates_index(app: PlacementApp) -> None:
+    """Build the allocation-candidates index now rather than at the first query, so that
+    query does not wait for it and ``runtime.settle_heap`` afterwards covers it (its
+    objects are most of a worker's long-lived heap). A failure is only logged: the first
+    query tries again."""
+    try:
+        with db.read(app.engine) as conn, app.candidates.current(conn):
+            pass
+    except Exception as exc:   # e.g. the database is not there yet
+        LOG.warning("candidates index not loaded at start-up: %s", exc)
 
 
 def export_config(files: list[str], overrides: dict[tuple[str, str], Any]) -> None:
@@ -53,6 +68,8 @@ def asgi_factory() -> Any:
     """ASGI app for uvicorn workers: the WSGI app behind a2wsgi's thread pool."""
     from a2wsgi import WSGIMiddleware
 
-    app = WSGIMiddleware(make_app(config_from_env(), sync=False), workers=16)
+    placement = make_placement(config_from_env(), sync=False)
+    load_candidates_index(placement)
+    app = WSGIMiddleware(build_wsgi(placement), workers=16)
     runtime.settle_heap()
     return app
