@@ -39,15 +39,22 @@ FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "allocation_
 
 
 class HasCapacity(Protocol):
-    total: int
-    reserved: int
-    allocation_ratio: float
+    # Read-only members, so frozen dataclasses and database rows both qualify.
+    @property
+    def total(self) -> int: ...
+    @property
+    def reserved(self) -> int: ...
+    @property
+    def allocation_ratio(self) -> float: ...
 
 
 class HasUnits(Protocol):
-    min_unit: int
-    max_unit: int
-    step_size: int
+    @property
+    def min_unit(self) -> int: ...
+    @property
+    def max_unit(self) -> int: ...
+    @property
+    def step_size(self) -> int: ...
 
 
 @dataclass(frozen=True)
