@@ -9,29 +9,10 @@ Each cell's own records live in its cell database (``stratus/cells/schema.py``).
 from __future__ import annotations
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
 
-metadata = sa.MetaData(
-    naming_convention={
-        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-        "pk": "pk_%(table_name)s",
-    }
-)
+from stratus.storage import columns
 
-
-def _name(length: int) -> sa.String:
-    return sa.String(length).with_variant(
-        mysql.VARCHAR(length, charset="utf8mb4", collation="utf8mb4_bin"), "mysql"
-    )
-
-
-def _timestamps() -> list[sa.Column]:
-    return [
-        sa.Column("created_at", sa.DateTime, nullable=False),
-        sa.Column("updated_at", sa.DateTime, nullable=True),
-    ]
+metadata = columns.new_metadata()
 
 
 CELL0_UUID = "00000000-0000-0000-0000-000000000000"
@@ -40,13 +21,13 @@ cell_mappings = sa.Table(
     "cell_mappings",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("uuid", _name(36), nullable=False, unique=True),
-    sa.Column("name", _name(255), nullable=True),
+    sa.Column("uuid", columns.name(36), nullable=False, unique=True),
+    sa.Column("name", columns.name(255), nullable=True),
     sa.Column("transport_url", sa.Text, nullable=False),
     sa.Column("database_connection", sa.Text, nullable=False),
     # Added by its own migration (0002): a disabled cell takes no new servers.
     sa.Column("disabled", sa.Boolean, nullable=False, server_default=sa.false()),
-    *_timestamps(),
+    *columns.timestamps(),
 )
 
 host_mappings = sa.Table(
@@ -55,30 +36,30 @@ host_mappings = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True),
     sa.Column("cell_id", sa.Integer, sa.ForeignKey("cell_mappings.id"), nullable=False,
               index=True),
-    sa.Column("host", _name(255), nullable=False, unique=True),
-    *_timestamps(),
+    sa.Column("host", columns.name(255), nullable=False, unique=True),
+    *columns.timestamps(),
 )
 
 instance_mappings = sa.Table(
     "instance_mappings",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("instance_uuid", _name(36), nullable=False, unique=True),
+    sa.Column("instance_uuid", columns.name(36), nullable=False, unique=True),
     # NULL until the server is scheduled (or buried in cell0).
     sa.Column("cell_id", sa.Integer, sa.ForeignKey("cell_mappings.id"), nullable=True,
               index=True),
-    sa.Column("project_id", _name(255), nullable=False, index=True),
-    sa.Column("user_id", _name(255), nullable=True),
+    sa.Column("project_id", columns.name(255), nullable=False, index=True),
+    sa.Column("user_id", columns.name(255), nullable=True),
     sa.Column("queued_for_delete", sa.Boolean, nullable=False, server_default=sa.false()),
-    *_timestamps(),
+    *columns.timestamps(),
 )
 
 flavors = sa.Table(
     "flavors",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("flavorid", _name(255), nullable=False, unique=True),
-    sa.Column("name", _name(255), nullable=False, unique=True),
+    sa.Column("flavorid", columns.name(255), nullable=False, unique=True),
+    sa.Column("name", columns.name(255), nullable=False, unique=True),
     sa.Column("vcpus", sa.Integer, nullable=False),
     sa.Column("memory_mb", sa.Integer, nullable=False),
     sa.Column("root_gb", sa.Integer, nullable=False),
@@ -86,14 +67,14 @@ flavors = sa.Table(
     sa.Column("swap", sa.Integer, nullable=False, server_default="0"),
     sa.Column("is_public", sa.Boolean, nullable=False, server_default=sa.true()),
     sa.Column("description", sa.Text, nullable=True),
-    *_timestamps(),
+    *columns.timestamps(),
 )
 
 flavor_extra_specs = sa.Table(
     "flavor_extra_specs",
     metadata,
     sa.Column("flavor_id", sa.Integer, sa.ForeignKey("flavors.id"), primary_key=True),
-    sa.Column("key", _name(255), primary_key=True),
+    sa.Column("key", columns.name(255), primary_key=True),
     sa.Column("value", sa.Text, nullable=False),
 )
 
@@ -101,20 +82,20 @@ server_groups = sa.Table(
     "server_groups",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("uuid", _name(36), nullable=False, unique=True),
-    sa.Column("name", _name(255), nullable=False),
-    sa.Column("project_id", _name(255), nullable=False),
-    sa.Column("user_id", _name(255), nullable=False),
+    sa.Column("uuid", columns.name(36), nullable=False, unique=True),
+    sa.Column("name", columns.name(255), nullable=False),
+    sa.Column("project_id", columns.name(255), nullable=False),
+    sa.Column("user_id", columns.name(255), nullable=False),
     sa.Column("policy", sa.String(32), nullable=False),
     sa.Column("max_server_per_host", sa.Integer, nullable=True),
-    *_timestamps(),
+    *columns.timestamps(),
 )
 
 server_group_members = sa.Table(
     "server_group_members",
     metadata,
     sa.Column("group_id", sa.Integer, sa.ForeignKey("server_groups.id"), primary_key=True),
-    sa.Column("instance_uuid", _name(36), primary_key=True),
+    sa.Column("instance_uuid", columns.name(36), primary_key=True),
 )
 
 aggregates = sa.Table(
@@ -122,23 +103,23 @@ aggregates = sa.Table(
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
     # The same uuid is the Placement aggregate its hosts' providers are put in.
-    sa.Column("uuid", _name(36), nullable=False, unique=True),
-    sa.Column("name", _name(255), nullable=False, unique=True),
-    *_timestamps(),
+    sa.Column("uuid", columns.name(36), nullable=False, unique=True),
+    sa.Column("name", columns.name(255), nullable=False, unique=True),
+    *columns.timestamps(),
 )
 
 aggregate_hosts = sa.Table(
     "aggregate_hosts",
     metadata,
     sa.Column("aggregate_id", sa.Integer, sa.ForeignKey("aggregates.id"), primary_key=True),
-    sa.Column("host", _name(255), primary_key=True),
+    sa.Column("host", columns.name(255), primary_key=True),
 )
 
 aggregate_metadata = sa.Table(
     "aggregate_metadata",
     metadata,
     sa.Column("aggregate_id", sa.Integer, sa.ForeignKey("aggregates.id"), primary_key=True),
-    sa.Column("key", _name(255), primary_key=True),
+    sa.Column("key", columns.name(255), primary_key=True),
     sa.Column("value", sa.Text, nullable=False),
 )
 
@@ -146,10 +127,10 @@ request_specs = sa.Table(
     "request_specs",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("instance_uuid", _name(36), nullable=False, unique=True),
+    sa.Column("instance_uuid", columns.name(36), nullable=False, unique=True),
     # The RequestSpec as versioned JSON: moves re-read it to ask the same question again.
     sa.Column("spec", sa.Text, nullable=False),
-    *_timestamps(),
+    *columns.timestamps(),
 )
 
 # Added by migration 0003: a server the API accepted that no cell holds yet (Nova's
@@ -158,9 +139,9 @@ build_requests = sa.Table(
     "build_requests",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("instance_uuid", _name(36), nullable=False, unique=True),
-    sa.Column("project_id", _name(255), nullable=False, index=True),
-    sa.Column("user_id", _name(255), nullable=False),
-    sa.Column("name", _name(255), nullable=False),
-    *_timestamps(),
+    sa.Column("instance_uuid", columns.name(36), nullable=False, unique=True),
+    sa.Column("project_id", columns.name(255), nullable=False, index=True),
+    sa.Column("user_id", columns.name(255), nullable=False),
+    sa.Column("name", columns.name(255), nullable=False),
+    *columns.timestamps(),
 )

@@ -9,39 +9,20 @@ destination's (design document 004).
 from __future__ import annotations
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
 
-metadata = sa.MetaData(
-    naming_convention={
-        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-        "pk": "pk_%(table_name)s",
-    }
-)
+from stratus.storage import columns
 
-
-def _name(length: int) -> sa.String:
-    return sa.String(length).with_variant(
-        mysql.VARCHAR(length, charset="utf8mb4", collation="utf8mb4_bin"), "mysql"
-    )
-
-
-def _timestamps() -> list[sa.Column]:
-    return [
-        sa.Column("created_at", sa.DateTime, nullable=False),
-        sa.Column("updated_at", sa.DateTime, nullable=True),
-    ]
+metadata = columns.new_metadata()
 
 
 services = sa.Table(
     "services",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("uuid", _name(36), nullable=False, unique=True),
-    sa.Column("host", _name(255), nullable=False),
-    sa.Column("binary", _name(255), nullable=False),
-    sa.Column("topic", _name(255), nullable=True),
+    sa.Column("uuid", columns.name(36), nullable=False, unique=True),
+    sa.Column("host", columns.name(255), nullable=False),
+    sa.Column("binary", columns.name(255), nullable=False),
+    sa.Column("topic", columns.name(255), nullable=True),
     sa.Column("report_count", sa.Integer, nullable=False, server_default="0"),
     sa.Column("disabled", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("disabled_reason", sa.String(255), nullable=True),
@@ -49,7 +30,7 @@ services = sa.Table(
     sa.Column("last_seen_up", sa.DateTime, nullable=True),
     # The RPC/message version the service speaks; callers skip calls it cannot take.
     sa.Column("version", sa.Integer, nullable=False, server_default="0"),
-    *_timestamps(),
+    *columns.timestamps(),
     sa.UniqueConstraint("host", "binary"),
 )
 
@@ -58,10 +39,10 @@ compute_nodes = sa.Table(
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
     # Also the uuid of the node's root resource provider in Placement.
-    sa.Column("uuid", _name(36), nullable=False, unique=True),
+    sa.Column("uuid", columns.name(36), nullable=False, unique=True),
     sa.Column("service_id", sa.Integer, sa.ForeignKey("services.id"), nullable=True),
-    sa.Column("host", _name(255), nullable=False, index=True),
-    sa.Column("hypervisor_hostname", _name(255), nullable=False, unique=True),
+    sa.Column("host", columns.name(255), nullable=False, index=True),
+    sa.Column("hypervisor_hostname", columns.name(255), nullable=False, unique=True),
     sa.Column("hypervisor_type", sa.String(64), nullable=False),
     sa.Column("vcpus", sa.Integer, nullable=False),
     sa.Column("memory_mb", sa.Integer, nullable=False),
@@ -70,20 +51,20 @@ compute_nodes = sa.Table(
     sa.Column("memory_mb_used", sa.Integer, nullable=False, server_default="0"),
     sa.Column("local_gb_used", sa.Integer, nullable=False, server_default="0"),
     sa.Column("running_vms", sa.Integer, nullable=False, server_default="0"),
-    *_timestamps(),
+    *columns.timestamps(),
 )
 
 instances = sa.Table(
     "instances",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("uuid", _name(36), nullable=False, unique=True),
-    sa.Column("name", _name(255), nullable=False),
-    sa.Column("project_id", _name(255), nullable=False, index=True),
-    sa.Column("user_id", _name(255), nullable=False),
-    sa.Column("host", _name(255), nullable=True, index=True),
-    sa.Column("node", _name(255), nullable=True),
-    sa.Column("availability_zone", _name(255), nullable=True),
+    sa.Column("uuid", columns.name(36), nullable=False, unique=True),
+    sa.Column("name", columns.name(255), nullable=False),
+    sa.Column("project_id", columns.name(255), nullable=False, index=True),
+    sa.Column("user_id", columns.name(255), nullable=False),
+    sa.Column("host", columns.name(255), nullable=True, index=True),
+    sa.Column("node", columns.name(255), nullable=True),
+    sa.Column("availability_zone", columns.name(255), nullable=True),
     sa.Column("flavor", sa.Text, nullable=False),            # JSON
     sa.Column("vm_state", sa.String(32), nullable=False),
     sa.Column("task_state", sa.String(64), nullable=True),
@@ -91,22 +72,22 @@ instances = sa.Table(
     sa.Column("fault", sa.Text, nullable=True),
     sa.Column("launched_at", sa.DateTime, nullable=True),
     sa.Column("deleted_at", sa.DateTime, nullable=True),
-    *_timestamps(),
+    *columns.timestamps(),
 )
 
 migrations = sa.Table(
     "migrations",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("uuid", _name(36), nullable=False, unique=True),
-    sa.Column("instance_uuid", _name(36), nullable=False, index=True),
+    sa.Column("uuid", columns.name(36), nullable=False, unique=True),
+    sa.Column("instance_uuid", columns.name(36), nullable=False, index=True),
     sa.Column("migration_type", sa.String(32), nullable=False),
     sa.Column("status", sa.String(32), nullable=False),
-    sa.Column("source_compute", _name(255), nullable=True),
-    sa.Column("dest_compute", _name(255), nullable=True),
-    sa.Column("source_node", _name(255), nullable=True),
-    sa.Column("dest_node", _name(255), nullable=True),
+    sa.Column("source_compute", columns.name(255), nullable=True),
+    sa.Column("dest_compute", columns.name(255), nullable=True),
+    sa.Column("source_node", columns.name(255), nullable=True),
+    sa.Column("dest_node", columns.name(255), nullable=True),
     sa.Column("old_flavor", sa.Text, nullable=True),          # JSON
     sa.Column("new_flavor", sa.Text, nullable=True),          # JSON
-    *_timestamps(),
+    *columns.timestamps(),
 )

@@ -12,60 +12,40 @@ transaction, which also serialises commits in counter order) and
 from __future__ import annotations
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
 
-metadata = sa.MetaData(
-    naming_convention={
-        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-        "pk": "pk_%(table_name)s",
-    }
-)
+from stratus.storage import columns
 
-# MySQL/MariaDB compare VARCHARs case-insensitively under the default collation;
-# names and uuids in Placement are case-sensitive, so force a binary collation there.
-def _name(length: int) -> sa.String:
-    return sa.String(length).with_variant(
-        mysql.VARCHAR(length, charset="utf8mb4", collation="utf8mb4_bin"), "mysql"
-    )
-
-
-def _timestamps() -> list[sa.Column]:
-    return [
-        sa.Column("created_at", sa.DateTime, nullable=False),
-        sa.Column("updated_at", sa.DateTime, nullable=True),
-    ]
+metadata = columns.new_metadata()
 
 
 resource_classes = sa.Table(
     "resource_classes",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("name", _name(255), nullable=False, unique=True),
-    *_timestamps(),
+    sa.Column("name", columns.name(255), nullable=False, unique=True),
+    *columns.timestamps(),
 )
 
 traits = sa.Table(
     "traits",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("name", _name(255), nullable=False, unique=True),
-    *_timestamps(),
+    sa.Column("name", columns.name(255), nullable=False, unique=True),
+    *columns.timestamps(),
 )
 
 resource_providers = sa.Table(
     "resource_providers",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("uuid", _name(36), nullable=False, unique=True),
-    sa.Column("name", _name(200), nullable=False, unique=True),
+    sa.Column("uuid", columns.name(36), nullable=False, unique=True),
+    sa.Column("name", columns.name(200), nullable=False, unique=True),
     sa.Column("generation", sa.Integer, nullable=False, server_default="0"),
     sa.Column("root_provider_id", sa.Integer, sa.ForeignKey("resource_providers.id"), index=True),
     sa.Column(
         "parent_provider_id", sa.Integer, sa.ForeignKey("resource_providers.id"), index=True
     ),
-    *_timestamps(),
+    *columns.timestamps(),
 )
 
 inventories = sa.Table(
@@ -89,7 +69,7 @@ inventories = sa.Table(
     # Double precision everywhere: capacity = int((total - reserved) * ratio) must come
     # out the same on every backend (a MySQL FLOAT would turn 1.1 into 1.10000002).
     sa.Column("allocation_ratio", sa.Double, nullable=False),
-    *_timestamps(),
+    *columns.timestamps(),
     sa.UniqueConstraint("resource_provider_id", "resource_class_id"),
     sa.Index("ix_inventories_resource_class_id", "resource_class_id"),
 )
@@ -104,14 +84,14 @@ resource_provider_traits = sa.Table(
         primary_key=True,
     ),
     sa.Column("trait_id", sa.Integer, sa.ForeignKey("traits.id"), primary_key=True, index=True),
-    *_timestamps(),
+    *columns.timestamps(),
 )
 
 placement_aggregates = sa.Table(
     "placement_aggregates",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("uuid", _name(36), nullable=False, unique=True),
+    sa.Column("uuid", columns.name(36), nullable=False, unique=True),
 )
 
 resource_provider_aggregates = sa.Table(
@@ -130,43 +110,43 @@ resource_provider_aggregates = sa.Table(
         primary_key=True,
         index=True,
     ),
-    *_timestamps(),
+    *columns.timestamps(),
 )
 
 projects = sa.Table(
     "projects",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("external_id", _name(255), nullable=False, unique=True),
-    *_timestamps(),
+    sa.Column("external_id", columns.name(255), nullable=False, unique=True),
+    *columns.timestamps(),
 )
 
 users = sa.Table(
     "users",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("external_id", _name(255), nullable=False, unique=True),
-    *_timestamps(),
+    sa.Column("external_id", columns.name(255), nullable=False, unique=True),
+    *columns.timestamps(),
 )
 
 consumer_types = sa.Table(
     "consumer_types",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("name", _name(255), nullable=False, unique=True),
-    *_timestamps(),
+    sa.Column("name", columns.name(255), nullable=False, unique=True),
+    *columns.timestamps(),
 )
 
 consumers = sa.Table(
     "consumers",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("uuid", _name(36), nullable=False, unique=True),
+    sa.Column("uuid", columns.name(36), nullable=False, unique=True),
     sa.Column("project_id", sa.Integer, sa.ForeignKey("projects.id"), nullable=False),
     sa.Column("user_id", sa.Integer, sa.ForeignKey("users.id"), nullable=False),
     sa.Column("generation", sa.Integer, nullable=False, server_default="0"),
     sa.Column("consumer_type_id", sa.Integer, sa.ForeignKey("consumer_types.id"), nullable=True),
-    *_timestamps(),
+    *columns.timestamps(),
     sa.Index("ix_consumers_project_id_user_id", "project_id", "user_id"),
 )
 
@@ -185,7 +165,7 @@ allocations = sa.Table(
         "resource_class_id", sa.Integer, sa.ForeignKey("resource_classes.id"), nullable=False
     ),
     sa.Column("used", sa.Integer, nullable=False),
-    *_timestamps(),
+    *columns.timestamps(),
     sa.Index("ix_allocations_resource_provider_class_used", "resource_provider_id",
              "resource_class_id", "used"),
     sa.Index("ix_allocations_consumer_id", "consumer_id"),
