@@ -128,6 +128,31 @@ def redact(url: str) -> str:
         return "<unparsable URL>"
 
 
+def migrated_engine(url: str, what: str, package: Any, sync: bool,
+                    wait_seconds: float = 10.0) -> Any:
+    """An engine on ``url`` whose schema is at head: migrated first with ``sync``, else
+    refused in one line. ``package`` holds the ``migrations`` directory; ``what`` names
+    the database in messages ("cell", "API")."""
+    import os
+
+    from stratus.storage import engine as db
+    from stratus.storage import migrate
+
+    shown = redact(url)
+    try:
+        engine = db.create_engine(url)
+        db.wait_for(engine, seconds=wait_seconds)
+    except Exception as exc:
+        fail(f"cannot connect to the {what} database at {shown}: {db_error(exc)}")
+    location = os.path.join(os.path.dirname(package.__file__), "migrations")
+    if sync:
+        migrate.upgrade(engine, location)
+    elif migrate.current(engine) != migrate.head(location):
+        fail(f"the {what} database at {shown} is not at the current schema (revision "
+             f"{migrate.current(engine) or 'none'}); run once with --sync-db", USAGE_ERROR)
+    return engine
+
+
 def db_error(exc: BaseException) -> str:
     """A driver error as one readable line: the driver's own words, without SQL or links."""
     import sqlalchemy as sa

@@ -13,7 +13,6 @@ import os
 import signal
 import threading
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from stratus.cli import common
 
@@ -85,30 +84,15 @@ def _driver(args: argparse.Namespace) -> Any:
 
 def _cell_engine(url: str, sync: bool) -> Any:
     import stratus.cells
-    from stratus.storage import engine as db
-    from stratus.storage import migrate
 
-    shown = common.redact(url)
-    try:
-        engine = db.create_engine(url)
-        db.wait_for(engine, seconds=DB_WAIT_SECONDS)
-    except Exception as exc:
-        common.fail(f"cannot connect to the cell database at {shown}: {common.db_error(exc)}")
-    location = os.path.join(os.path.dirname(stratus.cells.__file__), "migrations")
-    if sync:
-        migrate.upgrade(engine, location)
-    elif migrate.current(engine) != migrate.head(location):
-        common.fail(f"the cell database at {shown} is not at the current schema "
-                    f"(revision {migrate.current(engine) or 'none'}); run once with --sync-db",
-                    common.USAGE_ERROR)
-    return engine
+    return common.migrated_engine(url, "cell", stratus.cells, sync, DB_WAIT_SECONDS)
 
 
 def cmd_compute(args: argparse.Namespace) -> int:
-    from stratus.bus import Bus, BusError, Version
+    from stratus.bus import Version
+    from stratus.cli.scheduler_cmd import open_bus, placement_client
     from stratus.compute.rpcapi import ComputeRPC
     from stratus.compute.service import ComputeService
-    from stratus.placement.client import PlacementClient
 
     config = common.load_config(args, {("DEFAULT", "transport_url"): args.transport_url,
                                        ("placement_client", "endpoint"): args.placement_url,
@@ -131,12 +115,8 @@ def cmd_compute(args: argparse.Namespace) -> int:
     driver = _driver(args)
     cell_url = args.cell_db or f"sqlite:///{os.path.join(config.data_dir, 'cell1.db')}"
     engine = _cell_engine(cell_url, args.sync_db)
-    try:
-        bus = Bus(transport_url, identity=f"compute:{args.host}")
-    except BusError as exc:
-        common.fail(f"cannot use the message bus {_hide_password(transport_url)}: {exc}")
-    placement = PlacementClient(str(config.get("placement_client", "endpoint")),
-                                token=str(config.get("placement_client", "token")))
+    bus = open_bus(config, f"compute:{args.host}")
+    placement = placement_client(config)
     service = ComputeService(
         args.host, driver, bus, engine, placement, rpc_version=rpc_version,
         report_interval=config.get("compute", "report_interval"),
@@ -151,7 +131,7 @@ def cmd_compute(args: argparse.Namespace) -> int:
             print(f"warning: node {node} not reported to Placement yet: {reason}", flush=True)
         print(f"compute {args.host}: {driver.hypervisor}, nodes "
               f"{', '.join(driver.get_available_nodes())}; ComputeRPC {rpc_version} on "
-              f"{_hide_password(transport_url)}", flush=True)
+              f"{common.redact(transport_url)}", flush=True)
         stop.wait()
     finally:
         service.stop()
@@ -160,11 +140,3 @@ def cmd_compute(args: argparse.Namespace) -> int:
         engine.dispose()
     print(f"compute {args.host} stopped", flush=True)
     return 0
-
-
-def _hide_password(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))

@@ -80,24 +80,9 @@ def api_db_url(config: configuration.Config) -> str:
 
 def api_engine(config: configuration.Config, sync: bool) -> Any:
     import stratus.api
-    from stratus.storage import engine as db
-    from stratus.storage import migrate
 
-    url = api_db_url(config)
-    shown = common.redact(url)
-    try:
-        engine = db.create_engine(url)
-        db.wait_for(engine, seconds=DB_WAIT_SECONDS)
-    except Exception as exc:
-        common.fail(f"cannot connect to the API database at {shown}: {common.db_error(exc)}")
-    location = os.path.join(os.path.dirname(stratus.api.__file__), "migrations")
-    if sync:
-        migrate.upgrade(engine, location)
-    elif migrate.current(engine) != migrate.head(location):
-        common.fail(f"the API database at {shown} is not at the current schema (revision "
-                    f"{migrate.current(engine) or 'none'}); run once with --sync-db",
-                    common.USAGE_ERROR)
-    return engine
+    return common.migrated_engine(api_db_url(config), "API", stratus.api, sync,
+                                  DB_WAIT_SECONDS)
 
 
 def open_bus(config: configuration.Config, identity: str) -> Any:
