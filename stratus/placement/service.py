@@ -65,11 +65,12 @@ def config_from_env() -> configuration.Config:
 
 
 def asgi_factory() -> Any:
-    """ASGI app for uvicorn workers: the WSGI app behind a2wsgi's thread pool."""
-    from a2wsgi import WSGIMiddleware
+    """ASGI app for uvicorn workers: the WSGI app behind a thread pool (one hop per request)."""
+    from stratus.web.wsgi_bridge import WSGIBridge
 
     placement = make_placement(config_from_env(), sync=False)
     load_candidates_index(placement)
-    app = WSGIMiddleware(build_wsgi(placement), workers=16)
+    app = WSGIBridge(build_wsgi(placement), threads=16,
+                     max_body_bytes=placement.max_body_bytes)
     runtime.settle_heap()
     return app
