@@ -130,6 +130,9 @@ OPTIONS: list[Option] = [
            "Availability zone of compute hosts that are in no zone aggregate."),
     Option("DEFAULT", "internal_service_availability_zone", str, "internal",
            "Availability zone shown for services other than computes."),
+    Option("DEFAULT", "allow_resize_to_same_host", bool, False,
+           "Let a resize pick the server's current host (Nova's option of that name); "
+           "otherwise the scheduler ignores it. Turn on for one-host clouds."),
     Option("api_database", "connection", str, "", "API database URL (cell mappings, "
            "flavors, aggregates, request specs); default: api.db in data_dir."),
     Option("placement_client", "endpoint", str, "http://127.0.0.1:8778",

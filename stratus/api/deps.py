@@ -29,6 +29,7 @@ class ComputeAPIDeps:
     rpc_timeout: float = 60.0
     default_az: str = DEFAULT_AZ
     internal_az: str = INTERNAL_AZ
+    allow_resize_to_same_host: bool = False
     clock: Callable[[], dt.datetime] = services.utcnow
     _buses: CellBuses | None = field(default=None, repr=False)
 

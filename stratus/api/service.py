@@ -67,7 +67,8 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
         service_down_time=int(config.get("compute", "service_down_time")),
         rpc_timeout=timeout,
         default_az=str(config.get("DEFAULT", "default_availability_zone")),
-        internal_az=str(config.get("DEFAULT", "internal_service_availability_zone")))
+        internal_az=str(config.get("DEFAULT", "internal_service_availability_zone")),
+        allow_resize_to_same_host=bool(config.get("DEFAULT", "allow_resize_to_same_host")))
 
 
 def build_wsgi(api: ComputeAPIDeps, config: configuration.Config | None = None) -> WSGIApp:

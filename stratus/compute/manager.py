@@ -73,6 +73,36 @@ class ComputeManager:
         with db.write(self.cell_engine) as conn:
             cell_records.instance_deleted(conn, instance_uuid, self.clock())
 
+    # ---- resize (the conductor drives it and writes the records) -------------------
+
+    def resize_instance(self, instance_uuid: str) -> None:
+        self.driver.begin_migration(instance_uuid)
+        LOG.info("%s: instance %s powered off for its resize", self.host, instance_uuid)
+
+    def finish_resize(self, instance: dict, allocations: dict) -> str:
+        uuid = str(instance["uuid"])
+        node = self.driver.spawn(Instance(uuid, str(instance.get("name", "")),
+                                          instance.get("node")), allocations)
+        LOG.info("%s: resized instance %s runs on node %s", self.host, uuid, node)
+        return node
+
+    def confirm_resize(self, instance_uuid: str) -> None:
+        try:
+            self.driver.confirm_migration(instance_uuid)
+        except InstanceNotFound:
+            LOG.info("%s: no copy of %s left to drop", self.host, instance_uuid)
+
+    def revert_resize(self, instance_uuid: str) -> None:
+        try:
+            self.driver.destroy(instance_uuid)
+        except InstanceNotFound:
+            LOG.info("%s: resized copy of %s already gone", self.host, instance_uuid)
+
+    def finish_revert_resize(self, instance_uuid: str) -> None:
+        self.driver.revert_migration(instance_uuid)
+        LOG.info("%s: instance %s runs here again (resize reverted)", self.host,
+                 instance_uuid)
+
     def _reschedule(self, uuid: str, reason: str) -> None:
         LOG.warning("%s: build of %s failed: %s", self.host, uuid, reason)
         with db.write(self.cell_engine) as conn:

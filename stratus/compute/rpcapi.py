@@ -5,6 +5,11 @@ Versions:
 - 1.0: build_and_run_instance (cast), terminate_instance (call).
 - 1.1: set_host_enabled (call): add or remove COMPUTE_STATUS_DISABLED on the host's root
   compute-node providers in Placement before answering (design document 000).
+- 1.2: the resize steps, each a call the conductor makes in turn (it owns the
+  allocations and the records; the computes only act on their hypervisor):
+  resize_instance (source: power off, keep the copy), finish_resize (destination:
+  start the resized copy), confirm_resize (source: drop its copy), revert_resize
+  (destination: drop the resized copy), finish_revert_resize (source: run again).
 
 A compute started with ``--rpc-version 1.0`` advertises 1.0 (on the bus and, encoded by
 :func:`service_version`, in its ``services.version`` row), as a not-yet-upgraded compute
@@ -23,6 +28,7 @@ from stratus.compute.drivers import errors as driver_errors
 TOPIC = "compute"
 BINARY = "stratus-compute"
 SET_HOST_ENABLED_SINCE = "1.1"
+MOVES_SINCE = "1.2"
 
 
 def service_version(rpc_version: str) -> int:
@@ -39,7 +45,7 @@ def rpc_version(service_version_number: int) -> str:
 
 class ComputeRPC(RPCInterface):
     service = "compute"
-    version = "1.1"
+    version = "1.2"
     errors = (
         driver_errors.HypervisorUnavailable,
         driver_errors.NodeNotFound,
@@ -68,4 +74,33 @@ class ComputeRPC(RPCInterface):
     @rpc_method(since=SET_HOST_ENABLED_SINCE)
     def set_host_enabled(self, enabled: bool) -> str:
         """Reflect the service's enabled state as the disabled trait; "enabled"/"disabled"."""
+        raise NotImplementedError
+
+    @rpc_method(since=MOVES_SINCE)
+    def resize_instance(self, instance_uuid: str) -> None:
+        """Source host: power the instance off and keep it, holding what it held, until the
+        resize is confirmed or reverted."""
+        raise NotImplementedError
+
+    @rpc_method(since=MOVES_SINCE)
+    def finish_resize(self, instance: dict, allocations: dict) -> str:
+        """Destination host: start the resized copy of ``instance`` (``{"uuid", "name",
+        "node"?}``) with its new allocations; the node it runs on."""
+        raise NotImplementedError
+
+    @rpc_method(since=MOVES_SINCE)
+    def confirm_resize(self, instance_uuid: str) -> None:
+        """Source host: the resize is confirmed; destroy the copy left behind (a copy that
+        is already gone is not an error)."""
+        raise NotImplementedError
+
+    @rpc_method(since=MOVES_SINCE)
+    def revert_resize(self, instance_uuid: str) -> None:
+        """Destination host: the resize is reverted; destroy the resized copy (already gone:
+        not an error)."""
+        raise NotImplementedError
+
+    @rpc_method(since=MOVES_SINCE)
+    def finish_revert_resize(self, instance_uuid: str) -> None:
+        """Source host: run the copy left behind again."""
         raise NotImplementedError

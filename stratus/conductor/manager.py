@@ -9,6 +9,7 @@ from typing import Any
 
 from stratus.bus import Bus, RPCClient
 from stratus.cells.mappings import CellMapping
+from stratus.conductor import resize
 from stratus.conductor.build import BuildTask, ConductorContext, RescheduleTask
 
 LOG = logging.getLogger(__name__)
@@ -67,3 +68,17 @@ class ConductorManager:
         task.execute()
         LOG.info("reschedule of %s after failure on %s: %s", instance_uuid, failed_host,
                  task.outcome or "ignored")
+
+    def resize_instance(self, instance_uuid: str, migration_uuid: str,
+                        request_spec: dict[str, Any]) -> None:
+        task = resize.ResizeTask(self.ctx, instance_uuid, migration_uuid, request_spec)
+        task.execute()
+        LOG.info("resize of %s: %s", instance_uuid, task.outcome or "ignored")
+
+    def confirm_resize(self, instance_uuid: str, migration_uuid: str) -> None:
+        outcome = resize.confirm_resize(self.ctx, instance_uuid, migration_uuid)
+        LOG.info("confirm resize of %s: %s", instance_uuid, outcome)
+
+    def revert_resize(self, instance_uuid: str, migration_uuid: str) -> None:
+        outcome = resize.revert_resize(self.ctx, instance_uuid, migration_uuid)
+        LOG.info("revert resize of %s: %s", instance_uuid, outcome)

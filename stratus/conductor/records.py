@@ -109,6 +109,11 @@ def cell_of_instance(conn: Connection, instance_uuid: str) -> CellMapping | None
 # ---- a cell database ------------------------------------------------------------------
 
 
+def flavor_text(flavor: dict[str, Any]) -> str:
+    """A flavor as the instances row keeps it."""
+    return json.dumps(flavor, sort_keys=True)
+
+
 def create_instance(conn: Connection, instance: dict[str, Any], flavor: dict[str, Any], *,
                     host: str | None, node: str | None, availability_zone: str | None,
                     vm_state: str, task_state: str | None, fault: str | None = None) -> None:
@@ -116,7 +121,7 @@ def create_instance(conn: Connection, instance: dict[str, Any], flavor: dict[str
     conn.execute(sa.insert(cs.instances).values(
         uuid=instance["uuid"], name=instance.get("name") or f"instance-{instance['uuid'][:8]}",
         project_id=instance["project_id"], user_id=instance["user_id"], host=host, node=node,
-        availability_zone=availability_zone, flavor=json.dumps(flavor, sort_keys=True),
+        availability_zone=availability_zone, flavor=flavor_text(flavor),
         vm_state=vm_state, task_state=task_state, fault=fault, created_at=now))
 
 

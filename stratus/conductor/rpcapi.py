@@ -1,4 +1,8 @@
-"""The conductor's RPC interface (topic ``conductor``)."""
+"""The conductor's RPC interface (topic ``conductor``).
+
+Versions: 1.0 build_instances, reschedule; 1.1 resize_instance, confirm_resize,
+revert_resize (the API records the migration first and casts these).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from stratus.bus import RPCInterface, rpc_method
 
 class ConductorRPC(RPCInterface):
     service = "conductor"
-    version = "1.0"
+    version = "1.1"
 
     @rpc_method(since="1.0", kind="cast")
     def build_instances(self, instances: list[dict[str, Any]],
@@ -26,4 +30,23 @@ class ConductorRPC(RPCInterface):
     def reschedule(self, instance_uuid: str, failed_host: str, reason: str) -> None:
         """A compute's spawn failed: move the claim to the next alternate and build there,
         or, after ``[scheduler] max_attempts``, put the instance in ERROR with the reasons."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.1", kind="cast")
+    def resize_instance(self, instance_uuid: str, migration_uuid: str,
+                        request_spec: dict[str, Any]) -> None:
+        """Resize the server as ``request_spec`` asks (its new flavor, its cell, the hosts
+        to avoid). The API has recorded the migration (``pre-migrating``); the outcome is
+        the server in VERIFY_RESIZE on its new host, or back in ACTIVE on its old one
+        with the migration in ``error``."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.1", kind="cast")
+    def confirm_resize(self, instance_uuid: str, migration_uuid: str) -> None:
+        """Drop the source copy and the migration's allocations (migration ``confirming``)."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.1", kind="cast")
+    def revert_resize(self, instance_uuid: str, migration_uuid: str) -> None:
+        """Go back to the source host and the old flavor (migration ``reverting``)."""
         raise NotImplementedError

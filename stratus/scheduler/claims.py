@@ -61,3 +61,50 @@ def claim(
 def unclaim(placement: pc.PlacementClient, consumer: str) -> None:
     """Remove whatever ``claim`` wrote for ``consumer`` (a missing claim is fine)."""
     placement.delete_allocations(consumer)
+
+
+def move_allocations(
+    placement: pc.PlacementClient,
+    source: str,
+    target: str,
+    *,
+    target_type: str = "INSTANCE",
+    source_type: str = "INSTANCE",
+    retries: int = 3,
+) -> dict[str, Any]:
+    """Give ``target`` exactly what ``source`` holds, and ``source`` nothing, in one
+    ``POST /allocations`` (atomic: at no moment are the resources held twice or by
+    nobody). Whatever ``target`` held before is replaced. Returns what moved
+    (``{rp: {"resources": {...}}}``); generation races are re-read and retried.
+
+    A move's allocations travel this way: the instance's to its migration record
+    before the scheduler claims the destination, and back again on a revert.
+    """
+    for attempt in range(1, retries + 2):
+        held = placement.get_allocations(source)
+        had = placement.get_allocations(target)
+        moving = {rp: {"resources": dict(a["resources"])}
+                  for rp, a in (held.get("allocations") or {}).items()}
+        project = held.get("project_id") or had.get("project_id")
+        user = held.get("user_id") or had.get("user_id")
+        if not moving and not had.get("allocations"):
+            return {}
+        if project is None or user is None:
+            raise ValueError(f"neither {source} nor {target} names a project and user")
+        body = {
+            target: {"allocations": moving, "project_id": project, "user_id": user,
+                     "consumer_generation": had.get("consumer_generation"),
+                     "consumer_type": target_type},
+            source: {"allocations": {}, "project_id": project, "user_id": user,
+                     "consumer_generation": held.get("consumer_generation"),
+                     "consumer_type": source_type},
+        }
+        try:
+            placement.post_allocations(body)
+            return moving
+        except pc.ConcurrentUpdate as exc:
+            LOG.debug("moving allocations %s -> %s raced (attempt %d): %s", source, target,
+                      attempt, exc.detail)
+    raise pc.ConcurrentUpdate("POST", "/allocations", 409, pc.CONCURRENT_UPDATE,
+                              f"allocations of {source} kept changing while moving them "
+                              f"to {target}")

@@ -4,8 +4,9 @@ Design document 002: the scheduler asks each *enabled* cell's database (the
 cached cell list, refreshed on SIGHUP and every ``cell_cache_refresh_interval``)
 for the compute nodes among the candidates' root providers, joined with their
 services (disabled? up?). A host of a disabled cell gets no state, so it can
-never be chosen, except when the request names that cell as its destination
-(moves of existing servers are not blocked). A cell whose database does not
+never be chosen. A request that names a destination cell (a move: servers stay
+in their cell) asks that cell alone, even when it is disabled (moves of
+existing servers are not blocked). A cell whose database does not
 answer is skipped with a warning and reported; the others still schedule.
 
 Each cell's rows are kept between requests (``host_cache``: re-read whole when
@@ -81,14 +82,13 @@ class HostManager:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def cells_for(self, requested_cell: str | None = None) -> list[CellMapping]:
-        """Enabled cells, plus the requested destination cell even if it is disabled."""
-        chosen = self.cells.enabled()
+        """The enabled cells; or, when the request names a destination cell (uuid or name),
+        that cell alone, even if it is disabled (moves stay in the server's cell and are
+        not blocked by a disable)."""
         if requested_cell:
-            for cell in self.cells.all():
-                if requested_cell in (cell.uuid, cell.name) and not cell.is_cell0 \
-                        and cell not in chosen:
-                    chosen.append(cell)
-        return chosen
+            return [cell for cell in self.cells.all()
+                    if requested_cell in (cell.uuid, cell.name) and not cell.is_cell0]
+        return self.cells.enabled()
 
     def host_states(
         self,

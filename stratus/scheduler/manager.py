@@ -109,14 +109,17 @@ class SchedulerManager:
         query.limit = self.options.max_placement_results
         params = query.params()
         LOG.debug("candidates query %s (request filters: %s)", params, "; ".join(notes))
-        try:
-            found = self.placement.allocation_candidates(params)
-        except pc.PlacementClientError as exc:
-            if exc.status != 400:
-                raise
-            # The request itself is impossible (an unknown resource class or trait in
-            # the flavor): the server's fault, not a host's, and nothing will fix it.
-            raise NoValidHost(f"Placement refused the request: {exc.detail}") from None
+        found = self._candidates(params)
+        cell_aggregate = view.filters.cell_aggregates.get(spec.requested_cell or "")
+        if not found.allocation_requests and cell_aggregate:
+            # A cell's hosts are in its aggregate only if their computes were started with
+            # the cell's uuid; ask again unconfined (the host manager still asks that
+            # cell alone).
+            confined = frozenset({cell_aggregate})
+            query.unnumbered.member_of = [m for m in query.unnumbered.member_of
+                                          if m != confined]
+            params = query.params()
+            found = self._candidates(params)
         if not found.allocation_requests:
             raise self._nothing_offered(params)
         by_root = _by_root(found.allocation_requests, found.provider_summaries)
@@ -143,6 +146,16 @@ class SchedulerManager:
             raise NoValidHost(f"Placement offered {len(by_root)} host(s); none passed the "
                               "scheduler's checks.", counts)
         return self._place_all(spec, instance_uuids, passed, counts, return_alternates)
+
+    def _candidates(self, params: Sequence[tuple[str, str]]) -> pc.Candidates:
+        try:
+            return self.placement.allocation_candidates(params)
+        except pc.PlacementClientError as exc:
+            if exc.status != 400:
+                raise
+            # The request itself is impossible (an unknown resource class or trait in
+            # the flavor): the server's fault, not a host's, and nothing will fix it.
+            raise NoValidHost(f"Placement refused the request: {exc.detail}") from None
 
     # ---- choosing and claiming ---------------------------------------------------
 

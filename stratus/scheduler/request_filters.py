@@ -43,10 +43,14 @@ def compute_status(spec: RequestSpec, query: PlacementQuery, ctx: FilterContext)
 
 
 def disabled_cells(spec: RequestSpec, query: PlacementQuery, ctx: FilterContext) -> str | None:
-    """Keep hosts of disabled cells out of the answer, unless the request names that cell."""
-    excluded = set(ctx.disabled_cell_aggregates)
+    """Keep hosts of disabled cells out of the answer; a request that names a cell (a move
+    of an existing server, which stays in its cell) gets that cell's hosts only, even if
+    the cell is disabled (design document 002: moves are not blocked)."""
     if spec.requested_cell and spec.requested_cell in ctx.cell_aggregates:
-        excluded.discard(ctx.cell_aggregates[spec.requested_cell])
+        aggregate = ctx.cell_aggregates[spec.requested_cell]
+        query.unnumbered.member_of.append(frozenset({aggregate}))
+        return f"member_of={aggregate} (the hosts of cell {spec.requested_cell})"
+    excluded = set(ctx.disabled_cell_aggregates)
     if not excluded:
         return None
     query.unnumbered.forbidden_aggregates |= excluded

@@ -66,7 +66,7 @@ def api(empty_database_url, tmp_path, _sqlite_template):
     placement = PlacementApp(make_config(placement_url), db.create_engine(placement_url))
     bus = Bus(f"inproc://api-backends-{uuidlib.uuid4().hex}", identity="test", timeout=5)
     conductor = RecordingConductor()
-    bus.serve(ConductorRPC, conductor, server="conductor-1")
+    bus.serve(ConductorRPC, conductor, server="conductor-1", version="1.0")  # a 1.0 stub
     deps = ComputeAPIDeps(
         dbs=CellDBs(api_engine, CellEngines()), bus=bus,
         placement=PlacementClient("http://placement.test", transport=httpx.WSGITransport(

@@ -28,7 +28,7 @@ from stratus.cli.main import main as stratus_main
 from stratus.compute.api_helpers import set_host_enabled_if_supported
 from stratus.compute.drivers import IronicDriver, LibvirtDriver
 from stratus.compute.provider_tree import stable_uuid
-from stratus.compute.rpcapi import BINARY, ComputeRPC
+from stratus.compute.rpcapi import BINARY, ComputeRPC, service_version
 from stratus.compute.service import ComputeService
 from stratus.compute.shapes import BaremetalNodes, IronicShape, LibvirtShape, NetworkDevice
 from stratus.conductor.rpcapi import ConductorRPC
@@ -111,7 +111,7 @@ def bus() -> Iterator[Bus]:
 @pytest.fixture
 def conductor(bus: Bus) -> Conductor:
     endpoint = Conductor()
-    bus.serve(ConductorRPC, endpoint, server="conductor-1")
+    bus.serve(ConductorRPC, endpoint, server="conductor-1", version="1.0")  # a stub of 1.0
     return endpoint
 
 
@@ -315,9 +315,9 @@ def test_an_old_compute_is_not_sent_set_host_enabled_and_syncs_once_upgraded(
     assert DISABLED not in traits(client, root)
 
     old.stop()
-    start(driver)  # upgraded: advertises 1.1 and syncs the flag on start
-    assert compute.describe(server="cmp1")["version"] == "1.1"
-    assert service_row(cell_engine, "cmp1").version == 1001
+    start(driver)  # upgraded: advertises the current version and syncs the flag on start
+    assert compute.describe(server="cmp1")["version"] == ComputeRPC.version
+    assert service_row(cell_engine, "cmp1").version == service_version(ComputeRPC.version)
     assert DISABLED in traits(client, root)
 
 
@@ -501,12 +501,13 @@ def test_stratus_compute_reports_its_host_and_stops_cleanly_on_sigterm(
     assert "compute cli-host stopped" in out
     engine = db.create_engine(cell)
     with db.read(engine) as conn:
-        assert services.get_by_host(conn, "cli-host", BINARY).version == 1001
+        assert services.get_by_host(conn, "cli-host", BINARY).version == service_version(
+            ComputeRPC.version)
     engine.dispose()
 
 
 @pytest.mark.parametrize(("args", "fragment"), [
-    (["--rpc-version", "2.0"], "--rpc-version 2.0: this compute speaks ComputeRPC 1.1"),
+    (["--rpc-version", "2.0"], "--rpc-version 2.0: this compute speaks ComputeRPC 1.2"),
     (["--rpc-version", "new"], "--rpc-version: invalid version 'new'"),
     (["--transport-url", ""], "no message bus"),
     (["--fleet", "/nonexistent.yaml"], "cannot read fleet file"),

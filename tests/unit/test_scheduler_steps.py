@@ -98,7 +98,9 @@ class TestRequestFilters:
         s2 = spec(requested_cell="cell2")
         q2 = query_from_spec(s2)
         request_filters.apply(s2, q2, ctx, request_filters.resolve(["disabled_cells"]))
-        assert not any(k == "member_of" for k, _ in q2.params())
+        # A request naming a cell (a move) is confined to it, disabled or not.
+        assert [(k, v) for k, v in q2.params() if k == "member_of"] == [
+            ("member_of", "in:c2agg")]
 
     def test_tenant_isolation(self):
         ctx = request_filters.FilterContext(tenant_aggregates={"agg": frozenset({"other"})})

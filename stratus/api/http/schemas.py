@@ -201,3 +201,22 @@ AGGREGATE_ACTION: dict[str, Any] = {
     "minProperties": 1, "maxProperties": 1,
     "additionalProperties": False,
 }
+
+# POST /servers/{id}/action: exactly one action. Stratus has the resize family; an
+# action it does not have gets 400 naming it (see handlers/server_actions.py).
+SERVER_ACTION: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "resize": {
+            "type": "object",
+            "properties": {
+                "flavorRef": {"anyOf": [{"type": "string", "minLength": 1},
+                                        {"type": "integer", "minimum": 0}]},
+                "OS-DCF:diskConfig": {"enum": ["AUTO", "MANUAL"]},
+            },
+            "required": ["flavorRef"], "additionalProperties": False},
+        "confirmResize": {"type": "null"},
+        "revertResize": {"type": "null"},
+    },
+    "minProperties": 1, "maxProperties": 1,
+}

@@ -23,7 +23,8 @@ from stratus.api.store.cells import COMPUTE_BINARY
 from stratus.api.store.errors import BadRequest, NotFound, ServiceUnavailable
 from stratus.api.store.servers import Mapping, Server
 from stratus.bus import BusError
-from stratus.cells import services
+from stratus.cells import moves, services
+from stratus.cells.mappings import CellMapping
 from stratus.placement import client as pc
 from stratus.scheduler import request as rq
 from stratus.storage import engine as db
@@ -208,6 +209,11 @@ def delete(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
     if server.cell_uuid and server.host:
         _terminate_on_compute(api, server)
     try:
+        drop_moves(api, server)
+    except (pc.PlacementClientError, httpx.HTTPError) as exc:
+        raise ServiceUnavailable(f"Cannot release the allocations of the moves of server "
+                                 f"{uuid} in Placement: {exc}; try again.") from None
+    try:
         api.placement.delete_allocations(uuid)
     except (pc.PlacementClientError, httpx.HTTPError) as exc:
         raise ServiceUnavailable(f"Cannot delete the allocations of server {uuid} in "
@@ -241,3 +247,27 @@ def _terminate_on_compute(api: ComputeAPIDeps, server: Server) -> None:
     except Exception as exc:
         LOG.warning("server %s: compute host %s did not confirm terminate_instance (%s); "
                     "deleting locally", server.uuid, server.host, exc)
+
+
+def drop_moves(api: ComputeAPIDeps, server: Server) -> None:
+    """Before a server is deleted: every move in progress lets go of what it holds (the
+    migration's allocations, the copy a finished resize left on its source)."""
+    if not server.cell_uuid:
+        return
+    cell = api.dbs.cell(server.cell_uuid)
+    with db.read(api.dbs.engine(cell)) as conn:
+        pending = moves.in_progress(conn, server.uuid)
+    for migration in pending:
+        if migration.status == moves.FINISHED and migration.source_compute:
+            _drop_source_copy(api, cell, server.uuid, migration.source_compute)
+        api.placement.delete_allocations(migration.uuid)
+        with db.write(api.dbs.engine(cell)) as conn:
+            moves.update(conn, migration.uuid, status=moves.CONFIRMED
+                         if migration.status == moves.FINISHED else moves.ERROR)
+
+
+def _drop_source_copy(api: ComputeAPIDeps, cell: CellMapping, uuid: str, host: str) -> None:
+    try:
+        api.compute(cell).prepare(server=host).call("confirm_resize", instance_uuid=uuid)
+    except Exception as exc:   # a host that does not answer keeps a copy nobody books
+        LOG.warning("server %s: source host %s did not drop its copy (%s)", uuid, host, exc)

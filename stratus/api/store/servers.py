@@ -184,3 +184,19 @@ def hosts_servers(conn: Connection, host: str) -> list[str]:
     t = cs.instances
     return [r.uuid for r in conn.execute(sa.select(t.c.uuid).where(
         t.c.host == host, t.c.deleted_at.is_(None)))]
+
+
+def start_task(conn: Connection, uuid: str, task_state: str, *, vm_state: str) -> bool:
+    """Set the server's task if it is in ``vm_state`` with no task running: the
+    compare-and-swap that keeps two actions (two resizes, a resize and a confirm) from
+    both starting. True if this caller won."""
+    t = cs.instances
+    result = conn.execute(sa.update(t).where(
+        t.c.uuid == uuid, t.c.deleted_at.is_(None), t.c.vm_state == vm_state,
+        t.c.task_state.is_(None)).values(task_state=task_state, updated_at=utcnow()))
+    return bool(result.rowcount)
+
+
+def end_task(conn: Connection, uuid: str) -> None:
+    conn.execute(sa.update(cs.instances).where(cs.instances.c.uuid == uuid)
+                 .values(task_state=None, updated_at=utcnow()))

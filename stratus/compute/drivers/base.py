@@ -86,6 +86,9 @@ class Driver:
         self._owner: dict[str, str] = {}  # provider uuid -> node name
         self._usage: dict[str, Counter[str]] = {}
         self._instances: dict[str, Placed] = {}
+        # Instances being resized or migrated away: powered off, still holding what they
+        # held, until the move is confirmed (dropped) or reverted (running here again).
+        self._outgoing: dict[str, Placed] = {}
         self._lost_reason: str | None = None
         self._listeners: list[Callable[[HypervisorEvent], None]] = []
 
@@ -162,11 +165,59 @@ class Driver:
             placed = self._instances.pop(instance_uuid, None)
             if placed is None:
                 raise errors.InstanceNotFound(f"instance {instance_uuid} is not on {self.host}")
-            for rp, amounts in placed.resources.items():
-                usage = self._usage[rp]
-                usage.subtract(amounts)
-                for rc in [rc for rc, n in usage.items() if n == 0]:
-                    del usage[rc]
+            self._release(placed)
+
+    def _release(self, placed: Placed) -> None:
+        for rp, amounts in placed.resources.items():
+            usage = self._usage[rp]
+            usage.subtract(amounts)
+            for rc in [rc for rc, n in usage.items() if n == 0]:
+                del usage[rc]
+
+    # -- moves (resize, and later cold migration) --------------------------------
+
+    def begin_migration(self, instance_uuid: str) -> None:
+        """Power the instance off and keep it (and what it holds) until the move ends.
+
+        It leaves the running set, so the same host may take the moved copy (a resize
+        to the same host) while the books still count both, as Placement does.
+        """
+        with self._lock:
+            self._require_connection()
+            placed = self._instances.pop(instance_uuid, None)
+            if placed is None:
+                raise errors.InstanceNotFound(f"instance {instance_uuid} is not on {self.host}")
+            self._outgoing[instance_uuid] = placed
+
+    def confirm_migration(self, instance_uuid: str) -> None:
+        """The move is confirmed: drop the powered-off source copy and give back its share."""
+        with self._lock:
+            self._require_connection()
+            placed = self._outgoing.pop(instance_uuid, None)
+            if placed is None:
+                raise errors.InstanceNotFound(
+                    f"instance {instance_uuid} has no copy left behind on {self.host}")
+            self._release(placed)
+
+    def revert_migration(self, instance_uuid: str) -> None:
+        """The move is undone: the source copy runs here again."""
+        with self._lock:
+            self._require_connection()
+            placed = self._outgoing.get(instance_uuid)
+            if placed is None:
+                raise errors.InstanceNotFound(
+                    f"instance {instance_uuid} has no copy left behind on {self.host}")
+            if instance_uuid in self._instances:
+                raise errors.InstanceExists(
+                    f"instance {instance_uuid} already runs on {self.host}; destroy the "
+                    "moved copy before reverting")
+            self._instances[instance_uuid] = self._outgoing.pop(instance_uuid)
+
+    def outgoing(self) -> list[Placed]:
+        """Copies left behind by moves not yet confirmed or reverted."""
+        with self._lock:
+            self._require_connection()
+            return list(self._outgoing.values())
 
     def instances(self, node: str | None = None) -> list[Placed]:
         with self._lock:

@@ -1,0 +1,169 @@
+"""Resize, confirm, revert: what the API checks and records before the conductor acts.
+
+Each action wins a compare-and-swap on the server's row (and its migration's)
+first, so two actions on one server cannot both start, then casts the
+conductor (``stratus.conductor.resize`` does the work). Servers in a disabled
+cell are resized like any other: the move stays in the server's cell, which the
+request names as its destination (design document 002).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid as uuidlib
+from dataclasses import replace
+
+from stratus.api.deps import ComputeAPIDeps
+from stratus.api.ops import servers as server_ops
+from stratus.api.store import flavors as flavor_store
+from stratus.api.store import servers as store
+from stratus.api.store.cells import COMPUTE_BINARY
+from stratus.api.store.errors import BadRequest, Conflict, ServiceUnavailable
+from stratus.api.store.servers import Server
+from stratus.bus import BusError
+from stratus.cells import moves, services
+from stratus.cells.mappings import CellMapping
+from stratus.compute.rpcapi import MOVES_SINCE, service_version
+from stratus.scheduler import request as rq
+from stratus.storage import engine as db
+
+LOG = logging.getLogger(__name__)
+
+RESIZED = "resized"
+RESIZE_PREP, RESIZE_REVERTING = "resize_prep", "resize_reverting"
+
+
+def _conflict(server: Server, action: str) -> Conflict:
+    state = f"vm_state {server.vm_state}"
+    if server.task_state:
+        state += f" and task_state {server.task_state}"
+    return Conflict(f"Cannot '{action}' instance {server.uuid} while it is in {state}.")
+
+
+def _check_compute(api: ComputeAPIDeps, cell: CellMapping, host: str) -> None:
+    """The source compute must be up and speak the resize steps."""
+    with db.read(api.dbs.engine(cell)) as conn:
+        try:
+            svc = services.get_by_host(conn, host, COMPUTE_BINARY)
+        except services.ServiceNotFound:
+            raise Conflict(f"Compute host {host} of the server is not known in its cell; "
+                           "the server cannot be resized.") from None
+    if not api.is_up(svc):
+        raise Conflict(f"Compute host {host} is down; resize the server once it is back "
+                       "up (openstack compute service list shows it).")
+    if svc.version < service_version(MOVES_SINCE):
+        raise Conflict(f"Compute host {host} runs an older release without resize "
+                       f"(ComputeRPC {MOVES_SINCE}); upgrade it first.")
+
+
+def _move_spec(api: ComputeAPIDeps, server: Server, flavor: flavor_store.Flavor,
+               cell: CellMapping) -> dict[str, object]:
+    with db.read(api.dbs.api) as conn:
+        saved = store.load_spec(conn, server.uuid)
+    if saved is None:
+        raise Conflict(f"Instance {server.uuid} has no request spec; it cannot be resized.")
+    spec = rq.RequestSpec.from_dict(saved)
+    group = spec.server_group
+    if group is not None:   # the group's hosts as they are now, not as at boot
+        group = server_ops._group(api, group.uuid, server.project_id, is_admin=True)
+    ignore = set() if api.allow_resize_to_same_host or not server.host else {server.host}
+    moved = replace(spec, flavor=server_ops.request_flavor(flavor), num_instances=1,
+                    requested_cell=cell.uuid, ignore_hosts=ignore, force_hosts=set(),
+                    requested_host=None, server_group=group)
+    return moved.to_dict()
+
+
+def resize(api: ComputeAPIDeps, uuid: str, project_id: str | None,
+           flavor: flavor_store.Flavor) -> str:
+    """Start resizing the server to ``flavor``; the migration's uuid."""
+    server = server_ops.get(api, uuid, project_id)
+    if server.vm_state != store.ACTIVE or server.task_state is not None:
+        raise _conflict(server, "resize")
+    if not server.cell_uuid or not server.host:
+        raise _conflict(server, "resize")
+    old = server.flavor
+    if flavor.name == old.get("name"):
+        raise BadRequest("When resizing, instances must change flavor!")
+    if flavor.root_gb < int(old.get("root_gb") or 0):
+        raise BadRequest(f"Resizing to a smaller disk is not allowed (flavor {flavor.name} "
+                         f"has {flavor.root_gb} GB, the server {old.get('root_gb')} GB).")
+    server_ops.check_extra_specs(dict(flavor.extra_specs))
+    cell = api.dbs.cell(server.cell_uuid)
+    _check_compute(api, cell, server.host)
+    spec = _move_spec(api, server, flavor, cell)
+    new_flavor = spec["flavor"]   # as the instance row keeps flavors
+    assert isinstance(new_flavor, dict)
+    migration_uuid = str(uuidlib.uuid4())
+    with db.write(api.dbs.engine(cell)) as conn:
+        if not store.start_task(conn, uuid, RESIZE_PREP, vm_state=store.ACTIVE):
+            raise _conflict(server_ops.get(api, uuid, project_id), "resize")
+        moves.create(conn, uuid=migration_uuid, instance_uuid=uuid,
+                     migration_type=moves.RESIZE, source_compute=server.host,
+                     source_node=server.node, old_flavor=server.flavor,
+                     new_flavor=new_flavor)
+    try:
+        api.conductor().cast("resize_instance", instance_uuid=uuid,
+                             migration_uuid=migration_uuid, request_spec=spec)
+    except BusError as exc:
+        with db.write(api.dbs.engine(cell)) as conn:
+            moves.update(conn, migration_uuid, status=moves.ERROR)
+            store.end_task(conn, uuid)
+        raise ServiceUnavailable(f"Cannot reach the conductor to resize the server: "
+                                 f"{exc}") from None
+    return migration_uuid
+
+
+def _finished_migration(api: ComputeAPIDeps, server: Server, action: str
+                        ) -> tuple[CellMapping, moves.Migration]:
+    if server.vm_state != RESIZED or not server.cell_uuid:
+        raise _conflict(server, action)
+    cell = api.dbs.cell(server.cell_uuid)
+    with db.read(api.dbs.engine(cell)) as conn:
+        found = [m for m in moves.in_progress(conn, server.uuid) if m.status == moves.FINISHED]
+    if not found:
+        raise BadRequest(f"Instance {server.uuid} has not been resized.")
+    return cell, found[-1]
+
+
+def confirm(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
+    server = server_ops.get(api, uuid, project_id)
+    cell, migration = _finished_migration(api, server, "confirmResize")
+    with db.write(api.dbs.engine(cell)) as conn:
+        if not moves.update(conn, migration.uuid, expect=moves.FINISHED,
+                            status=moves.CONFIRMING):
+            raise _conflict(server, "confirmResize")
+    _cast(api, cell, "confirm_resize", uuid, migration.uuid, moves.CONFIRMING)
+
+
+def revert(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
+    server = server_ops.get(api, uuid, project_id)
+    cell, migration = _finished_migration(api, server, "revertResize")
+    with db.write(api.dbs.engine(cell)) as conn:
+        if not store.start_task(conn, uuid, RESIZE_REVERTING, vm_state=RESIZED) or \
+                not moves.update(conn, migration.uuid, expect=moves.FINISHED,
+                                 status=moves.REVERTING):
+            # Rolled back with the transaction: nothing was started.
+            raise _conflict(server, "revertResize")
+    _cast(api, cell, "revert_resize", uuid, migration.uuid, moves.REVERTING)
+
+
+def _cast(api: ComputeAPIDeps, cell: CellMapping, method: str, uuid: str,
+          migration_uuid: str, status: str) -> None:
+    try:
+        api.conductor().cast(method, instance_uuid=uuid, migration_uuid=migration_uuid)
+    except BusError as exc:
+        with db.write(api.dbs.engine(cell)) as conn:
+            moves.update(conn, migration_uuid, expect=status, status=moves.FINISHED)
+            store.end_task(conn, uuid)
+        raise ServiceUnavailable(f"Cannot reach the conductor: {exc}; try again.") from None
+
+
+def listed(api: ComputeAPIDeps, *, instance_uuid: str | None = None,
+           status: str | None = None, host: str | None = None,
+           migration_type: str | None = None) -> list[moves.Migration]:
+    """Migrations of every cell that answers, oldest first."""
+    got = api.dbs.gather(lambda c: api.dbs.read(
+        c, moves.listed, instance_uuid=instance_uuid, status=status, host=host))
+    out = [m for rows in got.results.values() for m in rows
+           if migration_type is None or m.migration_type == migration_type]
+    return sorted(out, key=lambda m: (m.created_at is None, m.created_at, m.id))

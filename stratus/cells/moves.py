@@ -1,0 +1,120 @@
+"""Migration records: one row per move of a server, in the server's cell database.
+
+A migration is also a Placement consumer (its uuid): while a resize is in
+flight and until it is confirmed or reverted, the migration holds the source
+host's allocations and the instance holds the destination's (design document
+004), so both copies are on the books and a revert cannot find its source full.
+
+Statuses follow Nova's for a resize::
+
+    pre-migrating -> migrating -> post-migrating -> finished -> confirming -> confirmed
+                                                             \\-> reverting -> reverted
+    (any step before finished) -> error
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stratus.cells import schema as s
+
+PRE_MIGRATING, MIGRATING, POST_MIGRATING = "pre-migrating", "migrating", "post-migrating"
+FINISHED, CONFIRMING, CONFIRMED = "finished", "confirming", "confirmed"
+REVERTING, REVERTED, ERROR = "reverting", "reverted", "error"
+# A move in one of these still holds (or is about to hold) a migration allocation.
+IN_PROGRESS = (PRE_MIGRATING, MIGRATING, POST_MIGRATING, FINISHED, CONFIRMING, REVERTING)
+
+RESIZE = "resize"
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0)
+
+
+@dataclass(frozen=True)
+class Migration:
+    id: int
+    uuid: str
+    instance_uuid: str
+    migration_type: str
+    status: str
+    source_compute: str | None
+    source_node: str | None
+    dest_compute: str | None
+    dest_node: str | None
+    old_flavor: dict[str, Any]
+    new_flavor: dict[str, Any]
+    created_at: dt.datetime | None
+    updated_at: dt.datetime | None
+
+
+def _flavor(text: str | None) -> dict[str, Any]:
+    return dict(json.loads(text)) if text else {}
+
+
+def _migration(row: sa.Row) -> Migration:
+    return Migration(row.id, row.uuid, row.instance_uuid, row.migration_type, row.status,
+                     row.source_compute, row.source_node, row.dest_compute, row.dest_node,
+                     _flavor(row.old_flavor), _flavor(row.new_flavor), row.created_at,
+                     row.updated_at)
+
+
+def create(conn: Connection, *, uuid: str, instance_uuid: str, migration_type: str,
+           source_compute: str | None, source_node: str | None,
+           old_flavor: dict[str, Any], new_flavor: dict[str, Any],
+           status: str = PRE_MIGRATING, now: dt.datetime | None = None) -> Migration:
+    now = now or utcnow()
+    conn.execute(sa.insert(s.migrations).values(
+        uuid=uuid, instance_uuid=instance_uuid, migration_type=migration_type, status=status,
+        source_compute=source_compute, source_node=source_node,
+        old_flavor=json.dumps(old_flavor, sort_keys=True),
+        new_flavor=json.dumps(new_flavor, sort_keys=True), created_at=now))
+    found = get(conn, uuid)
+    assert found is not None
+    return found
+
+
+def get(conn: Connection, uuid: str) -> Migration | None:
+    row = conn.execute(sa.select(s.migrations).where(s.migrations.c.uuid == uuid)).first()
+    return _migration(row) if row else None
+
+
+def in_progress(conn: Connection, instance_uuid: str) -> list[Migration]:
+    """The instance's moves not yet confirmed, reverted or failed (oldest first)."""
+    t = s.migrations
+    rows = conn.execute(sa.select(t).where(t.c.instance_uuid == instance_uuid,
+                                           t.c.status.in_(IN_PROGRESS)).order_by(t.c.id))
+    return [_migration(r) for r in rows]
+
+
+def listed(conn: Connection, *, instance_uuid: str | None = None,
+           status: str | None = None, host: str | None = None) -> list[Migration]:
+    """Every migration of this cell matching the filters (a host matches either end)."""
+    t = s.migrations
+    query = sa.select(t)
+    if instance_uuid is not None:
+        query = query.where(t.c.instance_uuid == instance_uuid)
+    if status is not None:
+        query = query.where(t.c.status == status)
+    if host is not None:
+        query = query.where(sa.or_(t.c.source_compute == host, t.c.dest_compute == host))
+    return [_migration(r) for r in conn.execute(query.order_by(t.c.id))]
+
+
+def update(conn: Connection, uuid: str, *, expect: str | tuple[str, ...] | None = None,
+           **values: Any) -> bool:
+    """Write ``values``; with ``expect``, only if the status is (one of) that: a
+    compare-and-swap, so two callers cannot both move a migration on. True if written."""
+    t = s.migrations
+    values.setdefault("updated_at", utcnow())
+    query = sa.update(t).where(t.c.uuid == uuid)
+    if expect is not None:
+        expected = (expect,) if isinstance(expect, str) else expect
+        query = query.where(t.c.status.in_(expected))
+    return bool(conn.execute(query.values(**values)).rowcount)

@@ -1,0 +1,291 @@
+"""The resize tasks: resize a server to a new flavor, then confirm or revert it.
+
+A resize, as the conductor drives it (every compute step is a call; the
+conductor owns the allocations and writes the records)::
+
+    source allocations -> the migration record's consumer   (undo: give them back)
+    scheduler: candidates for the new flavor, in the server's own cell, even a
+               disabled one; claims the destination for the instance's consumer
+    source compute: resize_instance (power off, keep)       (undo: finish_revert_resize)
+    destination compute: finish_resize (start the new copy) (failing: next alternate)
+    records: instance on the destination with the new flavor, VERIFY_RESIZE;
+             migration "finished"
+
+Until it is confirmed, both hosts are on the books: the destination under the
+instance, the source under the migration (design document 004). Confirm drops
+the source copy and the migration's allocations; revert drops the destination
+copy and gives the migration's allocations back to the instance, atomically.
+
+A resize that fails anywhere before "finished" rolls back: the server runs on
+its source again with its old allocations, its old flavor and no task, and
+the migration says "error" (the reason is the instance's fault and the log).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from stratus.bus import BusError
+from stratus.cells import moves
+from stratus.cells.mappings import CellMapping
+from stratus.conductor import records
+from stratus.conductor.build import ConductorContext, Undo
+from stratus.scheduler import claims
+from stratus.scheduler.errors import NoValidHost
+from stratus.storage import engine as db
+
+LOG = logging.getLogger(__name__)
+
+RESIZE_PREP, RESIZE_MIGRATING = "resize_prep", "resize_migrating"
+RESIZE_MIGRATED, RESIZE_FINISH = "resize_migrated", "resize_finish"
+RESIZE_CONFIRMING, RESIZE_REVERTING = "resize_confirming", "resize_reverting"
+ACTIVE, RESIZED = "active", "resized"
+RUNNING = 1
+
+
+class ResizeFailed(Exception):
+    """A step of the resize failed; the task rolls back and the server stays where it was."""
+
+
+@dataclass
+class _Move:
+    """What every resize task reads first: the server's cell, its row, the migration."""
+
+    cell: CellMapping
+    engine: Engine
+    instance: dict[str, Any]
+    migration: moves.Migration
+
+
+def _load(ctx: ConductorContext, instance_uuid: str, migration_uuid: str,
+          expect: str) -> _Move | None:
+    with db.read(ctx.api_engine) as conn:
+        cell = records.cell_of_instance(conn, instance_uuid)
+    if cell is None:
+        LOG.warning("resize of %s ignored: the server is in no cell", instance_uuid)
+        return None
+    engine = ctx.engines.get(cell)
+    with db.read(engine) as conn:
+        instance = records.get_instance(conn, instance_uuid)
+        migration = moves.get(conn, migration_uuid)
+    if instance is None or instance.get("deleted_at") is not None or migration is None:
+        LOG.warning("resize of %s ignored: the server or its migration %s is gone",
+                    instance_uuid, migration_uuid)
+        return None
+    if migration.status != expect:
+        LOG.warning("resize of %s ignored: migration %s is %s, not %s", instance_uuid,
+                    migration_uuid, migration.status, expect)
+        return None
+    return _Move(cell, engine, instance, migration)
+
+
+def _still_wanted(ctx: ConductorContext, instance_uuid: str) -> bool:
+    with db.write(ctx.api_engine) as conn:
+        return records.still_wanted(conn, instance_uuid)
+
+
+def _save_spec_flavor(ctx: ConductorContext, instance_uuid: str,
+                      flavor: dict[str, Any]) -> None:
+    """The request spec follows the server's flavor (a later move asks for what it has)."""
+    with db.write(ctx.api_engine) as conn:
+        loaded = records.load_request_spec(conn, instance_uuid)
+        if loaded is not None:
+            spec, build = loaded
+            records.save_request_spec(conn, instance_uuid, dict(spec, flavor=flavor),
+                                      build or None)
+
+
+@dataclass
+class ResizeTask:
+    ctx: ConductorContext
+    instance_uuid: str
+    migration_uuid: str
+    request_spec: dict[str, Any]   # the new flavor, the server's cell, hosts to avoid
+    outcome: str = ""              # "resized to HOST" or "error: ..."
+    failures: list[str] = field(default_factory=list)
+    _undo: Undo = field(default_factory=Undo)
+
+    def execute(self) -> None:
+        move = _load(self.ctx, self.instance_uuid, self.migration_uuid, moves.PRE_MIGRATING)
+        if move is None:
+            return
+        try:
+            self._resize(move)
+        except Exception as exc:
+            if not isinstance(exc, ResizeFailed):
+                LOG.exception("resize of %s failed unexpectedly", self.instance_uuid)
+            self._roll_back(move, str(exc) or type(exc).__name__)
+
+    def _resize(self, move: _Move) -> None:
+        source = move.migration.source_compute
+        if not source:
+            raise ResizeFailed("the server has no host to resize from")
+        self._hold_source_allocations()
+        try:
+            [picks] = self.ctx.scheduler.call("select_destinations",
+                                              request_spec=self.request_spec,
+                                              instance_uuids=[self.instance_uuid],
+                                              return_alternates=True)
+        except (NoValidHost, BusError) as exc:
+            raise ResizeFailed(f"No valid host for the resize: {exc}") from None
+        compute = self.ctx.compute(move.cell)
+        self._set(move, moves.MIGRATING, RESIZE_MIGRATING, dest=picks[0])
+        compute.prepare(server=source).call("resize_instance",
+                                            instance_uuid=self.instance_uuid)
+        self._undo.push(f"start {self.instance_uuid} again on {source}",
+                        lambda: compute.prepare(server=source).call(
+                            "finish_revert_resize", instance_uuid=self.instance_uuid))
+        self._set(move, moves.POST_MIGRATING, RESIZE_MIGRATED)
+        chosen, node = self._finish_somewhere(move, picks)
+        if not _still_wanted(self.ctx, self.instance_uuid):
+            # Deleted meanwhile: the API already dropped the allocations; leave nothing
+            # running for it (the undo stack does the rest).
+            self._undo.push("drop the resized copy", lambda: compute.prepare(
+                server=chosen["host"]).call("revert_resize", instance_uuid=self.instance_uuid))
+            raise ResizeFailed("the server was deleted during its resize")
+        new_flavor = move.migration.new_flavor
+        with db.write(move.engine) as conn:
+            records.update_instance(conn, self.instance_uuid, host=chosen["host"], node=node,
+                                    flavor=records.flavor_text(new_flavor),
+                                    vm_state=RESIZED, task_state=None, power_state=RUNNING,
+                                    fault=None)
+            moves.update(conn, self.migration_uuid, status=moves.FINISHED,
+                         dest_compute=chosen["host"], dest_node=node)
+        _save_spec_flavor(self.ctx, self.instance_uuid, new_flavor)
+        self._undo.forget()
+        self.outcome = f"resized to {chosen['host']}"
+
+    def _hold_source_allocations(self) -> None:
+        """The source's allocations move to the migration record, so the instance's consumer
+        is free for the destination's claim and a revert has its source held."""
+        claims.move_allocations(self.ctx.placement, self.instance_uuid, self.migration_uuid,
+                                target_type="MIGRATION", retries=self.ctx.claim_retries)
+        self._undo.push("give the source allocations back to the instance",
+                        self._give_back)
+
+    def _give_back(self) -> None:
+        if _still_wanted(self.ctx, self.instance_uuid):
+            claims.move_allocations(self.ctx.placement, self.migration_uuid,
+                                    self.instance_uuid, source_type="MIGRATION",
+                                    retries=self.ctx.claim_retries)
+        else:   # deleted meanwhile: nobody may keep holding anything for it
+            self.ctx.placement.delete_allocations(self.instance_uuid)
+            self.ctx.placement.delete_allocations(self.migration_uuid)
+
+    def _finish_somewhere(self, move: _Move, picks: list[dict[str, Any]]
+                          ) -> tuple[dict[str, Any], str]:
+        """Start the resized copy on the chosen host or, failing that, on the alternates
+        (moving the claim each time), up to max_attempts hosts."""
+        compute = self.ctx.compute(move.cell)
+        body = {"uuid": self.instance_uuid, "name": move.instance["name"]}
+        for attempt, pick in enumerate(picks[:self.ctx.max_attempts]):
+            if attempt:
+                refused = self._move_claim(pick)
+                if refused:
+                    self.failures.append(f"{pick['host']}: claim refused: {refused}")
+                    continue
+                self._set(move, None, RESIZE_MIGRATED, dest=pick)
+            try:
+                node = compute.prepare(server=pick["host"]).call(
+                    "finish_resize", instance=dict(body, node=pick["nodename"]),
+                    allocations=pick["allocation_request"]["allocations"])
+            except Exception as exc:
+                LOG.warning("resize of %s: %s could not start it: %s", self.instance_uuid,
+                            pick["host"], exc)
+                self.failures.append(f"{pick['host']}: {exc}")
+                continue
+            return pick, str(node)
+        raise ResizeFailed("No host could start the resized server. Attempts: "
+                           + "; ".join(self.failures))
+
+    def _move_claim(self, pick: dict[str, Any]) -> str | None:
+        held = self.ctx.placement.get_allocations(self.instance_uuid)
+        outcome = claims.claim(self.ctx.placement, self.instance_uuid,
+                               pick["allocation_request"], self.request_spec["project_id"],
+                               self.request_spec["user_id"],
+                               consumer_generation=held.get("consumer_generation"),
+                               retries=self.ctx.claim_retries)
+        return None if outcome.ok else (outcome.reason or "refused")
+
+    def _set(self, move: _Move, status: str | None, task_state: str,
+             dest: dict[str, Any] | None = None) -> None:
+        values: dict[str, Any] = {}
+        if status is not None:
+            values["status"] = status
+        if dest is not None:
+            values.update(dest_compute=dest["host"], dest_node=dest["nodename"])
+        with db.write(move.engine) as conn:
+            if values:
+                moves.update(conn, self.migration_uuid, **values)
+            records.update_instance(conn, self.instance_uuid, task_state=task_state)
+
+    def _roll_back(self, move: _Move, reason: str) -> None:
+        self._undo.rollback()
+        with db.write(move.engine) as conn:
+            moves.update(conn, self.migration_uuid, status=moves.ERROR)
+            records.update_instance(conn, self.instance_uuid, vm_state=ACTIVE,
+                                    task_state=None, fault=f"Resize failed: {reason}")
+        self.outcome = f"error: {reason}"
+        LOG.warning("resize of %s rolled back: %s", self.instance_uuid, reason)
+
+
+def confirm_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str) -> str:
+    """Drop the source copy and the migration's allocations; the server is ACTIVE where it
+    was resized to. Returns what happened (for the log)."""
+    move = _load(ctx, instance_uuid, migration_uuid, moves.CONFIRMING)
+    if move is None:
+        return "ignored"
+    source = move.migration.source_compute
+    try:
+        ctx.compute(move.cell).prepare(server=source).call("confirm_resize",
+                                                           instance_uuid=instance_uuid)
+    except Exception as exc:
+        # The copy stays on a host that does not answer; its books are Placement's, which
+        # forget it now. Nothing else could be done about it later either.
+        LOG.warning("confirm of %s: source %s did not drop its copy: %s", instance_uuid,
+                    source, exc)
+    ctx.placement.delete_allocations(migration_uuid)
+    with db.write(move.engine) as conn:
+        moves.update(conn, migration_uuid, status=moves.CONFIRMED)
+        records.update_instance(conn, instance_uuid, vm_state=ACTIVE, task_state=None)
+    return "confirmed"
+
+
+def revert_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str) -> str:
+    """Drop the resized copy, give the migration's allocations back to the instance and
+    start it on its source again, with its old flavor."""
+    move = _load(ctx, instance_uuid, migration_uuid, moves.REVERTING)
+    if move is None:
+        return "ignored"
+    migration = move.migration
+    compute = ctx.compute(move.cell)
+    try:
+        compute.prepare(server=migration.dest_compute).call("revert_resize",
+                                                            instance_uuid=instance_uuid)
+    except Exception as exc:
+        LOG.warning("revert of %s: destination %s did not drop the resized copy: %s",
+                    instance_uuid, migration.dest_compute, exc)
+    try:
+        claims.move_allocations(ctx.placement, migration_uuid, instance_uuid,
+                                source_type="MIGRATION", retries=ctx.claim_retries)
+        compute.prepare(server=migration.source_compute).call("finish_revert_resize",
+                                                              instance_uuid=instance_uuid)
+    except Exception as exc:   # Placement or a compute: the server needs an operator
+        LOG.exception("revert of %s failed", instance_uuid)
+        with db.write(move.engine) as conn:
+            moves.update(conn, migration_uuid, status=moves.ERROR)
+            records.update_instance(conn, instance_uuid, vm_state="error", task_state=None,
+                                    fault=f"Revert of the resize failed: {exc}")
+        return f"error: {exc}"
+    with db.write(move.engine) as conn:
+        records.update_instance(conn, instance_uuid, host=migration.source_compute,
+                                node=migration.source_node,
+                                flavor=records.flavor_text(migration.old_flavor),
+                                vm_state=ACTIVE, task_state=None, power_state=RUNNING)
+        moves.update(conn, migration_uuid, status=moves.REVERTED)
+    _save_spec_flavor(ctx, instance_uuid, migration.old_flavor)
+    return "reverted"
