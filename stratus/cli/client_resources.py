@@ -6,7 +6,7 @@ import argparse
 import time
 from typing import Any
 
-from stratus.cli import common
+from stratus.cli import client_moves, common
 from stratus.cli.client import (
     HTTP,
     ClientError,
@@ -282,7 +282,7 @@ def agg_delete(args: argparse.Namespace, api: HTTP) -> None:
 
 
 def add_commands(sub: Any, conn: list[argparse.ArgumentParser]) -> None:
-    servers = area(sub, "server", "create, list, show or delete servers")
+    servers = area(sub, "server", "create, list, show, delete or resize servers")
     p = leaf(servers, "create", server_create,
              "boot servers (built asynchronously; --wait waits for ACTIVE or ERROR)", conn)
     p.add_argument("name")
@@ -304,6 +304,7 @@ def add_commands(sub: Any, conn: list[argparse.ArgumentParser]) -> None:
     p.add_argument("server", metavar="NAME_OR_ID")
     p = leaf(servers, "delete", server_delete, "delete servers", conn)
     p.add_argument("servers", metavar="NAME_OR_ID", nargs="+")
+    client_moves.add_server_commands(servers, conn)
 
     flavors = area(sub, "flavor", "create, list, show, delete or set flavors")
     p = leaf(flavors, "create", flavor_create, "create a flavor", conn)

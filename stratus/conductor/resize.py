@@ -137,8 +137,7 @@ class ResizeTask:
         compute.prepare(server=source).call("resize_instance",
                                             instance_uuid=self.instance_uuid)
         self._undo.push(f"start {self.instance_uuid} again on {source}",
-                        lambda: compute.prepare(server=source).call(
-                            "finish_revert_resize", instance_uuid=self.instance_uuid))
+                        lambda: self._restore_source(compute, source))
         self._set(move, moves.POST_MIGRATING, RESIZE_MIGRATED)
         chosen, node = self._finish_somewhere(move, picks)
         if not _still_wanted(self.ctx, self.instance_uuid):
@@ -175,6 +174,13 @@ class ResizeTask:
         else:   # deleted meanwhile: nobody may keep holding anything for it
             self.ctx.placement.delete_allocations(self.instance_uuid)
             self.ctx.placement.delete_allocations(self.migration_uuid)
+
+    def _restore_source(self, compute: Any, source: str) -> None:
+        """Run the powered-off source copy again; or drop it, if the server was deleted
+        meanwhile (the delete could not reach a copy that was not running)."""
+        method = ("finish_revert_resize" if _still_wanted(self.ctx, self.instance_uuid)
+                  else "confirm_resize")
+        compute.prepare(server=source).call(method, instance_uuid=self.instance_uuid)
 
     def _finish_somewhere(self, move: _Move, picks: list[dict[str, Any]]
                           ) -> tuple[dict[str, Any], str]:

@@ -225,6 +225,32 @@ def test_disabling_a_cell_of_a_running_serve_stops_boots_there_at_once(serve):
     assert srv.stop() == 0
 
 
+def test_a_server_in_a_disabled_cell_resizes_through_the_cli(serve):
+    srv = serve("--hosts", "4", "--cells", "2")
+    hosts = host_cells(srv)
+    servers = srv.boot("vm", "--count", "4")      # spread: one per host
+    server = next(s for s in servers if hosts[host_of(s)] == "cell2")
+    assert srv.manage("cell_v2", "update_cell", "--cell_uuid", "cell2",
+                      "--disable").returncode == 0
+
+    resized = srv.client_json("server", "resize", server["id"], "--flavor", "m1.small",
+                              "--wait")
+    assert resized["status"] == "VERIFY_RESIZE"
+    assert hosts[host_of(resized)] == "cell2" and host_of(resized) != host_of(server)
+    [migration] = srv.client_json("server", "migrations", server["id"])
+    assert (migration["status"], migration["source_compute"]) == (
+        "finished", host_of(server))
+    confirmed = srv.client_json("server", "resize-confirm", server["id"], "--wait")
+    assert (confirmed["status"], confirmed["flavor"]["original_name"]) == (
+        "ACTIVE", "m1.small")
+    assert srv.client_json("server", "migrations", server["id"])[0]["status"] == "confirmed"
+
+    again = srv.client("server", "resize-confirm", server["id"], check=False)
+    assert again.returncode == 1
+    assert again.stderr.count("\n") == 1 and "409" in again.stderr
+    assert srv.stop() == 0
+
+
 def test_fleet_file_hosts_zones_aggregates_and_cells(serve, tmp_path):
     fleet = tmp_path / "fleet.yaml"
     fleet.write_text("""

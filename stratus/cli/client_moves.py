@@ -1,0 +1,124 @@
+"""Client commands that move servers: ``stratus server resize|resize-confirm|resize-revert``
+and ``stratus server migrations`` (see ``client.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from stratus.cli.client import HTTP, ClientError, emit, find_flavor, find_server, leaf, table
+
+HOST = "OS-EXT-SRV-ATTR:host"
+TASK = "OS-EXT-STS:task_state"
+MIGRATION_COLUMNS = ("ID", "UUID", "Server", "Type", "Status", "Source", "Destination",
+                     "Old flavor", "New flavor", "Created")
+
+
+def _settle(api: HTTP, server_id: str, timeout: float,
+            leaving: str | None = None) -> dict[str, Any]:
+    """Poll until the server has no task running (and, with ``leaving``, has left that
+    status: a confirm runs with no task while the server still shows VERIFY_RESIZE)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        server = dict(api.call("GET", f"/servers/{server_id}")["server"])
+        if server.get(TASK) is None and server["status"] not in ("BUILD", "RESIZE", leaving):
+            return server
+        if time.monotonic() > deadline:
+            raise ClientError(f"server {server_id} still {server['status']} "
+                              f"({server.get(TASK)}) after {timeout:g}s")
+        time.sleep(0.2)
+
+
+def _latest_migration(api: HTTP, server_id: str) -> dict[str, Any] | None:
+    try:   # admins only: a project member does without
+        found = api.call("GET", "/os-migrations", params={"instance_uuid": server_id})
+    except ClientError:
+        return None
+    migrations = (found or {}).get("migrations") or []
+    return dict(migrations[-1]) if migrations else None
+
+
+def _report(args: argparse.Namespace, server: dict[str, Any], what: str) -> None:
+    emit(args, server, lambda: print(
+        f"server {server['name']} ({server['id']}) {what}: {server['status']} on "
+        f"{server.get(HOST) or '-'}, flavor {(server.get('flavor') or {}).get('original_name')}"))
+
+
+def server_resize(args: argparse.Namespace, api: HTTP) -> None:
+    server = find_server(api, args.server)
+    flavor = find_flavor(api, args.flavor)
+    api.call("POST", f"/servers/{server['id']}/action",
+             json_body={"resize": {"flavorRef": flavor["id"]}})
+    if not args.wait:
+        _report(args, api.call("GET", f"/servers/{server['id']}")["server"],
+                "is resizing")
+        return
+    after = _settle(api, server["id"], args.timeout)
+    _report(args, after, "resize finished")
+    if after["status"] != "VERIFY_RESIZE":
+        migration = _latest_migration(api, server["id"])
+        why = f" (migration {migration['uuid']} is {migration['status']})" if migration else ""
+        raise ClientError(f"the resize of {server['name']} did not complete{why}; the server "
+                          f"stays {after['status']} on {after.get(HOST)}; the conductor's log "
+                          "says why (often: no host with room for the new flavor)")
+
+
+def server_resize_confirm(args: argparse.Namespace, api: HTTP) -> None:
+    server = find_server(api, args.server)
+    api.call("POST", f"/servers/{server['id']}/action", json_body={"confirmResize": None})
+    after = _settle(api, server["id"], args.timeout, "VERIFY_RESIZE") if args.wait else \
+        api.call("GET", f"/servers/{server['id']}")["server"]
+    _report(args, after, "resize confirmed")
+
+
+def server_resize_revert(args: argparse.Namespace, api: HTTP) -> None:
+    server = find_server(api, args.server)
+    api.call("POST", f"/servers/{server['id']}/action", json_body={"revertResize": None})
+    after = _settle(api, server["id"], args.timeout, "VERIFY_RESIZE") if args.wait else \
+        api.call("GET", f"/servers/{server['id']}")["server"]
+    _report(args, after, "resize reverted")
+
+
+def server_migrations(args: argparse.Namespace, api: HTTP) -> None:
+    params: dict[str, str] = {}
+    if args.server:
+        params["instance_uuid"] = find_server(api, args.server)["id"]
+    if args.status:
+        params["status"] = args.status
+    if args.host:
+        params["host"] = args.host
+    found = api.call("GET", "/os-migrations", params=params)["migrations"]
+    emit(args, found, lambda: table(MIGRATION_COLUMNS, [
+        [m["id"], m["uuid"], m["instance_uuid"], m["migration_type"], m["status"],
+         m["source_compute"], m["dest_compute"], m["old_instance_type_id"],
+         m["new_instance_type_id"], m["created_at"]] for m in found]))
+
+
+def add_server_commands(servers: Any, conn: list[argparse.ArgumentParser]) -> None:
+    """The move commands, under ``stratus server``."""
+    p = leaf(servers, "resize", server_resize,
+             "resize a server to another flavor (then resize-confirm or resize-revert; "
+             "--wait waits for VERIFY_RESIZE and exits 1 if the resize rolled back)", conn)
+    p.add_argument("server", metavar="NAME_OR_ID")
+    p.add_argument("--flavor", required=True, help="the new flavor's name or id")
+    _wait_options(p)
+    for name, func, help_text in (
+            ("resize-confirm", server_resize_confirm,
+             "confirm a resize: the old host lets go of the server"),
+            ("resize-revert", server_resize_revert,
+             "revert a resize: back to the old host and flavor")):
+        p = leaf(servers, name, func, help_text, conn)
+        p.add_argument("server", metavar="NAME_OR_ID")
+        _wait_options(p)
+    p = leaf(servers, "migrations", server_migrations,
+             "list migrations (resizes), of one server or all (admin)", conn)
+    p.add_argument("server", metavar="NAME_OR_ID", nargs="?")
+    p.add_argument("--status", help="only migrations in this status (e.g. finished, error)")
+    p.add_argument("--host", help="only migrations from or to this host")
+
+
+def _wait_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wait", action="store_true", help="wait until the server has no task")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds --wait waits (default %(default)s)")
