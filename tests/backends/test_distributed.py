@@ -317,6 +317,25 @@ def run_scenario(cloud: Cloud) -> None:
             f"/resource_providers/{cloud.provider(host)}/allocations")["allocations"])
     assert consumers == remaining | {s["id"] for s in last}
 
+    # ---- a server of a disabled cell is resized within its cell, then reverted ----
+    cloud.manage("cell_v2", "update_cell", "--cell_uuid", cloud.cell_uuids["cell1"],
+                 "--disable")
+    cloud.client("flavor", "create", "double", "--vcpus", "2", "--ram", "512", "--disk", "1")
+    mover = next(s for s in first if HOSTS[host_of(s)] == "cell1")
+    resized = cloud.client("server", "resize", mover["id"], "--flavor", "double", "--wait")
+    assert resized["status"] == "VERIFY_RESIZE"
+    assert HOSTS[host_of(resized)] == "cell1" and host_of(resized) != host_of(mover)
+    [migration] = cloud.client("server", "migrations", mover["id"])
+    held = cloud.placement(f"/allocations/{migration['uuid']}")["allocations"]
+    assert list(held) == [cloud.provider(host_of(mover))]   # the source, until the end
+    reverted = cloud.client("server", "resize-revert", mover["id"], "--wait")
+    assert (reverted["status"], host_of(reverted)) == ("ACTIVE", host_of(mover))
+    assert cloud.client("server", "migrations", mover["id"])[0]["status"] == "reverted"
+    assert cloud.placement(f"/allocations/{migration['uuid']}")["allocations"] == {}
+    vcpus = sum(cloud.placement(f"/resource_providers/{cloud.provider(h)}/usages")[
+        "usages"].get("VCPU", 0) for h in HOSTS)
+    assert vcpus == len(remaining) + len(last)
+
     # ---- everything stops cleanly ----
     for name, proc in reversed(list(cloud.procs.items())):
         assert proc.stop() == 0, f"{name}:\n{proc.output()}"
