@@ -236,3 +236,36 @@ def test_maintenance_reserves_the_node_and_refuses_spawns() -> None:
 def test_the_registry_builds_the_driver_a_shape_names() -> None:
     assert isinstance(create_driver("h1", FLAT), LibvirtDriver)
     assert isinstance(create_driver("h2", METAL), IronicDriver)
+
+
+# -- moves ------------------------------------------------------------------------
+
+
+def test_a_resize_keeps_the_source_copy_counted_until_confirmed_or_reverted() -> None:
+    driver = LibvirtDriver("cmp1", FLAT)
+    root = driver.provider_tree("cmp1").root.uuid
+    driver.spawn(Instance("vm"), alloc(**{root: {"VCPU": 2, "MEMORY_MB": 1024}}))
+    driver.begin_migration("vm")
+    assert driver.instances() == [] and [p.instance.uuid for p in driver.outgoing()] == ["vm"]
+    # Resized on the same host: both copies count, as Placement counts them.
+    driver.spawn(Instance("vm"), alloc(**{root: {"VCPU": 4, "MEMORY_MB": 2048}}))
+    assert driver.usage("cmp1") == {root: {"VCPU": 6, "MEMORY_MB": 3072}}
+    with pytest.raises(e.InstanceExists):
+        driver.revert_migration("vm")          # the resized copy must go first
+    driver.confirm_migration("vm")
+    assert driver.usage("cmp1") == {root: {"VCPU": 4, "MEMORY_MB": 2048}}
+    assert driver.outgoing() == []
+    with pytest.raises(e.InstanceNotFound):
+        driver.confirm_migration("vm")
+
+
+def test_reverting_a_move_runs_the_source_copy_again() -> None:
+    driver = LibvirtDriver("cmp1", FLAT)
+    root = driver.provider_tree("cmp1").root.uuid
+    driver.spawn(Instance("vm"), alloc(**{root: {"VCPU": 2}}))
+    driver.begin_migration("vm")
+    driver.revert_migration("vm")
+    assert [p.instance.uuid for p in driver.instances()] == ["vm"]
+    assert driver.usage("cmp1") == {root: {"VCPU": 2}} and driver.outgoing() == []
+    with pytest.raises(e.InstanceNotFound):
+        driver.begin_migration("absent")
