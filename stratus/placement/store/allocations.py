@@ -3,19 +3,21 @@
 The write (:func:`apply`) is the part that must never over-allocate. Inside
 the request's one transaction it:
 
-1. checks client-sent consumer generations (1.28+) and resolves providers,
-   classes, projects, users and consumer types (400s and 409s before any lock);
+1. looks up, in one statement, the consumers and the ids of the providers,
+   classes, projects, users and consumer types named; checks client-sent
+   consumer generations (1.28+), then the names (409s and 400s before any lock);
 2. moves each consumer's generation by compare-and-swap, creating consumers
    seen for the first time (consumers are locked in uuid order);
-3. *claims* the providers: reads their generations, then their inventories and
-   usage, checks every amount, then compare-and-swaps each provider's generation
-   (in id order). Generations are read before usage, so usage is at least as
-   new as the generation; any writer that committed in between moved the
-   generation and our swap fails. The swap's row lock makes a concurrent
-   claimer wait until we commit, and then its swap fails. A failed swap rolls
-   back to a savepoint and the claim is retried against the new state, like
-   Placement's ``allocation_conflict_retry_count``; when retries run out the
-   caller gets 409 ``placement.concurrent_update``;
+3. *claims* the providers: reads their generations, inventories and usage in
+   one statement (one snapshot, so usage is exactly as new as the generation),
+   checks every amount, then compare-and-swaps each provider's generation (in
+   id order). Any writer that committed after our read moved the generation and
+   our swap fails. The swap's row lock makes a concurrent claimer wait until we
+   commit, and then its swap fails. A failed swap is retried against the new
+   state, like Placement's ``allocation_conflict_retry_count`` (inside a
+   savepoint when several providers are swapped, so an earlier swap of the
+   failed attempt is undone); when retries run out the caller gets 409
+   ``placement.concurrent_update``;
 4. replaces the consumers' allocation rows, and deletes consumers left with none.
 
 It does not call ``record_change``: it returns the providers whose usage
@@ -159,22 +161,86 @@ def _ids(name: str) -> sa.BindParameter:
 
 
 _rp, _rc, _inv, _a = s.resource_providers, s.resource_classes, s.inventories, s.allocations
-# Providers by uuid (kind 0) and resource classes by name (kind 1), in one statement.
-_IDS = sa.union_all(
-    sa.select(sa.literal(0), _rp.c.uuid, _rp.c.id).where(_rp.c.uuid.in_(_ids("uuids"))),
-    sa.select(sa.literal(1), _rc.c.name, _rc.c.id).where(_rc.c.name.in_(_ids("names"))),
-)
 _OLD = (sa.select(_a.c.consumer_id, _a.c.resource_provider_id, _a.c.resource_class_id)
         .where(_a.c.consumer_id.in_(_ids("consumers"))))
 _DELETE_OLD = sa.delete(_a).where(_a.c.consumer_id.in_(_ids("consumers")))
 _INSERT = sa.insert(_a)
-_GENERATIONS = sa.select(_rp.c.id, _rp.c.generation).where(_rp.c.id.in_(_ids("providers")))
-_INVENTORIES = sa.select(_inv).where(_inv.c.resource_provider_id.in_(_ids("providers")),
-                                     _inv.c.resource_class_id.in_(_ids("classes")))
 
 
-def _usage_select(mine: sa.ColumnElement[bool]) -> sa.Select:
-    return (
+# ---- 1. everything named, in one statement -------------------------------------
+#
+# Before it locks anything a write needs the consumers (generation, owner), the
+# ids of the providers, classes, projects, users and consumer types it names.
+# One UNION ALL fetches them all: on MariaDB every statement is a round trip to
+# the server, and a claim for a new server used to spend three on this.
+
+def _padded(kind: int, key: sa.ColumnElement, row_id: sa.ColumnElement) -> list:
+    return [sa.literal(kind), key, row_id, sa.null(), sa.null(), sa.null(), sa.null()]
+
+
+_c, _p, _u, _t = s.consumers, s.projects, s.users, s.consumer_types
+_LOOKUP = sa.union_all(
+    sa.select(sa.literal(0), _c.c.uuid, _c.c.id, _c.c.generation, _p.c.external_id,
+              _u.c.external_id, _t.c.name)
+    .select_from(_c.join(_p, _c.c.project_id == _p.c.id).join(_u, _c.c.user_id == _u.c.id)
+                 .outerjoin(_t, _c.c.consumer_type_id == _t.c.id))
+    .where(_c.c.uuid.in_(_ids("consumers"))),
+    sa.select(*_padded(1, _rp.c.uuid, _rp.c.id)).where(_rp.c.uuid.in_(_ids("uuids"))),
+    sa.select(*_padded(2, _rc.c.name, _rc.c.id)).where(_rc.c.name.in_(_ids("names"))),
+    sa.select(*_padded(3, _p.c.external_id, _p.c.id)).where(_p.c.external_id.in_(_ids("p"))),
+    sa.select(*_padded(4, _u.c.external_id, _u.c.id)).where(_u.c.external_id.in_(_ids("u"))),
+    sa.select(*_padded(5, _t.c.name, _t.c.id)).where(_t.c.name.in_(_ids("t"))),
+)
+
+
+@dataclass
+class _Found:
+    existing: dict[str, consumers.Consumer]   # consumers by uuid
+    providers: dict[str, int]
+    classes: dict[str, int]
+    owners: consumers.KnownOwners
+
+
+def _lookup(conn: Connection, writes: list[ConsumerWrite], uuids: list[str],
+            names: list[str]) -> _Found:
+    """What exists of everything the writes name."""
+    owners = [w.owner for w in writes]
+    found = _Found({}, {}, {}, consumers.KnownOwners({}, {}, {}))
+    by_kind = (None, found.providers, found.classes, found.owners.projects,
+               found.owners.users, found.owners.types)
+    params = {"consumers": sorted({w.uuid for w in writes}), "uuids": sorted(set(uuids)),
+              "names": sorted(set(names)), "p": sorted({o.project_id for o in owners}),
+              "u": sorted({o.user_id for o in owners}),
+              "t": sorted({o.consumer_type for o in owners if o.consumer_type is not None})}
+    for kind, key, row_id, generation, project, user, ctype in conn.execute(_LOOKUP, params):
+        if kind == 0:
+            found.existing[key] = consumers.Consumer(int(row_id), key, int(generation),
+                                                      project, user, ctype)
+        else:
+            by_kind[kind][key] = int(row_id)  # type: ignore[index]
+    return found
+
+
+def _require(found: _Found, uuids: list[str], names: list[str]) -> None:
+    """400 naming the first unknown provider, else the first unknown class (request order)."""
+    for uuid in uuids:
+        if uuid not in found.providers:
+            raise UnknownProvider(f"Allocation for resource provider '{uuid}' that does not exist.")
+    for name in names:
+        if name not in found.classes:
+            raise UnknownResourceClass(f"No such resource class {name}.")
+
+
+# ---- 3. the providers' state, in one statement ----------------------------------
+#
+# Each claimed provider's generation, its inventories of the classes involved and
+# what is allocated there (in all, and by consumers other than this write's). One
+# statement reads all of it from one snapshot (a statement's snapshot under READ
+# COMMITTED; the write lock on SQLite), so the usage is exactly as new as the
+# generation: a writer that commits after it moves the generation and our swap fails.
+
+def _state_select(mine: sa.ColumnElement[bool]) -> sa.Select:
+    usage = (
         sa.select(
             _a.c.resource_provider_id.label("rp"), _a.c.resource_class_id.label("rc"),
             sa.func.sum(_a.c.used).label("total"),
@@ -183,28 +249,27 @@ def _usage_select(mine: sa.ColumnElement[bool]) -> sa.Select:
         .where(_a.c.resource_provider_id.in_(_ids("providers")),
                _a.c.resource_class_id.in_(_ids("classes")))
         .group_by(_a.c.resource_provider_id, _a.c.resource_class_id)
+        .subquery()
+    )
+    return (
+        sa.select(
+            _rp.c.id.label("provider_id"), _rp.c.generation,
+            _inv.c.resource_class_id, _inv.c.total, _inv.c.reserved, _inv.c.min_unit,
+            _inv.c.max_unit, _inv.c.step_size, _inv.c.allocation_ratio,
+            usage.c.total.label("used_total"), usage.c.others.label("used_by_others"),
+        )
+        .select_from(
+            _rp.outerjoin(_inv, sa.and_(_inv.c.resource_provider_id == _rp.c.id,
+                                        _inv.c.resource_class_id.in_(_ids("classes"))))
+            .outerjoin(usage, sa.and_(usage.c.rp == _inv.c.resource_provider_id,
+                                      usage.c.rc == _inv.c.resource_class_id))
+        )
+        .where(_rp.c.id.in_(_ids("providers")))
     )
 
 
-_USAGE = _usage_select(_a.c.consumer_id.in_(_ids("consumers")))
-_USAGE_NO_CONSUMERS = _usage_select(sa.false())
-
-
-def _provider_and_class_ids(conn: Connection, uuids: list[str], names: list[str]
-                            ) -> tuple[dict[str, int], dict[str, int]]:
-    """Ids of the named providers and classes; 400 naming the first unknown provider,
-    else the first unknown class (in request order)."""
-    found: tuple[dict[str, int], dict[str, int]] = ({}, {})
-    for kind, key, row_id in conn.execute(_IDS, {"uuids": sorted(set(uuids)),
-                                                  "names": sorted(set(names))}):
-        found[kind][key] = row_id
-    for uuid in uuids:
-        if uuid not in found[0]:
-            raise UnknownProvider(f"Allocation for resource provider '{uuid}' that does not exist.")
-    for name in names:
-        if name not in found[1]:
-            raise UnknownResourceClass(f"No such resource class {name}.")
-    return found
+_STATE = _state_select(_a.c.consumer_id.in_(_ids("consumers")))
+_STATE_NO_CONSUMERS = _state_select(sa.false())
 
 
 @dataclass(frozen=True)
@@ -222,19 +287,21 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
     rolls everything back.
     """
     writes = list(writes)  # request order: errors name what the client sent first
-    current = consumers.get_many(conn, [w.uuid for w in writes])
+    wanted = [(w.uuid, rp, rc, amount) for w in writes
+              for rp, resources in w.allocations.items() for rc, amount in resources.items()]
+    uuids = list(dict.fromkeys(rp for _, rp, _, _ in wanted))
+    names = list(dict.fromkeys(rc for _, _, rc, _ in wanted))
+    found = _lookup(conn, writes, uuids, names)
+    current = found.existing
+    # Placement's order: a stale consumer generation (409) before an unknown name (400).
     for w in writes:
         if w.check_generation:
             consumers.check_generation(w.uuid, current.get(w.uuid), w.generation)
+    _require(found, uuids, names)
+    rows = [_Row(c, rp, rc, (found.providers[rp], found.classes[rc]), amount)
+            for c, rp, rc, amount in wanted]
 
-    wanted = [(w.uuid, rp, rc, amount) for w in writes
-              for rp, resources in w.allocations.items() for rc, amount in resources.items()]
-    rp_ids, rc_ids = _provider_and_class_ids(conn,
-                                             list(dict.fromkeys(rp for _, rp, _, _ in wanted)),
-                                             list(dict.fromkeys(rc for _, _, rc, _ in wanted)))
-    rows = [_Row(c, rp, rc, (rp_ids[rp], rc_ids[rc]), amount) for c, rp, rc, amount in wanted]
-
-    owners = consumers.resolve_owners(conn, [w.owner for w in writes])
+    owners = consumers.resolve_owners(conn, [w.owner for w in writes], found.owners)
     consumer_ids: dict[str, int] = {}
     for w in sorted(writes, key=lambda w: w.uuid):  # lock order
         existing = current.get(w.uuid)
@@ -264,9 +331,15 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
         # (Should a swap fail anyway, the 409 rolls the whole write back.)
         _claim(conn, rows, ours, claimed, checked_classes)
     else:
+        # A failed attempt must leave nothing behind. With one provider it cannot:
+        # its only write is the swap that failed. With several, an earlier swap may
+        # have landed, so the attempt runs inside a savepoint.
         for attempt in itertools.count(1):
             try:
-                with conn.begin_nested():
+                if len(claimed) > 1:
+                    with conn.begin_nested():
+                        _claim(conn, rows, ours, claimed, checked_classes)
+                else:
                     _claim(conn, rows, ours, claimed, checked_classes)
                 break
             except errors.ConcurrentUpdate:
@@ -291,25 +364,25 @@ def _claim(conn: Connection, rows: list[_Row], ours: set[int], claimed: set[int]
     """Check that ``rows`` fit next to everyone else's allocations, then swap generations."""
     if not claimed:
         return
-    providers, classes = sorted(claimed), sorted(class_ids)
-    # Generations first: see the module docstring for why the order matters.
-    generations = dict(conn.execute(_GENERATIONS, {"providers": providers}).all())
-    inventories = {
-        (r.resource_provider_id, r.resource_class_id): r
-        for r in conn.execute(_INVENTORIES, {"providers": providers, "classes": classes})
-    }
-    params = {"providers": providers, "classes": classes}
+    params = {"providers": sorted(claimed), "classes": sorted(class_ids)}
     if ours:
         params["consumers"] = sorted(ours)
-    usage = {
-        (r.rp, r.rc): (int(r.total), int(r.others))
-        for r in conn.execute(_USAGE if ours else _USAGE_NO_CONSUMERS, params)
-    }
+    generations: dict[int, int] = {}
+    inventories: dict[Key, sa.Row] = {}
+    usage: dict[Key, tuple[int, int]] = {}
+    for r in conn.execute(_STATE if ours else _STATE_NO_CONSUMERS, params):
+        generations[r.provider_id] = int(r.generation)
+        if r.resource_class_id is None:
+            continue  # the provider has none of the classes
+        key = (r.provider_id, r.resource_class_id)
+        inventories[key] = r
+        if r.used_total is not None:
+            usage[key] = (int(r.used_total), int(r.used_by_others))
     _check(conn, rows, claimed, class_ids, inventories, usage)
     for provider_id in sorted(claimed):
         if provider_id not in generations:  # deleted under us
             raise errors.ConcurrentUpdate(consumers.CONCURRENT)
-        bump_generation(conn, provider_id, expected=int(generations[provider_id]))
+        bump_generation(conn, provider_id, expected=generations[provider_id])
 
 
 def _check(conn: Connection, rows: list[_Row], claimed: set[int], class_ids: set[int],

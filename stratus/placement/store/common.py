@@ -66,6 +66,11 @@ _counter = s.change_counter
 _COUNT = (sa.update(_counter).where(_counter.c.id == 1)
           .values(value=_counter.c.value + 1))
 _COUNT_RETURNING = _COUNT.returning(_counter.c.value)
+# MySQL/MariaDB have no UPDATE ... RETURNING; LAST_INSERT_ID(expr) stores the new value
+# in the connection, and the server sends it back in the UPDATE's own reply (the
+# cursor's lastrowid), so reading it costs no second statement.
+_COUNT_LAST_ID = (sa.update(_counter).where(_counter.c.id == 1)
+                  .values(value=sa.func.last_insert_id(_counter.c.value + 1)))
 _COUNTER_VALUE = sa.select(_counter.c.value).where(_counter.c.id == 1)
 _LOG_CHANGES = sa.insert(s.provider_changes)
 
@@ -79,6 +84,8 @@ def record_change(conn: Connection, provider_ids: Iterable[int | None]) -> int:
     """
     if conn.dialect.update_returning:   # SQLite, PostgreSQL: one statement, not two
         seq = int(conn.execute(_COUNT_RETURNING).scalar_one())
+    elif conn.dialect.name == "mysql":
+        seq = int(conn.execute(_COUNT_LAST_ID).lastrowid)
     else:
         conn.execute(_COUNT)
         seq = int(conn.execute(_COUNTER_VALUE).scalar_one())

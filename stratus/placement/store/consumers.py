@@ -79,17 +79,6 @@ def get(conn: Connection, uuid: str) -> Consumer | None:
     return None if row is None else _from_row(row)
 
 
-_GET_MANY = _select().where(s.consumers.c.uuid.in_(sa.bindparam("uuids", expanding=True)))
-
-
-def get_many(conn: Connection, uuids: Iterable[str]) -> dict[str, Consumer]:
-    wanted = sorted(set(uuids))
-    if not wanted:
-        return {}
-    rows = conn.execute(_GET_MANY, {"uuids": wanted})
-    return {row.uuid: _from_row(row) for row in rows}
-
-
 def check_generation(uuid: str, current: Consumer | None, given: int | None) -> None:
     """Placement 1.28+: the client must name the generation it last saw (null: new consumer)."""
     if current is None:
@@ -126,34 +115,27 @@ class OwnerIds:
     consumer_type: int | None
 
 
-def _known_ids(conn: Connection, projects: list[str], users: list[str], types: list[str]
-               ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
-    """The ids of those projects, users and types that exist, in one statement."""
-    found: tuple[dict[str, int], dict[str, int], dict[str, int]] = ({}, {}, {})
-    for kind, key, row_id in conn.execute(_KNOWN_IDS, {"p": projects, "u": users, "t": types}):
-        found[kind][key] = int(row_id)
-    return found
+@dataclass(frozen=True)
+class KnownOwners:
+    """Ids of the projects, users and consumer types found to exist (by name)."""
+
+    projects: dict[str, int]
+    users: dict[str, int]
+    types: dict[str, int]
 
 
-_p, _u, _t = s.projects, s.users, s.consumer_types
-_KNOWN_IDS = sa.union_all(
-    sa.select(sa.literal(0), _p.c.external_id, _p.c.id)
-    .where(_p.c.external_id.in_(sa.bindparam("p", expanding=True))),
-    sa.select(sa.literal(1), _u.c.external_id, _u.c.id)
-    .where(_u.c.external_id.in_(sa.bindparam("u", expanding=True))),
-    sa.select(sa.literal(2), _t.c.name, _t.c.id)
-    .where(_t.c.name.in_(sa.bindparam("t", expanding=True))),
-)
+def resolve_owners(conn: Connection, owners: Iterable[Owner],
+                   known: KnownOwners) -> dict[Owner, OwnerIds]:
+    """Row ids for every owner, creating projects, users and types as needed, in lock order.
 
-
-def resolve_owners(conn: Connection, owners: Iterable[Owner]) -> dict[Owner, OwnerIds]:
-    """Row ids for every owner, creating projects, users and types as needed, in lock order."""
+    ``known`` is what the caller already found to exist (``allocations`` looks them up
+    in the same statement as everything else a write names); the rest are created.
+    """
     owners = list(owners)
     wanted_projects = sorted({o.project_id for o in owners})
     wanted_users = sorted({o.user_id for o in owners})
     wanted_types = sorted({o.consumer_type for o in owners if o.consumer_type is not None})
-    # Usually all of them exist: one read. Missing ones are created below, in lock order.
-    projects, users, types = _known_ids(conn, wanted_projects, wanted_users, wanted_types)
+    projects, users, types = dict(known.projects), dict(known.users), dict(known.types)
     for name in wanted_projects:
         if name not in projects:
             projects[name] = ensure_external_id(conn, s.projects, name)
