@@ -22,6 +22,15 @@ from sqlalchemy.engine import Connection, Engine
 
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 
+# Server databases: a pooled connection that sat unused for longer than this is
+# pinged before it is handed out (a server restart or an idle timeout may have
+# closed it). One used a moment ago is not: SQLAlchemy's pool_pre_ping pings on
+# every checkout, a round trip to the server per request.
+PING_AFTER_IDLE_SECONDS = 1.0
+
+_RETURNED_AT = "stratus_returned_at"   # connection info: when it went back to the pool
+_ENDED = "stratus_transaction_ended"   # connection info: read()/write() ended it cleanly
+
 
 def normalize_url(url: str) -> str:
     """Accept the URL spellings operators already use and pick our drivers.
@@ -46,13 +55,58 @@ def create_engine(url: str, **kwargs: Any) -> Engine:
     backend = sa.engine.make_url(url).get_backend_name()
     if backend == "sqlite":
         return _create_sqlite_engine(url, **kwargs)
-    opts: dict[str, Any] = {"pool_pre_ping": True, "future": True}
+    # The pool's own reset (a ROLLBACK on every return) is replaced by _on_reset.
+    opts: dict[str, Any] = {"future": True, "pool_reset_on_return": None}
     if backend == "mysql":
         # READ COMMITTED so a retried compare-and-swap sees the winner's commit.
         opts["isolation_level"] = "READ COMMITTED"
         opts["pool_recycle"] = 3600
     opts.update(kwargs)
-    return sa.create_engine(url, **opts)
+    engine = sa.create_engine(url, **opts)
+    _add_server_pool_events(engine)
+    return engine
+
+
+def _add_server_pool_events(engine: Engine) -> None:
+    """Fewer round trips per request than the pool's defaults, with the same safety.
+
+    - Ping a connection only when it has been idle in the pool for more than
+      PING_AFTER_IDLE_SECONDS (a dead one is replaced, as pool_pre_ping does).
+    - On return, roll back unless :func:`read`/:func:`write` just committed the
+      connection's transaction: the pool's default ROLLBACK after our COMMIT was a
+      second wasted round trip per request. (A ``Connection`` closed with its
+      transaction open rolls it back itself; the reset is for what SQLAlchemy
+      cannot see, such as a raw DBAPI connection's work, and stays for that.)
+    """
+    dialect = engine.dialect
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        returned = record.info.get(_RETURNED_AT)
+        if returned is None or time.monotonic() - returned <= PING_AFTER_IDLE_SECONDS:
+            return   # new, or in use a moment ago
+        try:
+            dialect.do_ping(dbapi_conn)
+        except dialect.loaded_dbapi.Error as exc:
+            # The pool discards this connection and checks out (or opens) another.
+            raise sa.exc.DisconnectionError(f"connection failed its ping: {exc}") from exc
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
+        if record is not None:
+            record.info[_RETURNED_AT] = time.monotonic()
+
+    @event.listens_for(engine, "reset")
+    def _on_reset(dbapi_conn: Any, record: Any, state: Any) -> None:
+        if state.terminate_only:
+            return
+        if record is not None and record.info.pop(_ENDED, False):
+            return
+        dbapi_conn.rollback()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.info.pop(_ENDED, None)
 
 
 def _create_sqlite_engine(url: str, **kwargs: Any) -> Engine:
@@ -102,13 +156,16 @@ def write(engine: Engine) -> Iterator[Connection]:
             conn.info["stratus_begin"] = "IMMEDIATE"
         with conn.begin():
             yield conn
+        conn.info[_ENDED] = True   # committed: nothing for the pool to roll back
 
 
 @contextlib.contextmanager
 def read(engine: Engine) -> Iterator[Connection]:
     """One read-only transaction (a consistent snapshot on every backend we use)."""
-    with engine.connect() as conn, conn.begin():
-        yield conn
+    with engine.connect() as conn:
+        with conn.begin():
+            yield conn
+        conn.info[_ENDED] = True
 
 
 def wait_for(engine: Engine, seconds: float = 30.0) -> None:
