@@ -14,6 +14,7 @@ SQL (its HTTP load rate is the one measured at the smaller sizes). See bench/REA
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
@@ -22,11 +23,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.claims import ClaimResult, run_claims
+from bench.client import Client
 from tools import loader, procs
 from tools import peer as peer_tool
 from tools.stratus_server import StratusServer
@@ -74,25 +74,26 @@ class ServerRun:
     rss_mb: float = 0.0
     timings: dict[str, Timing] = field(default_factory=dict)
     claims: dict[str, ClaimResult] = field(default_factory=dict)
+    # One-minute load average when each query's timing / each claim run ended.
+    load: dict[str, float] = field(default_factory=dict)
 
 
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def time_query(client: httpx.Client, url: str, repeats: int, budget: float) -> Timing:
+def time_query(client: Client, url: str, repeats: int, budget: float) -> Timing:
     client.get(url)  # warm-up (caches, index refresh)
     samples: list[float] = []
     started = time.monotonic()
-    body = None
+    body = b""
     while len(samples) < repeats and (len(samples) < 3 or time.monotonic() - started < budget):
         t0 = time.perf_counter()
-        resp = client.get(url)
+        status, body = client.get(url)
         samples.append(time.perf_counter() - t0)
-        if resp.status_code != 200:
-            raise RuntimeError(f"GET {url} -> {resp.status_code}: {resp.text[:300]}")
-        body = resp
-    count = len(body.json()["allocation_requests"]) if body is not None else 0
+        if status != 200:
+            raise RuntimeError(f"GET {url} -> {status}: {body[:300]!r}")
+    count = len(json.loads(body)["allocation_requests"]) if body else 0
     return Timing(samples, count)
 
 
@@ -111,9 +112,7 @@ def run_server(name: str, server, world: World, args: argparse.Namespace, direct
             log(f"[{name} {n}] HTTP load with {args.threads} client threads...")
             stats = loader.load_world(server.url, world, threads=args.threads, out=log)
             run.load_seconds = stats["seconds"]
-        client = httpx.Client(base_url=server.url, timeout=1800, headers={
-            "X-Auth-Token": "admin", "OpenStack-API-Version": f"placement {VERSION}"})
-        with client:
+        with Client(server.url) as client:
             qs = queries(world)
             t0 = time.perf_counter()
             client.get("/allocation_candidates?" + next(iter(qs.values())))
@@ -122,6 +121,7 @@ def run_server(name: str, server, world: World, args: argparse.Namespace, direct
                 log(f"[{name} {n}] timing: {label}")
                 run.timings[label] = time_query(client, "/allocation_candidates?" + q,
                                                 args.repeats, args.budget)
+                run.load[label] = os.getloadavg()[0]
         run.rss_mb = server.rss_bytes() / 2**20
         if args.claims:
             log(f"[{name} {n}] claims: {args.claims} sequential, {args.claims} from "
@@ -130,8 +130,11 @@ def run_server(name: str, server, world: World, args: argparse.Namespace, direct
             # sequential run filled.
             half = len(hot_hosts) // 2
             run.claims["sequential"] = run_claims(server.url, hot_hosts[:half], args.claims, 1)
-            run.claims[f"{args.clients} clients"] = run_claims(
-                server.url, hot_hosts[half:], args.claims, args.clients, seed=1)
+            run.load["sequential"] = os.getloadavg()[0]
+            mode = f"{args.clients} clients"
+            run.claims[mode] = run_claims(server.url, hot_hosts[half:], args.claims,
+                                          args.clients, seed=1)
+            run.load[mode] = os.getloadavg()[0]
     finally:
         server.stop()
     return run
@@ -168,15 +171,21 @@ def revision() -> str:
     return f"Stratus {rev}" + (" with uncommitted changes under stratus/" if dirty else "")
 
 
+def _loads(runs: list[ServerRun], label: str) -> str:
+    return " / ".join(f"{run.load[label]:.1f}" for run in runs if label in run.load)
+
+
 def markdown(results: dict[int, list[ServerRun]], args: argparse.Namespace, db: str) -> str:
     out = [f"Machine: {machine()}.  ", f"Code: {revision()}; reference: openstack-placement "
            f"{peer_tool.PEER_VERSION} under gunicorn.  ",
            f"Database: {db}; workers: Stratus {args.workers}, reference "
            f"{1 if db == 'sqlite' else args.workers}; microversion {VERSION}; "
-           f"{args.repeats} timed repeats per query after one warm-up.", "",
+           f"{args.repeats} timed repeats per query after one warm-up; client: "
+           "http.client, one keep-alive connection (bench/client.py). Load: the one-minute "
+           "load average when the row's measurement ended (Stratus / reference).", "",
            "| providers | query | candidates | Stratus median ms | Stratus p95 ms "
-           "| reference median ms | reference p95 ms | reference / Stratus |",
-           "|---:|---|---:|---:|---:|---:|---:|---:|"]
+           "| reference median ms | reference p95 ms | reference / Stratus | load |",
+           "|---:|---|---:|---:|---:|---:|---:|---:|---|"]
     for size, runs in results.items():
         ours, ref = runs[0], (runs[1] if len(runs) > 1 else None)
         for label, t in ours.timings.items():
@@ -187,7 +196,7 @@ def markdown(results: dict[int, list[ServerRun]], args: argparse.Namespace, db: 
             cells = ([f"{r.median_ms:.1f}", f"{r.p95_ms:.1f}", f"{r.median_ms / t.median_ms:.1f}x"]
                      if r else ["-", "-", "-"])
             out.append(f"| {size:,} | {label} | {count} | {t.median_ms:.1f} | {t.p95_ms:.1f} | "
-                       + " | ".join(cells) + " |")
+                       + " | ".join(cells) + f" | {_loads(runs, label)} |")
     out += ["", "| providers | server | load | providers/s | first query ms | RSS MiB |",
             "|---:|---|---|---:|---:|---:|"]
     for size, runs in results.items():
@@ -196,8 +205,11 @@ def markdown(results: dict[int, list[ServerRun]], args: argparse.Namespace, db: 
                        f"{size / run.load_seconds:,.0f} | {run.first_query_ms:.0f} | "
                        f"{run.rss_mb:.0f} |")
     if args.claims:
-        out += ["", "| providers | server | claims | claims/s | median ms | 409 rate | "
-                "409 codes | other failures |", "|---:|---|---|---:|---:|---:|---|---:|"]
+        out += ["", "Claims: each client a process with one connection (bench/claims.py); "
+                "client CPU is what the clients spent per claim while the clock ran.", "",
+                "| providers | server | claims | claims/s | median ms | 409 rate | "
+                "409 codes | other failures | client CPU ms/claim | load |",
+                "|---:|---|---|---:|---:|---:|---|---:|---:|---:|"]
         for size, runs in results.items():
             for run in runs:
                 for mode, c in run.claims.items():
@@ -205,7 +217,9 @@ def markdown(results: dict[int, list[ServerRun]], args: argparse.Namespace, db: 
                                f"{c.per_second:.0f} | {statistics.median(c.latencies) * 1000:.1f}"
                                f" | {c.conflict_rate:.1%} | "
                                + (", ".join(f"{k} x{n}" for k, n in c.conflict_codes.items())
-                                  or "-") + f" | {c.other_failures} |")
+                                  or "-") + f" | {c.other_failures} | "
+                               f"{c.client_cpu / c.claims * 1000:.2f} | "
+                               f"{run.load.get(mode, 0):.1f} |")
     return "\n".join(out) + "\n"
 
 
