@@ -62,6 +62,18 @@ def cmd_db_sync(args: argparse.Namespace) -> int:
 
 
 def cmd_db_version(args: argparse.Namespace) -> int:
+    import os
+
+    import sqlalchemy as sa
+
+    config = common.load_config(args, {("placement_database", "connection"): args.db})
+    url = sa.engine.make_url(config.placement_db_url)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
+            and not os.path.exists(url.database):
+        # Asking must not create an empty database file as a side effect.
+        print(f"empty: no database file at {url.database} "
+              "(run: stratus-manage placement db sync)")
+        return 0
     engine = _engine(args)
     try:
         print(_revision(engine) or "empty (run: stratus-manage placement db sync)")

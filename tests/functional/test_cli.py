@@ -270,6 +270,13 @@ def test_db_sync_and_version_sqlite(tmp_path):
     _sync_and_version(f"sqlite:///{tmp_path}/p.db")
 
 
+def test_db_version_of_a_missing_sqlite_file_does_not_create_it(tmp_path):
+    version = run("stratus-manage", "placement", "db", "version", "--db",
+                  f"sqlite:///{tmp_path}/typo.db")
+    assert version.returncode == 0 and version.stdout.startswith("empty")
+    assert not (tmp_path / "typo.db").exists()
+
+
 def test_db_sync_from_config_file(tmp_path):
     conf = tmp_path / "placement.conf"
     conf.write_text(f"[placement_database]\nconnection = sqlite:///{tmp_path}/conf.db\n")
