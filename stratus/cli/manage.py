@@ -13,7 +13,6 @@ from typing import Any
 
 from stratus import config as configuration
 from stratus.cli import cell_v2, common
-from stratus.placement import db as placement_db
 
 DB_WAIT_SECONDS = 5.0
 
@@ -83,6 +82,8 @@ def cmd_db_version(args: argparse.Namespace) -> int:
 
 
 def _revision(engine: Any) -> str | None:
+    from stratus.placement import db as placement_db
+
     try:
         return placement_db.current_revision(engine)
     except Exception as exc:

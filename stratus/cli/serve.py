@@ -22,8 +22,6 @@ from stratus import runtime
 from stratus.allinone import topology
 from stratus.cli import client, common
 from stratus.cli.scheduler_cmd import wait_for_stop
-from stratus.placement import service
-from stratus.placement.http.app import PlacementApp, build_wsgi
 
 LOG = logging.getLogger("stratus")
 
@@ -91,6 +89,8 @@ def _port_or_zero(text: str) -> int:
 
 def _check_application(config: configuration.Config, engine: Any) -> None:
     """Build the whole WSGI pipeline once, as each worker will, and throw it away."""
+    from stratus.placement.http.app import PlacementApp, build_wsgi
+
     try:
         build_wsgi(PlacementApp(config, engine))
     except configuration.ConfigError:
@@ -104,6 +104,7 @@ def _check_application(config: configuration.Config, engine: Any) -> None:
 def _serve_placement(args: argparse.Namespace, db_url: str | None, workers: int) -> int:
     import uvicorn
 
+    from stratus.placement import service
     from stratus.web.server import HTTP_PROTOCOL
 
     overrides = common.cli_overrides(args, {("placement_database", "connection"): db_url})
@@ -225,6 +226,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"Placement API: {cloud.placement_url}", flush=True)
             print(f"Compute API:   {cloud.api_url}", flush=True)
             hint = _hint(cloud.placement_url, cloud.api_url)
+            from stratus.placement import service
+
             service.load_candidates_index(cloud.placement_app)
             runtime.settle_heap()   # every host is up: freeze what start-up built
             print(f"Ready in {time.monotonic() - started:.1f}s. {hint}", flush=True)
