@@ -30,6 +30,7 @@ from stratus.cells import services
 from stratus.compute.drivers import Driver, HypervisorEvent
 from stratus.compute.events import HypervisorEventHandler
 from stratus.compute.manager import ComputeManager, Rescheduler
+from stratus.compute.recovery import recover_instances
 from stratus.compute.resource_tracker import PassReport, ResourceTracker
 from stratus.compute.rpcapi import BINARY, ComputeRPC, service_version
 from stratus.placement.client import PlacementClient
@@ -54,6 +55,7 @@ class ComputeService:
         self.report_interval, self.tracker_interval = report_interval, tracker_interval
         self.rpc_version, self.clock = rpc_version, clock
         self.service_id: int | None = None
+        self.placement = placement
         self.last_report: PassReport | None = None
         self.tracker = ResourceTracker(host, driver, placement, cell_engine, clock=clock)
         self.manager = ComputeManager(host, driver, self.tracker, cell_engine,
@@ -76,6 +78,11 @@ class ComputeService:
             record = services.register(conn, self.host, BINARY,
                                        service_version(self.rpc_version), now=self.clock())
         self.service_id = record.id
+        if self.driver.connected:
+            try:
+                recover_instances(self.host, self.driver, self.cell_engine, self.placement)
+            except Exception:   # Placement away: start anyway; the books are Placement's
+                LOG.exception("compute %s: could not re-adopt its instances", self.host)
         # Before answering anything: Placement matches the host and its disabled flag
         # (a disable made while this compute was down or too old is repaired here).
         self.update_available_resource()

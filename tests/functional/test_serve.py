@@ -180,6 +180,9 @@ def test_restart_runs_the_same_hosts_with_the_same_providers(serve, tmp_path):
               for rp in srv.placement("/resource_providers")["resource_providers"]}
     services = {s["host"]: s["id"] for s in srv.client_json("service", "list")}
     [vm] = srv.boot("kept")
+    [moving] = srv.boot("moving")
+    resized = srv.client_json("server", "resize", "moving", "--flavor", "m1.small", "--wait")
+    assert resized["status"] == "VERIFY_RESIZE"
     assert srv.stop() == 0
     for name in ("placement.db", "api.db", "cell0.db", "cell1.db", "cell2.db", "serve.json"):
         assert (data / name).exists(), name
@@ -191,8 +194,14 @@ def test_restart_runs_the_same_hosts_with_the_same_providers(serve, tmp_path):
     assert {s["host"]: s["id"] for s in again.client_json("service", "list")} == services
     # Unchanged hosts are not rewritten: only the host that took a server moved on.
     moved = {rp["name"] for rp in after if rp["generation"] != before[rp["uuid"]][1]}
-    assert moved <= {host_of(vm)}
+    assert moved <= {host_of(vm), host_of(moving), host_of(resized)}
     assert again.client_json("server", "show", "kept")["status"] == "ACTIVE"
+    # The simulated hypervisors kept running their servers (and the copy a resize left
+    # behind): a resize across the restart reverts, and a server from before resizes.
+    reverted = again.client_json("server", "resize-revert", "moving", "--wait")
+    assert (reverted["status"], host_of(reverted)) == ("ACTIVE", host_of(moving))
+    kept = again.client_json("server", "resize", "kept", "--flavor", "m1.small", "--wait")
+    assert kept["status"] == "VERIFY_RESIZE"
     cells = parse_table(again.manage("cell_v2", "list_cells").stdout)
     assert sorted(c["Name"] for c in cells) == ["cell0", "cell1", "cell2"]  # none twice
     assert again.stop() == 0

@@ -174,6 +174,29 @@ class Driver:
             for rc in [rc for rc, n in usage.items() if n == 0]:
                 del usage[rc]
 
+    def adopt(self, instance: InstanceLike, allocations: Mapping[str, Any], *,
+              outgoing: bool = False) -> bool:
+        """Take back an instance that was running here before the service restarted, with
+        what Placement says it holds on this host's providers (``outgoing``: the copy a
+        resize left behind). A real hypervisor keeps its guests across a restart of the
+        compute service; the simulated one keeps its books in memory, so the service
+        re-reads them from its cell and Placement. No fault injection, no capacity
+        check: it is already running. False if nothing here is this instance's."""
+        with self._lock:
+            self._require_connection()
+            known = self._outgoing if outgoing else self._instances
+            if instance.uuid in known:
+                return False
+            own = {rp: amounts for rp, amounts in resources_of(allocations).items()
+                   if rp in self._owner}
+            nodes = {self._owner[rp] for rp in own}
+            if len(nodes) != 1:
+                return False
+            for rp, amounts in own.items():
+                self._usage[rp].update(amounts)
+            known[instance.uuid] = Placed(instance, nodes.pop(), own, time.time())
+            return True
+
     # -- moves (resize, and later cold migration) --------------------------------
 
     def begin_migration(self, instance_uuid: str) -> None:
