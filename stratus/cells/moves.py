@@ -30,7 +30,7 @@ REVERTING, REVERTED, ERROR = "reverting", "reverted", "error"
 # A move in one of these still holds (or is about to hold) a migration allocation.
 IN_PROGRESS = (PRE_MIGRATING, MIGRATING, POST_MIGRATING, FINISHED, CONFIRMING, REVERTING)
 
-RESIZE = "resize"
+RESIZE, MIGRATION = "resize", "migration"   # migration: a cold migration
 
 
 def utcnow() -> dt.datetime:

@@ -1,5 +1,5 @@
-"""Client commands that move servers: ``stratus server resize|resize-confirm|resize-revert``
-and ``stratus server migrations`` (see ``client.py``)."""
+"""Client commands that move servers: ``stratus server resize|migrate|resize-confirm|
+resize-revert`` and ``stratus server migrations`` (see ``client.py``)."""
 
 from __future__ import annotations
 
@@ -48,20 +48,29 @@ def _report(args: argparse.Namespace, server: dict[str, Any], what: str) -> None
 def server_resize(args: argparse.Namespace, api: HTTP) -> None:
     server = find_server(api, args.server)
     flavor = find_flavor(api, args.flavor)
-    api.call("POST", f"/servers/{server['id']}/action",
-             json_body={"resize": {"flavorRef": flavor["id"]}})
+    _move(args, api, server, {"resize": {"flavorRef": flavor["id"]}}, "resize")
+
+
+def server_migrate(args: argparse.Namespace, api: HTTP) -> None:
+    server = find_server(api, args.server)
+    _move(args, api, server, {"migrate": {"host": args.host} if args.host else None},
+          "migration")
+
+
+def _move(args: argparse.Namespace, api: HTTP, server: dict[str, Any],
+          body: dict[str, Any], what: str) -> None:
+    api.call("POST", f"/servers/{server['id']}/action", json_body=body)
     if not args.wait:
-        _report(args, api.call("GET", f"/servers/{server['id']}")["server"],
-                "is resizing")
+        _report(args, api.call("GET", f"/servers/{server['id']}")["server"], f"{what} started")
         return
     after = _settle(api, server["id"], args.timeout)
-    _report(args, after, "resize finished")
+    _report(args, after, f"{what} finished")
     if after["status"] != "VERIFY_RESIZE":
         migration = _latest_migration(api, server["id"])
         why = f" (migration {migration['uuid']} is {migration['status']})" if migration else ""
-        raise ClientError(f"the resize of {server['name']} did not complete{why}; the server "
+        raise ClientError(f"the {what} of {server['name']} did not complete{why}; the server "
                           f"stays {after['status']} on {after.get(HOST)}; the conductor's log "
-                          "says why (often: no host with room for the new flavor)")
+                          "says why (often: no other host with room)")
 
 
 def server_resize_confirm(args: argparse.Namespace, api: HTTP) -> None:
@@ -103,16 +112,23 @@ def add_server_commands(servers: Any, conn: list[argparse.ArgumentParser]) -> No
     p.add_argument("server", metavar="NAME_OR_ID")
     p.add_argument("--flavor", required=True, help="the new flavor's name or id")
     _wait_options(p)
+    p = leaf(servers, "migrate", server_migrate,
+             "cold-migrate a server to another host of its cell, same flavor (admin; then "
+             "resize-confirm or resize-revert)", conn)
+    p.add_argument("server", metavar="NAME_OR_ID")
+    p.add_argument("--host", help="the destination host (default: the scheduler chooses)")
+    _wait_options(p)
     for name, func, help_text in (
             ("resize-confirm", server_resize_confirm,
-             "confirm a resize: the old host lets go of the server"),
+             "confirm a resize or migration: the old host lets go of the server"),
             ("resize-revert", server_resize_revert,
-             "revert a resize: back to the old host and flavor")):
+             "revert a resize or migration: back to the old host and flavor")):
         p = leaf(servers, name, func, help_text, conn)
         p.add_argument("server", metavar="NAME_OR_ID")
         _wait_options(p)
     p = leaf(servers, "migrations", server_migrations,
-             "list migrations (resizes), of one server or all (admin)", conn)
+             "list migrations (resizes and cold migrations), of one server or all (admin)",
+             conn)
     p.add_argument("server", metavar="NAME_OR_ID", nargs="?")
     p.add_argument("--status", help="only migrations in this status (e.g. finished, error)")
     p.add_argument("--host", help="only migrations from or to this host")

@@ -260,3 +260,37 @@ def test_a_server_in_a_disabled_cell_resizes_within_its_cell(world):
     assert world.settled(other)[HOST] == "a1"
     with db.read(world.cloud.cell_engine("cell2")) as conn:
         assert [m.status for m in moves.listed(conn, instance_uuid=sid)] == ["confirmed"]
+
+
+def test_cold_migration_moves_within_the_cell_and_waits_for_confirm(world):
+    world.add_compute("b1", cell="cell2")
+    small = world.flavor("small", vcpus=1, ram=512, disk=10)
+    sid = boot(world, small)
+    world.add_compute("a1", cell="cell1")
+    world.add_compute("b2", cell="cell2")
+    world.add_compute("b3", cell="cell2")
+    world.cloud.set_cell_disabled("cell2", True)
+    world.cloud.cache.request_refresh()
+
+    def migrate(body: Any, client: Any = None) -> Any:
+        return (client or world.client).post(f"/servers/{sid}/action",
+                                             json={"migrate": body})
+
+    assert migrate(None, world.client.as_user("bob:admin")).status_code == 403
+    resp = migrate({"host": "a1"})
+    assert resp.status_code == 400 and "within their cell" in resp.text
+    assert migrate({"host": "b1"}).status_code == 400          # where it already is
+    assert migrate({"host": "nowhere"}).status_code == 400
+
+    assert migrate({"host": "b3"}).status_code == 202
+    server = settle(world, sid, "VERIFY_RESIZE")
+    assert server[HOST] == "b3" and server["flavor"]["original_name"] == "small"
+    [migration] = migrations(world, sid)
+    assert (migration["migration_type"], migration["source_compute"]) == ("migration", "b1")
+    assert held(world, migration["uuid"]) == {"b1": SMALL} and held(world, sid) == {"b3": SMALL}
+    assert action(world, sid, "confirmResize").status_code == 204
+    settle(world, sid, "ACTIVE")
+    assert usage(world, "b1") == {} and usage(world, "b3") == SMALL
+
+    assert migrate(None).status_code == 202                    # any other host of cell2
+    assert settle(world, sid, "VERIFY_RESIZE")[HOST] in ("b1", "b2")

@@ -254,6 +254,11 @@ def test_a_server_in_a_disabled_cell_resizes_through_the_cli(serve):
         "ACTIVE", "m1.small")
     assert srv.client_json("server", "migrations", server["id"])[0]["status"] == "confirmed"
 
+    moved = srv.client_json("server", "migrate", server["id"], "--wait")
+    assert moved["status"] == "VERIFY_RESIZE" and host_of(moved) == host_of(server)
+    assert srv.client_json("server", "resize-confirm", server["id"], "--wait")[
+        "status"] == "ACTIVE"
+
     again = srv.client("server", "resize-confirm", server["id"], check=False)
     assert again.returncode == 1
     assert again.stderr.count("\n") == 1 and "409" in again.stderr

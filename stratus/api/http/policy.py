@@ -30,6 +30,8 @@ RULES: dict[str, str] = {
     **{f"os_compute_api:servers:{a}": ANY for a in ("resize", "confirm_resize",
                                                      "revert_resize")},
     "os_compute_api:os-migrations:index": ADMIN,
+    "os_compute_api:os-migrate-server:migrate": ADMIN,
+    "os_compute_api:os-migrate-server:migrate:host": ADMIN,
     "os_compute_api:servers:index:get_all_tenants": ADMIN,
     "os_compute_api:os-extended-server-attributes": ADMIN,
     **{f"os_compute_api:os-server-groups:{a}": ANY for a in ("create", "index", "show",

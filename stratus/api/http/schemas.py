@@ -202,7 +202,8 @@ AGGREGATE_ACTION: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-# POST /servers/{id}/action: exactly one action. Stratus has the resize family; an
+# POST /servers/{id}/action: exactly one action. Stratus has the resize family and the
+# cold migration; an
 # action it does not have gets 400 naming it (see handlers/server_actions.py).
 SERVER_ACTION: dict[str, Any] = {
     "type": "object",
@@ -215,6 +216,10 @@ SERVER_ACTION: dict[str, Any] = {
                 "OS-DCF:diskConfig": {"enum": ["AUTO", "MANUAL"]},
             },
             "required": ["flavorRef"], "additionalProperties": False},
+        "migrate": {"anyOf": [
+            {"type": "null"},
+            {"type": "object", "properties": {"host": {"anyOf": [{"type": "null"}, _name()]}},
+             "additionalProperties": False}]},
         "confirmResize": {"type": "null"},
         "revertResize": {"type": "null"},
     },

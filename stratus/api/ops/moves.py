@@ -1,4 +1,5 @@
-"""Resize, confirm, revert: what the API checks and records before the conductor acts.
+"""Resize, cold migrate, confirm, revert: what the API checks and records before the
+conductor acts (a cold migration is a resize to the same flavor on another host).
 
 Each action wins a compare-and-swap on the server's row (and its migration's)
 first, so two actions on one server cannot both start, then casts the
@@ -17,8 +18,8 @@ from stratus.api.deps import ComputeAPIDeps
 from stratus.api.ops import servers as server_ops
 from stratus.api.store import flavors as flavor_store
 from stratus.api.store import servers as store
-from stratus.api.store.cells import COMPUTE_BINARY
-from stratus.api.store.errors import BadRequest, Conflict, ServiceUnavailable
+from stratus.api.store.cells import COMPUTE_BINARY, find_compute
+from stratus.api.store.errors import BadRequest, Conflict, NotFound, ServiceUnavailable
 from stratus.api.store.servers import Server
 from stratus.bus import BusError
 from stratus.cells import moves, services
@@ -56,31 +57,40 @@ def _check_compute(api: ComputeAPIDeps, cell: CellMapping, host: str) -> None:
                        f"(ComputeRPC {MOVES_SINCE}); upgrade it first.")
 
 
-def _move_spec(api: ComputeAPIDeps, server: Server, flavor: flavor_store.Flavor,
-               cell: CellMapping) -> dict[str, object]:
+def _move_spec(api: ComputeAPIDeps, server: Server, flavor: flavor_store.Flavor | None,
+               cell: CellMapping, host: str | None = None) -> dict[str, object]:
+    """The request spec of a move: the server's saved one, with the new flavor (None: the
+    same), its own cell as the destination cell, and its current host ignored unless
+    allowed."""
     with db.read(api.dbs.api) as conn:
         saved = store.load_spec(conn, server.uuid)
     if saved is None:
-        raise Conflict(f"Instance {server.uuid} has no request spec; it cannot be resized.")
+        raise Conflict(f"Instance {server.uuid} has no request spec; it cannot be moved.")
     spec = rq.RequestSpec.from_dict(saved)
     group = spec.server_group
     if group is not None:   # the group's hosts as they are now, not as at boot
         group = server_ops._group(api, group.uuid, server.project_id, is_admin=True)
     ignore = set() if api.allow_resize_to_same_host or not server.host else {server.host}
-    moved = replace(spec, flavor=server_ops.request_flavor(flavor), num_instances=1,
-                    requested_cell=cell.uuid, ignore_hosts=ignore, force_hosts=set(),
-                    requested_host=None, server_group=group)
+    moved = replace(spec, num_instances=1, requested_cell=cell.uuid, ignore_hosts=ignore,
+                    force_hosts=set(), requested_host=host, server_group=group)
+    if flavor is not None:
+        moved = replace(moved, flavor=server_ops.request_flavor(flavor))
     return moved.to_dict()
+
+
+def _movable(api: ComputeAPIDeps, uuid: str, project_id: str | None, action: str
+             ) -> tuple[Server, CellMapping]:
+    server = server_ops.get(api, uuid, project_id)
+    if server.vm_state != store.ACTIVE or server.task_state is not None \
+            or not server.cell_uuid or not server.host:
+        raise _conflict(server, action)
+    return server, api.dbs.cell(server.cell_uuid)
 
 
 def resize(api: ComputeAPIDeps, uuid: str, project_id: str | None,
            flavor: flavor_store.Flavor) -> str:
     """Start resizing the server to ``flavor``; the migration's uuid."""
-    server = server_ops.get(api, uuid, project_id)
-    if server.vm_state != store.ACTIVE or server.task_state is not None:
-        raise _conflict(server, "resize")
-    if not server.cell_uuid or not server.host:
-        raise _conflict(server, "resize")
+    server, cell = _movable(api, uuid, project_id, "resize")
     old = server.flavor
     if flavor.name == old.get("name"):
         raise BadRequest("When resizing, instances must change flavor!")
@@ -88,27 +98,51 @@ def resize(api: ComputeAPIDeps, uuid: str, project_id: str | None,
         raise BadRequest(f"Resizing to a smaller disk is not allowed (flavor {flavor.name} "
                          f"has {flavor.root_gb} GB, the server {old.get('root_gb')} GB).")
     server_ops.check_extra_specs(dict(flavor.extra_specs))
-    cell = api.dbs.cell(server.cell_uuid)
-    _check_compute(api, cell, server.host)
-    spec = _move_spec(api, server, flavor, cell)
+    _check_compute(api, cell, server.host or "")
+    return _start(api, server, cell, _move_spec(api, server, flavor, cell), moves.RESIZE,
+                  "resize")
+
+
+def migrate(api: ComputeAPIDeps, uuid: str, host: str | None = None) -> str:
+    """Start a cold migration (the same flavor, another host of the server's cell, ``host``
+    if given); it ends in VERIFY_RESIZE like a resize. The migration's uuid."""
+    server, cell = _movable(api, uuid, None, "migrate")
+    if host is not None:
+        if host == server.host:
+            raise BadRequest(f"The server is already on {host}; choose another host.")
+        try:
+            host_cell, _ = find_compute(api.dbs, host)
+        except NotFound:
+            raise BadRequest(f"Compute host {host} could not be found.") from None
+        if host_cell.uuid != cell.uuid:
+            raise BadRequest(f"Compute host {host} is in cell {host_cell.name}, the server "
+                             f"in cell {cell.name}: servers move within their cell.")
+    _check_compute(api, cell, server.host or "")
+    return _start(api, server, cell, _move_spec(api, server, None, cell, host),
+                  moves.MIGRATION, "migrate")
+
+
+def _start(api: ComputeAPIDeps, server: Server, cell: CellMapping, spec: dict[str, object],
+           migration_type: str, action: str) -> str:
+    """Win the server (its task), record the migration, hand it to the conductor."""
     new_flavor = spec["flavor"]   # as the instance row keeps flavors
     assert isinstance(new_flavor, dict)
     migration_uuid = str(uuidlib.uuid4())
     with db.write(api.dbs.engine(cell)) as conn:
-        if not store.start_task(conn, uuid, RESIZE_PREP, vm_state=store.ACTIVE):
-            raise _conflict(server_ops.get(api, uuid, project_id), "resize")
-        moves.create(conn, uuid=migration_uuid, instance_uuid=uuid,
-                     migration_type=moves.RESIZE, source_compute=server.host,
+        if not store.start_task(conn, server.uuid, RESIZE_PREP, vm_state=store.ACTIVE):
+            raise _conflict(server_ops.get(api, server.uuid, None), action)
+        moves.create(conn, uuid=migration_uuid, instance_uuid=server.uuid,
+                     migration_type=migration_type, source_compute=server.host,
                      source_node=server.node, old_flavor=server.flavor,
                      new_flavor=new_flavor)
     try:
-        api.conductor().cast("resize_instance", instance_uuid=uuid,
+        api.conductor().cast("resize_instance", instance_uuid=server.uuid,
                              migration_uuid=migration_uuid, request_spec=spec)
     except BusError as exc:
         with db.write(api.dbs.engine(cell)) as conn:
             moves.update(conn, migration_uuid, status=moves.ERROR)
-            store.end_task(conn, uuid)
-        raise ServiceUnavailable(f"Cannot reach the conductor to resize the server: "
+            store.end_task(conn, server.uuid)
+        raise ServiceUnavailable(f"Cannot reach the conductor to {action} the server: "
                                  f"{exc}") from None
     return migration_uuid
 

@@ -1,4 +1,5 @@
-"""POST /servers/{id}/action (resize, confirmResize, revertResize) and GET /os-migrations."""
+"""POST /servers/{id}/action (resize, migrate, confirmResize, revertResize) and
+GET /os-migrations."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from stratus.api.ops import moves as ops
 from stratus.api.store.errors import BadRequest
 from stratus.cells.moves import Migration
 
-ACTIONS = ("resize", "confirmResize", "revertResize")
+ACTIONS = ("resize", "migrate", "confirmResize", "revertResize")
 
 
 def server_action(req: Req) -> webob.Response:
@@ -27,6 +28,12 @@ def server_action(req: Req) -> webob.Response:
     if action == "resize":
         req.authorize("os_compute_api:servers:resize")
         ops.resize(req.api, uuid, owner, _flavor(req, data["flavorRef"]))
+        return empty_response(202)
+    if action == "migrate":
+        host = (data or {}).get("host")
+        req.authorize("os_compute_api:os-migrate-server:migrate" if host is None
+                      else "os_compute_api:os-migrate-server:migrate:host")
+        ops.migrate(req.api, uuid, host)
         return empty_response(202)
     if action == "confirmResize":
         req.authorize("os_compute_api:servers:confirm_resize")
