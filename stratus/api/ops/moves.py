@@ -69,7 +69,10 @@ def _move_spec(api: ComputeAPIDeps, server: Server, flavor: flavor_store.Flavor 
     spec = rq.RequestSpec.from_dict(saved)
     group = spec.server_group
     if group is not None:   # the group's hosts as they are now, not as at boot
-        group = server_ops._group(api, group.uuid, server.project_id, is_admin=True)
+        try:
+            group = server_ops._group(api, group.uuid, server.project_id, is_admin=True)
+        except BadRequest:  # the group was deleted since: no policy left to honour
+            group = None
     ignore = set() if api.allow_resize_to_same_host or not server.host else {server.host}
     moved = replace(spec, num_instances=1, requested_cell=cell.uuid, ignore_hosts=ignore,
                     force_hosts=set(), requested_host=host, server_group=group)
