@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--db", default="sqlite", help="sqlite, mysql, postgresql")
     p.add_argument("--size", type=int, default=1000)
     p.add_argument("--n", type=int, default=500, help="requests per kind")
+    p.add_argument("--warmup", type=int, default=20, help="untimed requests per kind first")
     p.add_argument("--profile", help="profile this kind (root, classes, limit50, claim)")
     p.add_argument("--only", help="comma-separated kinds to time")
     p.add_argument("--profile-out", metavar="PATH", help="also save the profile (pstats)")
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         wanted = args.only.split(",") if args.only else list(kinds)
         for name in wanted:
             make = kinds[name]
-            for _ in range(20):
+            for _ in range(args.warmup):
                 call(app, make())
             samples = []
             cpu = 0.0
