@@ -73,20 +73,20 @@ def _move(args: argparse.Namespace, api: HTTP, server: dict[str, Any],
                           "says why (often: no other host with room)")
 
 
-def server_resize_confirm(args: argparse.Namespace, api: HTTP) -> None:
+def _finish(args: argparse.Namespace, api: HTTP, action: str, done: str) -> None:
     server = find_server(api, args.server)
-    api.call("POST", f"/servers/{server['id']}/action", json_body={"confirmResize": None})
+    api.call("POST", f"/servers/{server['id']}/action", json_body={action: None})
     after = _settle(api, server["id"], args.timeout, "VERIFY_RESIZE") if args.wait else \
         api.call("GET", f"/servers/{server['id']}")["server"]
-    _report(args, after, "resize confirmed")
+    _report(args, after, done)
+
+
+def server_resize_confirm(args: argparse.Namespace, api: HTTP) -> None:
+    _finish(args, api, "confirmResize", "resize confirmed")
 
 
 def server_resize_revert(args: argparse.Namespace, api: HTTP) -> None:
-    server = find_server(api, args.server)
-    api.call("POST", f"/servers/{server['id']}/action", json_body={"revertResize": None})
-    after = _settle(api, server["id"], args.timeout, "VERIFY_RESIZE") if args.wait else \
-        api.call("GET", f"/servers/{server['id']}")["server"]
-    _report(args, after, "resize reverted")
+    _finish(args, api, "revertResize", "resize reverted")
 
 
 def server_migrations(args: argparse.Namespace, api: HTTP) -> None:
