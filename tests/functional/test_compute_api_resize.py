@@ -171,7 +171,7 @@ def test_a_flavor_no_host_fits_rolls_back_and_holds_nothing_extra(world):
     assert usage(world, "cmp2") == {}
 
 
-def test_a_destination_that_fails_to_start_it_falls_back_to_an_alternate(world):
+def test_a_destination_that_fails_to_start_it_falls_back_to_an_alternate(world, caplog):
     _, large, sid = two_hosts(world)
     world.add_compute("cmp3")
     world.computes["cmp2"].driver.faults.fail_next_spawns(5, "disk image corrupt")
@@ -188,8 +188,12 @@ def test_a_destination_that_fails_to_start_it_falls_back_to_an_alternate(world):
     for host in ("cmp2", "cmp3"):
         world.computes[host].driver.faults.clear()
         world.computes[host].driver.faults.fail_spawns_matching("*", "disk image corrupt")
+    caplog.clear()
     assert resize(world, sid, large).status_code == 202
     assert settle(world, sid, "VERIFY_RESIZE")[HOST] == "cmp4"
+    tried = {h for h in ("cmp2", "cmp3") for r in caplog.records
+             if r.getMessage().startswith(f"resize of {sid}: {h} could not start it")}
+    assert tried == {"cmp2", "cmp3"}     # both were tried before the alternate
     assert usage(world, "cmp2") == {} and usage(world, "cmp3") == {}
     assert usage(world, "cmp4") == LARGE and held(world, sid) == {"cmp4": LARGE}
 
