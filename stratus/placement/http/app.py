@@ -32,6 +32,10 @@ LOG = logging.getLogger(__name__)
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
+# Accept headers known to admit JSON without asking webob to parse them (what
+# clients send nearly always); anything else is parsed.
+_JSON_ACCEPTED = frozenset({None, "application/json", "*/*"})
+
 
 class PlacementApp:
     """The shared parts every handler may use, and the WSGI entry point."""
@@ -61,7 +65,7 @@ class PlacementApp:
         want: microversion.Version | None = None
         try:
             ctx = self._authenticate(request, request.path_info or "/", request_id)
-            want = microversion.from_headers(request.headers)
+            want = microversion.from_environ(environ)
             response = self._dispatch(request, want, ctx)
         except microversion.VersionError as exc:
             response = error_response(
@@ -102,6 +106,7 @@ class PlacementApp:
                                  "resource.", headers={"Allow": exc.allow}) from None
         if (
             request.method == "GET"
+            and request.environ.get("HTTP_ACCEPT") not in _JSON_ACCEPTED
             and request.accept
             and not request.accept.acceptable_offers(["application/json"])
         ):
