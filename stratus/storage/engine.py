@@ -11,7 +11,10 @@ under several workers). Readers use WAL snapshots and never block writers.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -148,10 +151,90 @@ def is_sqlite(engine: Engine | Connection) -> bool:
     return engine.dialect.name == "sqlite"
 
 
+class _SQLiteWriters:
+    """Write transactions on one SQLite file take turns here before ``BEGIN IMMEDIATE``.
+
+    SQLite's busy handler waits for the write lock by sleeping and trying again
+    (1, 2, 5, 10 ... 100 ms apart), so a writer that finds it taken sleeps well
+    past the moment it is free, and under many writers throughput fell below that
+    of one writer (16 concurrent claims: 182/s where one client got 323/s). Here a
+    writer waits on locks that wake it as soon as the previous one is done: a
+    thread lock among this process's threads, then an flock on a file beside the
+    database among processes (workers). SQLite's own lock still decides; other
+    programs writing the file meet the busy timeout as before.
+    """
+
+    def __init__(self, lock_path: str) -> None:
+        self._path = lock_path
+        self._lock = threading.RLock()
+        self._depth = 0          # nested turns of the thread holding _lock
+        self._fd: int | None = None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        if not self._lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000):
+            raise sa.exc.OperationalError(
+                "BEGIN IMMEDIATE", None,
+                sqlite3.OperationalError("database is locked (other writers in this process)"))
+        try:
+            if self._fd is None:
+                self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = self._fd
+            if self._depth == 0:
+                fcntl.flock(fd, fcntl.LOCK_EX)   # waits in the kernel, GIL released
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if self._depth == 0:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            self._lock.release()
+
+
+_WRITERS: dict[str, _SQLiteWriters] = {}
+_WRITERS_LOCK = threading.Lock()
+
+
+def _forget_writers_after_fork() -> None:
+    # A forked child must not share the parent's lock file description (flock is
+    # per description) nor inherit a thread lock some parent thread held.
+    global _WRITERS_LOCK
+    for writers in _WRITERS.values():
+        writers.close()
+    _WRITERS.clear()
+    _WRITERS_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_writers_after_fork)
+
+
+def _sqlite_writers(engine: Engine) -> _SQLiteWriters | None:
+    """The turn-taking for ``engine``'s file (one per file per process); None in memory."""
+    database = engine.url.database
+    if database in (None, "", ":memory:"):
+        return None
+    path = os.path.abspath(database)
+    with _WRITERS_LOCK:
+        found = _WRITERS.get(path)
+        if found is None:
+            found = _WRITERS[path] = _SQLiteWriters(path + "-writers")
+        return found
+
+
 @contextlib.contextmanager
 def write(engine: Engine) -> Iterator[Connection]:
     """One write transaction: committed on success, rolled back on any error."""
-    with engine.connect() as conn:
+    writers = _sqlite_writers(engine) if is_sqlite(engine) else None
+    with writers.turn() if writers is not None else contextlib.nullcontext(), \
+            engine.connect() as conn:
         if is_sqlite(engine):
             conn.info["stratus_begin"] = "IMMEDIATE"
         with conn.begin():
