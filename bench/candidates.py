@@ -164,11 +164,14 @@ def revision() -> str:
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, text=True,
                              capture_output=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "stratus"], cwd=root, text=True,
-                               capture_output=True).stdout.strip()
+        # What the Placement server runs; other packages may be mid-edit by others.
+        served = ["stratus/placement", "stratus/web", "stratus/storage", "stratus/config.py"]
+        dirty = subprocess.run(["git", "status", "--porcelain", *served], cwd=root,
+                               text=True, capture_output=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown revision"
-    return f"Stratus {rev}" + (" with uncommitted changes under stratus/" if dirty else "")
+    return f"Stratus {rev}" + (f" with uncommitted changes in {', '.join(served)}"
+                               if dirty else "")
 
 
 def _loads(runs: list[ServerRun], label: str) -> str:
@@ -187,16 +190,19 @@ def markdown(results: dict[int, list[ServerRun]], args: argparse.Namespace, db: 
            "| reference median ms | reference p95 ms | reference / Stratus | load |",
            "|---:|---|---:|---:|---:|---:|---:|---:|---|"]
     for size, runs in results.items():
-        ours, ref = runs[0], (runs[1] if len(runs) > 1 else None)
-        for label, t in ours.timings.items():
+        ours = next((r for r in runs if r.name == "Stratus"), None)
+        ref = next((r for r in runs if r.name == "reference"), None)
+        for label in (ours or ref).timings if (ours or ref) else []:
+            t = ours.timings.get(label) if ours else None
             r = ref.timings.get(label) if ref else None
-            count = str(t.candidates)
-            if r and r.candidates != t.candidates:
+            count = str((t or r).candidates)  # type: ignore[union-attr]
+            if t and r and r.candidates != t.candidates:
                 count += f" (reference: {r.candidates}!)"
-            cells = ([f"{r.median_ms:.1f}", f"{r.p95_ms:.1f}", f"{r.median_ms / t.median_ms:.1f}x"]
-                     if r else ["-", "-", "-"])
-            out.append(f"| {size:,} | {label} | {count} | {t.median_ms:.1f} | {t.p95_ms:.1f} | "
-                       + " | ".join(cells) + f" | {_loads(runs, label)} |")
+            mine = [f"{t.median_ms:.1f}", f"{t.p95_ms:.1f}"] if t else ["-", "-"]
+            theirs = [f"{r.median_ms:.1f}", f"{r.p95_ms:.1f}"] if r else ["-", "-"]
+            ratio = f"{r.median_ms / t.median_ms:.1f}x" if t and r else "-"
+            out.append(f"| {size:,} | {label} | {count} | " + " | ".join(mine + theirs)
+                       + f" | {ratio} | {_loads(runs, label)} |")
     out += ["", "| providers | server | load | providers/s | first query ms | RSS MiB |",
             "|---:|---|---|---:|---:|---:|"]
     for size, runs in results.items():
@@ -247,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="hosts each claim run aims at (few hosts: more generation conflicts; "
                    "a host holds ~200 claims before DISK_GB runs out)")
     p.add_argument("--no-peer", action="store_true", help="time Stratus only")
+    p.add_argument("--no-stratus", action="store_true",
+                   help="time the reference only (its rows do not depend on Stratus's code)")
     p.add_argument("--markdown", metavar="PATH", help="also write the tables to PATH")
     args = p.parse_args(argv)
     procs.install_signal_cleanup()
@@ -260,8 +268,10 @@ def main(argv: list[str] | None = None) -> int:
         world = perfload_world(size)
         hot = [p.uuid for p in world.providers if p.name.startswith("cn")][: 2 * args.hot_hosts]
         log(world.summary())
-        ours = StratusServer(db, workers=args.workers)
-        runs = [run_server("Stratus", ours, world, args, size > args.http_load_max, hot)]
+        runs = []
+        if not args.no_stratus:
+            ours = StratusServer(db, workers=args.workers)
+            runs.append(run_server("Stratus", ours, world, args, size > args.http_load_max, hot))
         if not args.no_peer and size <= args.peer_max_size:
             ref = peer_tool.PeerServer(db, workers=1 if db == "sqlite" else args.workers)
             runs.append(run_server("reference", ref, world, args, False, hot))
