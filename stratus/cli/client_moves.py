@@ -15,14 +15,12 @@ MIGRATION_COLUMNS = ("ID", "UUID", "Server", "Type", "Status", "Source", "Destin
                      "Old flavor", "New flavor", "Created")
 
 
-def _settle(api: HTTP, server_id: str, timeout: float,
-            leaving: str | None = None) -> dict[str, Any]:
-    """Poll until the server has no task running (and, with ``leaving``, has left that
-    status: a confirm runs with no task while the server still shows VERIFY_RESIZE)."""
+def _settle(api: HTTP, server_id: str, timeout: float) -> dict[str, Any]:
+    """Poll until the server has no task running."""
     deadline = time.monotonic() + timeout
     while True:
         server = dict(api.call("GET", f"/servers/{server_id}")["server"])
-        if server.get(TASK) is None and server["status"] not in ("BUILD", "RESIZE", leaving):
+        if server.get(TASK) is None and server["status"] not in ("BUILD", "RESIZE"):
             return server
         if time.monotonic() > deadline:
             raise ClientError(f"server {server_id} still {server['status']} "
@@ -36,7 +34,7 @@ def _latest_migration(api: HTTP, server_id: str) -> dict[str, Any] | None:
     except ClientError:
         return None
     migrations = (found or {}).get("migrations") or []
-    return dict(migrations[-1]) if migrations else None
+    return dict(migrations[0]) if migrations else None   # newest first
 
 
 def _report(args: argparse.Namespace, server: dict[str, Any], what: str) -> None:
@@ -76,9 +74,13 @@ def _move(args: argparse.Namespace, api: HTTP, server: dict[str, Any],
 def _finish(args: argparse.Namespace, api: HTTP, action: str, done: str) -> None:
     server = find_server(api, args.server)
     api.call("POST", f"/servers/{server['id']}/action", json_body={action: None})
-    after = _settle(api, server["id"], args.timeout, "VERIFY_RESIZE") if args.wait else \
+    after = _settle(api, server["id"], args.timeout) if args.wait else \
         api.call("GET", f"/servers/{server['id']}")["server"]
     _report(args, after, done)
+    if args.wait and after["status"] != "ACTIVE":
+        raise ClientError(f"{server['name']} is {after['status']} after {action}"
+                          + (f": {after['fault']['message']}" if after.get("fault") else "")
+                          + "; the conductor's log says more")
 
 
 def server_resize_confirm(args: argparse.Namespace, api: HTTP) -> None:

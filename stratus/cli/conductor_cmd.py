@@ -55,10 +55,10 @@ def cmd_conductor(args: argparse.Namespace) -> int:
                            claim_retries=config.get("scheduler", "claim_retries"))
     try:
         bus.serve(ConductorRPC, ConductorManager(ctx), server=name)
-        print(f"conductor {name}: ConductorRPC on "
-              f"{common.redact(str(config.get('DEFAULT', 'transport_url')))}; Placement at "
-              f"{config.get('placement_client', 'endpoint')}", flush=True)
-        wait_for_stop()
+        wait_for_stop(ready=lambda: print(
+            f"conductor {name}: ConductorRPC on "
+            f"{common.redact(str(config.get('DEFAULT', 'transport_url')))}; Placement at "
+            f"{config.get('placement_client', 'endpoint')}", flush=True))
     finally:
         buses.close()
         bus.close()

@@ -109,11 +109,15 @@ def server_name(args: argparse.Namespace) -> str:
     return args.name or f"{socket.gethostname()}:{os.getpid()}"
 
 
-def wait_for_stop(tick: Callable[[], None] = lambda: None) -> None:
-    """Block until SIGTERM/SIGINT, calling ``tick`` about twice a second meanwhile."""
+def wait_for_stop(tick: Callable[[], object] = lambda: None,
+                  ready: Callable[[], object] = lambda: None) -> None:
+    """Block until SIGTERM/SIGINT, calling ``tick`` about twice a second meanwhile.
+    ``ready`` runs once the handlers are in place (announce readiness there: a signal
+    sent on seeing the announcement then always stops cleanly)."""
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
+    ready()
     while not stop.wait(0.5):
         tick()
 
@@ -155,12 +159,12 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
                   server=name)
         runtime.settle_heap()
         with notify.registered(run_dir):
-            print(f"scheduler {name}: {len(cells)} cell(s) ({sum(c.disabled for c in cells)} "
-                  f"disabled); Placement at {config.get('placement_client', 'endpoint')}; "
-                  f"max_placement_results {options.max_placement_results}; SchedulerRPC on "
-                  f"{common.redact(str(config.get('DEFAULT', 'transport_url')))}", flush=True)
             # Reload promptly after SIGHUP (the handler only marks the cache stale).
-            wait_for_stop(cache.all)
+            wait_for_stop(cache.all, ready=lambda: print(
+                f"scheduler {name}: {len(cells)} cell(s) ({sum(c.disabled for c in cells)} "
+                f"disabled); Placement at {config.get('placement_client', 'endpoint')}; "
+                f"max_placement_results {options.max_placement_results}; SchedulerRPC on "
+                f"{common.redact(str(config.get('DEFAULT', 'transport_url')))}", flush=True))
     finally:
         bus.close()
         placement.close()

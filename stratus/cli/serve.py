@@ -230,9 +230,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
             service.load_candidates_index(cloud.placement_app)
             runtime.settle_heap()   # every host is up: freeze what start-up built
-            print(f"Ready in {time.monotonic() - started:.1f}s. {hint}", flush=True)
-            print("Ctrl-C stops it.", flush=True)
-            wait_for_stop(cloud.tick)
+
+            def announce() -> None:
+                print(f"Ready in {time.monotonic() - started:.1f}s. {hint}", flush=True)
+                print("Ctrl-C stops it.", flush=True)
+
+            wait_for_stop(cloud.tick, ready=announce)
     finally:
         cloud.stop()
     print("stratus serve stopped", flush=True)

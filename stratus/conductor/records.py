@@ -125,11 +125,15 @@ def create_instance(conn: Connection, instance: dict[str, Any], flavor: dict[str
         vm_state=vm_state, task_state=task_state, fault=fault, created_at=now))
 
 
-def update_instance(conn: Connection, instance_uuid: str, **values: Any) -> bool:
+def update_instance(conn: Connection, instance_uuid: str, *, live_only: bool = False,
+                    **values: Any) -> bool:
+    """Write ``values``; with ``live_only``, only if the instance is not deleted. True if
+    a row was written."""
     values.setdefault("updated_at", utcnow())
-    result = conn.execute(sa.update(cs.instances).where(cs.instances.c.uuid == instance_uuid)
-                          .values(**values))
-    return bool(result.rowcount)
+    query = sa.update(cs.instances).where(cs.instances.c.uuid == instance_uuid)
+    if live_only:
+        query = query.where(cs.instances.c.deleted_at.is_(None))
+    return bool(conn.execute(query.values(**values)).rowcount)
 
 
 def delete_instance(conn: Connection, instance_uuid: str) -> None:

@@ -43,7 +43,7 @@ LOG = logging.getLogger(__name__)
 RESIZE_PREP, RESIZE_MIGRATING = "resize_prep", "resize_migrating"
 RESIZE_MIGRATED, RESIZE_FINISH = "resize_migrated", "resize_finish"
 RESIZE_CONFIRMING, RESIZE_REVERTING = "resize_confirming", "resize_reverting"
-ACTIVE, RESIZED = "active", "resized"
+ACTIVE, RESIZED, ERROR = "active", "resized", "error"
 RUNNING = 1
 
 
@@ -134,29 +134,38 @@ class ResizeTask:
             raise ResizeFailed(f"No valid host for the resize: {exc}") from None
         compute = self.ctx.compute(move.cell)
         self._set(move, moves.MIGRATING, RESIZE_MIGRATING, dest=picks[0])
-        compute.prepare(server=source).call("resize_instance",
-                                            instance_uuid=self.instance_uuid)
+        # Pushed before the call: a call that timed out may still have powered it off.
         self._undo.push(f"start {self.instance_uuid} again on {source}",
                         lambda: self._restore_source(compute, source))
+        compute.prepare(server=source).call("resize_instance",
+                                            instance_uuid=self.instance_uuid)
         self._set(move, moves.POST_MIGRATING, RESIZE_MIGRATED)
         chosen, node = self._finish_somewhere(move, picks)
-        if not _still_wanted(self.ctx, self.instance_uuid):
-            # Deleted meanwhile: the API already dropped the allocations; leave nothing
-            # running for it (the undo stack does the rest).
-            self._undo.push("drop the resized copy", lambda: compute.prepare(
-                server=chosen["host"]).call("revert_resize", instance_uuid=self.instance_uuid))
-            raise ResizeFailed("the server was deleted during its resize")
+        self._undo.push(f"drop the resized copy on {chosen['host']}",
+                        lambda: self._drop_copy(compute, chosen["host"]))
         new_flavor = move.migration.new_flavor
         with db.write(move.engine) as conn:
-            records.update_instance(conn, self.instance_uuid, host=chosen["host"], node=node,
-                                    flavor=records.flavor_text(new_flavor),
-                                    vm_state=RESIZED, task_state=None, power_state=RUNNING,
-                                    fault=None)
-            moves.update(conn, self.migration_uuid, status=moves.FINISHED,
-                         dest_compute=chosen["host"], dest_node=node)
-        _save_spec_flavor(self.ctx, self.instance_uuid, new_flavor)
+            # Compare-and-swap: a delete (or anything else) that got in meanwhile wins, and
+            # this resize undoes itself instead of writing over it.
+            finished = moves.update(conn, self.migration_uuid, expect=moves.POST_MIGRATING,
+                                    status=moves.FINISHED, dest_compute=chosen["host"],
+                                    dest_node=node) and \
+                records.update_instance(conn, self.instance_uuid, live_only=True,
+                                        host=chosen["host"], node=node,
+                                        flavor=records.flavor_text(new_flavor),
+                                        vm_state=RESIZED, task_state=None,
+                                        power_state=RUNNING, fault=None)
+            if not finished:
+                raise ResizeFailed("the server was deleted or changed during its resize")
         self._undo.forget()
         self.outcome = f"resized to {chosen['host']}"
+        try:
+            _save_spec_flavor(self.ctx, self.instance_uuid, new_flavor)
+        except Exception:   # the resize stands; a later move would ask for the old flavor
+            LOG.exception("resize of %s: request spec not updated", self.instance_uuid)
+
+    def _drop_copy(self, compute: Any, host: str) -> None:
+        compute.prepare(server=host).call("revert_resize", instance_uuid=self.instance_uuid)
 
     def _hold_source_allocations(self) -> None:
         """The source's allocations move to the migration record, so the instance's consumer
@@ -203,6 +212,12 @@ class ResizeTask:
                 LOG.warning("resize of %s: %s could not start it: %s", self.instance_uuid,
                             pick["host"], exc)
                 self.failures.append(f"{pick['host']}: {exc}")
+                if pick["host"] != move.migration.source_compute:
+                    try:   # a call that timed out may have started it after all
+                        self._drop_copy(compute, pick["host"])
+                    except Exception as cleanup:
+                        LOG.warning("resize of %s: could not make sure %s holds no copy: "
+                                    "%s", self.instance_uuid, pick["host"], cleanup)
                 continue
             return pick, str(node)
         raise ResizeFailed("No host could start the resized server. Attempts: "
@@ -241,7 +256,8 @@ class ResizeTask:
 
 def confirm_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str) -> str:
     """Drop the source copy and the migration's allocations; the server is ACTIVE where it
-    was resized to. Returns what happened (for the log)."""
+    was moved to. A source that cannot drop its copy leaves the server in VERIFY_RESIZE
+    (the books must not forget a copy that still runs). Returns what happened."""
     move = _load(ctx, instance_uuid, migration_uuid, moves.CONFIRMING)
     if move is None:
         return "ignored"
@@ -250,48 +266,72 @@ def confirm_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: st
         ctx.compute(move.cell).prepare(server=source).call("confirm_resize",
                                                            instance_uuid=instance_uuid)
     except Exception as exc:
-        # The copy stays on a host that does not answer; its books are Placement's, which
-        # forget it now. Nothing else could be done about it later either.
-        LOG.warning("confirm of %s: source %s did not drop its copy: %s", instance_uuid,
-                    source, exc)
+        reason = f"the source {source} did not drop its copy: {exc}"
+        with db.write(move.engine) as conn:
+            moves.update(conn, migration_uuid, expect=moves.CONFIRMING, status=moves.FINISHED)
+            records.update_instance(conn, instance_uuid, task_state=None,
+                                    fault=f"Confirm of the resize failed: {reason}")
+        LOG.warning("confirm of %s abandoned, still VERIFY_RESIZE: %s", instance_uuid, reason)
+        return f"abandoned: {reason}"
     ctx.placement.delete_allocations(migration_uuid)
     with db.write(move.engine) as conn:
-        moves.update(conn, migration_uuid, status=moves.CONFIRMED)
-        records.update_instance(conn, instance_uuid, vm_state=ACTIVE, task_state=None)
+        moves.update(conn, migration_uuid, expect=moves.CONFIRMING, status=moves.CONFIRMED)
+        records.update_instance(conn, instance_uuid, live_only=True, vm_state=ACTIVE,
+                                task_state=None)
     return "confirmed"
 
 
 def revert_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str) -> str:
     """Drop the resized copy, give the migration's allocations back to the instance and
-    start it on its source again, with its old flavor."""
+    start it on its source again, with its old flavor.
+
+    Until the destination has dropped its copy nothing has changed, so a destination
+    that cannot leaves the server in VERIFY_RESIZE (try again later). After that, a
+    failure leaves the server in ERROR on its source with records that match Placement.
+    """
     move = _load(ctx, instance_uuid, migration_uuid, moves.REVERTING)
     if move is None:
         return "ignored"
     migration = move.migration
+    source, dest = migration.source_compute, migration.dest_compute
     compute = ctx.compute(move.cell)
     try:
-        compute.prepare(server=migration.dest_compute).call("revert_resize",
-                                                            instance_uuid=instance_uuid)
+        compute.prepare(server=dest).call("revert_resize", instance_uuid=instance_uuid)
     except Exception as exc:
-        LOG.warning("revert of %s: destination %s did not drop the resized copy: %s",
-                    instance_uuid, migration.dest_compute, exc)
+        reason = f"the destination {dest} did not drop the resized copy: {exc}"
+        with db.write(move.engine) as conn:
+            moves.update(conn, migration_uuid, expect=moves.REVERTING, status=moves.FINISHED)
+            records.update_instance(conn, instance_uuid, task_state=None,
+                                    fault=f"Revert of the resize failed: {reason}")
+        LOG.warning("revert of %s abandoned, still VERIFY_RESIZE: %s", instance_uuid, reason)
+        return f"abandoned: {reason}"
     try:
         claims.move_allocations(ctx.placement, migration_uuid, instance_uuid,
                                 source_type="MIGRATION", retries=ctx.claim_retries)
-        compute.prepare(server=migration.source_compute).call("finish_revert_resize",
-                                                              instance_uuid=instance_uuid)
-    except Exception as exc:   # Placement or a compute: the server needs an operator
+        if not _still_wanted(ctx, instance_uuid):   # deleted meanwhile: nothing to start
+            compute.prepare(server=source).call("confirm_resize", instance_uuid=instance_uuid)
+            return "deleted during the revert"
+        compute.prepare(server=source).call("finish_revert_resize",
+                                            instance_uuid=instance_uuid)
+    except Exception as exc:   # Placement or the source: the server needs an operator
         LOG.exception("revert of %s failed", instance_uuid)
         with db.write(move.engine) as conn:
             moves.update(conn, migration_uuid, status=moves.ERROR)
-            records.update_instance(conn, instance_uuid, vm_state="error", task_state=None,
+            records.update_instance(conn, instance_uuid, host=source,
+                                    node=migration.source_node,
+                                    flavor=records.flavor_text(migration.old_flavor),
+                                    vm_state=ERROR, task_state=None,
                                     fault=f"Revert of the resize failed: {exc}")
         return f"error: {exc}"
     with db.write(move.engine) as conn:
-        records.update_instance(conn, instance_uuid, host=migration.source_compute,
-                                node=migration.source_node,
-                                flavor=records.flavor_text(migration.old_flavor),
-                                vm_state=ACTIVE, task_state=None, power_state=RUNNING)
-        moves.update(conn, migration_uuid, status=moves.REVERTED)
+        reverted = moves.update(conn, migration_uuid, expect=moves.REVERTING,
+                                status=moves.REVERTED) and \
+            records.update_instance(conn, instance_uuid, live_only=True, host=source,
+                                    node=migration.source_node,
+                                    flavor=records.flavor_text(migration.old_flavor),
+                                    vm_state=ACTIVE, task_state=None, power_state=RUNNING)
+    if not reverted:   # deleted while the source was starting it again
+        compute.prepare(server=source).call("terminate_instance", instance_uuid=instance_uuid)
+        return "deleted during the revert"
     _save_spec_flavor(ctx, instance_uuid, migration.old_flavor)
     return "reverted"

@@ -143,7 +143,14 @@ def test_resize_to_the_same_host_counts_both_copies_until_confirmed(world):
     assert action(world, sid, "confirmResize").status_code == 204
     settle(world, sid, "ACTIVE")
     assert eventually(lambda: usage(world, "cmp1") == LARGE)
-    assert world.computes["cmp1"].driver.usage("cmp1") != {}
+    driver = world.computes["cmp1"].driver
+    assert driver.usage("cmp1") == {world.root("cmp1"): LARGE} and driver.outgoing() == []
+    # A cold migration never stays on its host, whatever allow_resize_to_same_host says.
+    assert world.client.post(f"/servers/{sid}/action", json={"migrate": None}
+                             ).status_code == 202
+    assert settle(world, sid, "ACTIVE")[HOST] == "cmp1"
+    assert migrations(world, sid)[0]["status"] == "error"   # newest first
+    assert usage(world, "cmp1") == LARGE
 
 
 def test_the_current_host_is_not_a_candidate_unless_allowed(world):
@@ -232,6 +239,27 @@ def test_wrong_states_and_bad_requests_get_clear_errors(world):
     assert other.post(f"/servers/{sid}/action", json={"confirmResize": None}
                       ).status_code == 404
     assert other.get("/os-migrations").status_code == 403
+
+
+def test_revert_and_confirm_are_refused_while_a_compute_they_need_is_down(world):
+    _, large, sid = two_hosts(world)
+    resize(world, sid, large)
+    settle(world, sid, "VERIFY_RESIZE")
+    world.computes["cmp2"].stop()
+    world.client.put(f"/os-services/{world.service_id('cmp2')}", json={"forced_down": True})
+    resp = action(world, sid, "revertResize")
+    assert resp.status_code == 409 and "cmp2 is down" in resp.text
+    server = world.client.get(f"/servers/{sid}").json()["server"]
+    assert (server["status"], server["OS-EXT-STS:task_state"]) == ("VERIFY_RESIZE", None)
+    assert migrations(world, sid)[0]["status"] == "finished"
+    world.computes["cmp1"].stop()
+    world.client.put(f"/os-services/{world.service_id('cmp1')}", json={"forced_down": True})
+    resp = action(world, sid, "confirmResize")
+    assert resp.status_code == 409 and "cmp1 is down" in resp.text
+    # Deleting still works, and frees both hosts in Placement.
+    [migration] = migrations(world, sid)
+    assert world.client.delete(f"/servers/{sid}").status_code == 204
+    assert held(world, sid) == {} and held(world, migration["uuid"]) == {}
 
 
 def test_resize_is_refused_while_the_source_compute_is_down(world):

@@ -28,8 +28,10 @@ class FakePlacement:
 
     def post_allocations(self, body: dict[str, Any]) -> None:
         self.posts.append(body)
-        if self.races:
+        if self.races:   # someone else wrote the source meanwhile: its generation moved
             self.races -= 1
+            for found in self.consumers.values():
+                found["generation"] += 1
             raise pc.ConcurrentUpdate("POST", "/allocations", 409, pc.CONCURRENT_UPDATE, "race")
         for uuid, data in body.items():
             have = self.consumers.get(uuid)
@@ -67,7 +69,9 @@ def test_races_are_re_read_and_retried_then_given_up() -> None:
     fake = FakePlacement(races=2)
     fake.consumers["vm"] = {"held": {"rp1": {"VCPU": 1}}, "generation": 0}
     claims.move_allocations(fake, "vm", "mig", retries=3)  # type: ignore[arg-type]
-    assert len(fake.posts) == 3 and "mig" in fake.consumers
+    # Each retry sent the generation as it was after the race (re-read, not remembered).
+    assert [p["vm"]["consumer_generation"] for p in fake.posts] == [0, 1, 2]
+    assert "mig" in fake.consumers
     stubborn = FakePlacement(races=10)
     stubborn.consumers["vm"] = {"held": {"rp1": {"VCPU": 1}}, "generation": 0}
     with pytest.raises(pc.ConcurrentUpdate):

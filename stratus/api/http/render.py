@@ -17,6 +17,17 @@ STATUS = {"building": "BUILD", "active": "ACTIVE", "error": "ERROR", "deleted": 
           "stopped": "SHUTOFF", "paused": "PAUSED", "suspended": "SUSPENDED",
           "resized": "VERIFY_RESIZE", "shelved": "SHELVED", "shelved_offloaded":
           "SHELVED_OFFLOADED", "rescued": "RESCUE", "soft-delete": "SOFT_DELETED"}
+# Tasks that show as a status of their own (Nova's state map): clients such as
+# `openstack server resize --wait` poll for these to end.
+TASK_STATUS = {("active", "resize_prep"): "RESIZE", ("active", "resize_migrating"): "RESIZE",
+               ("active", "resize_migrated"): "RESIZE", ("active", "resize_finish"): "RESIZE",
+               ("resized", "resize_reverting"): "REVERT_RESIZE"}
+
+
+def status(s: Server) -> str:
+    """The API status of a server: its vm_state, or the task it is in the middle of."""
+    return TASK_STATUS.get((s.vm_state, s.task_state or "")) or \
+        STATUS.get(s.vm_state, s.vm_state.upper())
 
 
 def service(req: Req, svc: Service, zone: str) -> dict[str, Any]:
@@ -75,11 +86,11 @@ def server_brief(req: Req, s: Server) -> dict[str, Any]:
 
 def server(req: Req, s: Server, zone: str | None,
            groups: list[str] | None = None) -> dict[str, Any]:
-    status = STATUS.get(s.vm_state, s.vm_state.upper())
+    shown = status(s)
     host_id = (hashlib.sha224((s.project_id + s.host).encode()).hexdigest()
                if s.host else "")
     body: dict[str, Any] = {
-        "id": s.uuid, "name": s.name, "status": status, "tenant_id": s.project_id,
+        "id": s.uuid, "name": s.name, "status": shown, "tenant_id": s.project_id,
         "user_id": s.user_id, "metadata": {}, "hostId": host_id, "image": "",
         "flavor": _server_flavor(s.flavor), "created": timestamp_z(s.created_at),
         "updated": timestamp_z(s.updated_at or s.created_at), "addresses": {},
@@ -95,7 +106,7 @@ def server(req: Req, s: Server, zone: str | None,
         body.update({"OS-EXT-SRV-ATTR:host": s.host,
                      "OS-EXT-SRV-ATTR:hypervisor_hostname": s.node,
                      "OS-EXT-SRV-ATTR:instance_name": f"instance-{s.uuid[:8]}"})
-    if status == "ERROR" and s.fault:
+    if shown == "ERROR" and s.fault:
         body["fault"] = {"code": 500, "message": s.fault,
                          "created": timestamp_z(s.updated_at or s.created_at)}
     if groups is not None and req.want.supports("server_groups_in_server"):

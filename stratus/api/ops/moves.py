@@ -10,6 +10,7 @@ request names as its destination (design document 002).
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import uuid as uuidlib
 from dataclasses import replace
@@ -32,6 +33,7 @@ LOG = logging.getLogger(__name__)
 
 RESIZED = "resized"
 RESIZE_PREP, RESIZE_REVERTING = "resize_prep", "resize_reverting"
+RESIZE_CONFIRMING = "resize_confirming"
 
 
 def _conflict(server: Server, action: str) -> Conflict:
@@ -41,27 +43,29 @@ def _conflict(server: Server, action: str) -> Conflict:
     return Conflict(f"Cannot '{action}' instance {server.uuid} while it is in {state}.")
 
 
-def _check_compute(api: ComputeAPIDeps, cell: CellMapping, host: str) -> None:
-    """The source compute must be up and speak the resize steps."""
+def _check_compute(api: ComputeAPIDeps, cell: CellMapping, host: str, action: str) -> None:
+    """A compute the move needs must be up and speak the move steps."""
     with db.read(api.dbs.engine(cell)) as conn:
         try:
             svc = services.get_by_host(conn, host, COMPUTE_BINARY)
         except services.ServiceNotFound:
-            raise Conflict(f"Compute host {host} of the server is not known in its cell; "
-                           "the server cannot be resized.") from None
+            raise Conflict(f"Compute host {host} is not known in the server's cell; "
+                           f"cannot '{action}'.") from None
     if not api.is_up(svc):
-        raise Conflict(f"Compute host {host} is down; resize the server once it is back "
-                       "up (openstack compute service list shows it).")
+        raise Conflict(f"Compute host {host} is down; '{action}' once it is back up "
+                       "(openstack compute service list shows it).")
     if svc.version < service_version(MOVES_SINCE):
-        raise Conflict(f"Compute host {host} runs an older release without resize "
-                       f"(ComputeRPC {MOVES_SINCE}); upgrade it first.")
+        raise Conflict(f"Compute host {host} runs an older release without server moves "
+                       f"(ComputeRPC {MOVES_SINCE}); upgrade it before '{action}'.")
 
 
 def _move_spec(api: ComputeAPIDeps, server: Server, flavor: flavor_store.Flavor | None,
-               cell: CellMapping, host: str | None = None) -> dict[str, object]:
+               cell: CellMapping, host: str | None = None,
+               same_host: bool | None = None) -> dict[str, object]:
     """The request spec of a move: the server's saved one, with the new flavor (None: the
     same), its own cell as the destination cell, and its current host ignored unless
-    allowed."""
+    allowed (``same_host``: the default is ``allow_resize_to_same_host``; a cold
+    migration never stays)."""
     with db.read(api.dbs.api) as conn:
         saved = store.load_spec(conn, server.uuid)
     if saved is None:
@@ -73,7 +77,9 @@ def _move_spec(api: ComputeAPIDeps, server: Server, flavor: flavor_store.Flavor 
             group = server_ops._group(api, group.uuid, server.project_id, is_admin=True)
         except BadRequest:  # the group was deleted since: no policy left to honour
             group = None
-    ignore = set() if api.allow_resize_to_same_host or not server.host else {server.host}
+    if same_host is None:
+        same_host = api.allow_resize_to_same_host
+    ignore = set() if same_host or not server.host else {server.host}
     moved = replace(spec, num_instances=1, requested_cell=cell.uuid, ignore_hosts=ignore,
                     force_hosts=set(), requested_host=host, server_group=group)
     if flavor is not None:
@@ -101,7 +107,7 @@ def resize(api: ComputeAPIDeps, uuid: str, project_id: str | None,
         raise BadRequest(f"Resizing to a smaller disk is not allowed (flavor {flavor.name} "
                          f"has {flavor.root_gb} GB, the server {old.get('root_gb')} GB).")
     server_ops.check_extra_specs(dict(flavor.extra_specs))
-    _check_compute(api, cell, server.host or "")
+    _check_compute(api, cell, server.host or "", "resize")
     return _start(api, server, cell, _move_spec(api, server, flavor, cell), moves.RESIZE,
                   "resize")
 
@@ -120,8 +126,9 @@ def migrate(api: ComputeAPIDeps, uuid: str, host: str | None = None) -> str:
         if host_cell.uuid != cell.uuid:
             raise BadRequest(f"Compute host {host} is in cell {host_cell.name}, the server "
                              f"in cell {cell.name}: servers move within their cell.")
-    _check_compute(api, cell, server.host or "")
-    return _start(api, server, cell, _move_spec(api, server, None, cell, host),
+    _check_compute(api, cell, server.host or "", "migrate")
+    return _start(api, server, cell, _move_spec(api, server, None, cell, host,
+                                                same_host=False),
                   moves.MIGRATION, "migrate")
 
 
@@ -165,9 +172,12 @@ def _finished_migration(api: ComputeAPIDeps, server: Server, action: str
 def confirm(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
     server = server_ops.get(api, uuid, project_id)
     cell, migration = _finished_migration(api, server, "confirmResize")
+    _check_compute(api, cell, migration.source_compute or "", "confirmResize")
     with db.write(api.dbs.engine(cell)) as conn:
-        if not moves.update(conn, migration.uuid, expect=moves.FINISHED,
-                            status=moves.CONFIRMING):
+        # The task is Stratus's (Nova shows none while confirming): clients wait for it.
+        if not store.start_task(conn, uuid, RESIZE_CONFIRMING, vm_state=RESIZED) or \
+                not moves.update(conn, migration.uuid, expect=moves.FINISHED,
+                                 status=moves.CONFIRMING):
             raise _conflict(server, "confirmResize")
     _cast(api, cell, "confirm_resize", uuid, migration.uuid, moves.CONFIRMING)
 
@@ -175,6 +185,8 @@ def confirm(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
 def revert(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
     server = server_ops.get(api, uuid, project_id)
     cell, migration = _finished_migration(api, server, "revertResize")
+    for host in {migration.source_compute or "", migration.dest_compute or ""}:
+        _check_compute(api, cell, host, "revertResize")
     with db.write(api.dbs.engine(cell)) as conn:
         if not store.start_task(conn, uuid, RESIZE_REVERTING, vm_state=RESIZED) or \
                 not moves.update(conn, migration.uuid, expect=moves.FINISHED,
@@ -198,9 +210,9 @@ def _cast(api: ComputeAPIDeps, cell: CellMapping, method: str, uuid: str,
 def listed(api: ComputeAPIDeps, *, instance_uuid: str | None = None,
            status: str | None = None, host: str | None = None,
            migration_type: str | None = None) -> list[moves.Migration]:
-    """Migrations of every cell that answers, oldest first."""
+    """Migrations of every cell that answers, newest first (as Nova lists them)."""
     got = api.dbs.gather(lambda c: api.dbs.read(
         c, moves.listed, instance_uuid=instance_uuid, status=status, host=host))
     out = [m for rows in got.results.values() for m in rows
            if migration_type is None or m.migration_type == migration_type]
-    return sorted(out, key=lambda m: (m.created_at is None, m.created_at, m.id))
+    return sorted(out, key=lambda m: (m.created_at or dt.datetime.min, m.id), reverse=True)

@@ -250,24 +250,43 @@ def _terminate_on_compute(api: ComputeAPIDeps, server: Server) -> None:
 
 
 def drop_moves(api: ComputeAPIDeps, server: Server) -> None:
-    """Before a server is deleted: every move in progress lets go of what it holds (the
-    migration's allocations, the copy a finished resize left on its source)."""
+    """Before a server is deleted, each of its migrations lets go of what it may still
+    hold: its allocations (also one that ended in error holding them), the copy a move
+    left powered off on its source, the copy on a destination that is not the server's
+    host (terminate_instance reached only that one)."""
     if not server.cell_uuid:
         return
     cell = api.dbs.cell(server.cell_uuid)
     with db.read(api.dbs.engine(cell)) as conn:
-        pending = moves.in_progress(conn, server.uuid)
-    for migration in pending:
-        if migration.status == moves.FINISHED and migration.source_compute:
-            _drop_source_copy(api, cell, server.uuid, migration.source_compute)
+        mine = [m for m in moves.listed(conn, instance_uuid=server.uuid)
+                if m.status not in (moves.CONFIRMED, moves.REVERTED)]
+    for migration in mine:
+        if migration.status in moves.IN_PROGRESS:
+            if migration.source_compute:
+                _call_if_up(api, cell, migration.source_compute, "confirm_resize",
+                            server.uuid)
+            if migration.dest_compute and migration.dest_compute != server.host:
+                _call_if_up(api, cell, migration.dest_compute, "revert_resize", server.uuid)
         api.placement.delete_allocations(migration.uuid)
-        with db.write(api.dbs.engine(cell)) as conn:
-            moves.update(conn, migration.uuid, status=moves.CONFIRMED
-                         if migration.status == moves.FINISHED else moves.ERROR)
+        if migration.status in moves.IN_PROGRESS:
+            with db.write(api.dbs.engine(cell)) as conn:
+                moves.update(conn, migration.uuid, status=moves.CONFIRMED
+                             if migration.status == moves.FINISHED else moves.ERROR)
 
 
-def _drop_source_copy(api: ComputeAPIDeps, cell: CellMapping, uuid: str, host: str) -> None:
+def _call_if_up(api: ComputeAPIDeps, cell: CellMapping, host: str, method: str,
+                uuid: str) -> None:
+    """Ask ``host`` to drop its copy of ``uuid`` (confirm_resize: the one a move left
+    behind; revert_resize: a moved copy); a host that is down or silent keeps it."""
+    with db.read(api.dbs.engine(cell)) as conn:
+        try:
+            svc = services.get_by_host(conn, host, COMPUTE_BINARY)
+        except services.ServiceNotFound:
+            return
+    if not api.is_up(svc):
+        LOG.info("server %s: host %s is down; its copy stays there", uuid, host)
+        return
     try:
-        api.compute(cell).prepare(server=host).call("confirm_resize", instance_uuid=uuid)
-    except Exception as exc:   # a host that does not answer keeps a copy nobody books
-        LOG.warning("server %s: source host %s did not drop its copy (%s)", uuid, host, exc)
+        api.compute(cell).prepare(server=host).call(method, instance_uuid=uuid)
+    except Exception as exc:
+        LOG.warning("server %s: host %s did not drop its copy (%s)", uuid, host, exc)

@@ -52,8 +52,7 @@ def _migration(req: Req, m: Migration) -> dict[str, Any]:
             "source_region": None, "dest_region": None,
             "old_instance_type_id": m.old_flavor.get("name"),
             "new_instance_type_id": m.new_flavor.get("name"),
-            "created_at": timestamp(m.created_at), "updated_at": timestamp(m.updated_at),
-            "links": req.link(f"/servers/{m.instance_uuid}/migrations/{m.id}")}
+            "created_at": timestamp(m.created_at), "updated_at": timestamp(m.updated_at)}
 
 
 def list_migrations(req: Req) -> webob.Response:

@@ -73,7 +73,7 @@ def _listed(req: Req) -> list[Server]:
     status, host = req.query("status"), req.query("host")
     if status:
         servers = [s for s in servers
-                   if render.STATUS.get(s.vm_state, s.vm_state.upper()) == status.upper()]
+                   if render.status(s) == status.upper()]
     if host:
         req.authorize("os_compute_api:os-extended-server-attributes")
         servers = [s for s in servers if s.host == host]
