@@ -134,7 +134,8 @@ class SchedulerManager:
         for root, requests in by_root.items():
             state = states.hosts.get(root)
             if state is None:
-                counts["not a compute node of an enabled cell"] += 1
+                counts["not a compute node of the requested cell" if spec.requested_cell
+                       else "not a compute node of an enabled cell"] += 1
                 continue
             state.allocation_requests = requests
             _apply_usage(state, usage.get(root, {}))

@@ -74,7 +74,7 @@ def _move_spec(api: ComputeAPIDeps, server: Server, flavor: flavor_store.Flavor 
     group = spec.server_group
     if group is not None:   # the group's hosts as they are now, not as at boot
         try:
-            group = server_ops._group(api, group.uuid, server.project_id, is_admin=True)
+            group = server_ops.group_state(api, group.uuid, server.project_id, is_admin=True)
         except BadRequest:  # the group was deleted since: no policy left to honour
             group = None
     if same_host is None:

@@ -66,7 +66,7 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
                          f"({boot.max_count}).")
     count = boot.max_count
     zone = _check_zone(api, boot.availability_zone)
-    group = _group(api, boot.group, boot.project_id, is_admin)
+    group = group_state(api, boot.group, boot.project_id, is_admin)
     flavor = request_flavor(boot.flavor)
     check_extra_specs(flavor.extra_specs)
     spec = rq.RequestSpec(flavor=flavor, project_id=boot.project_id, user_id=boot.user_id,
@@ -102,8 +102,10 @@ def _check_zone(api: ComputeAPIDeps, zone: str | None) -> str | None:
     return zone
 
 
-def _group(api: ComputeAPIDeps, uuid: str | None, project_id: str,
-           is_admin: bool) -> rq.ServerGroup | None:
+def group_state(api: ComputeAPIDeps, uuid: str | None, project_id: str,
+                is_admin: bool) -> rq.ServerGroup | None:
+    """The server group ``uuid`` as the scheduler needs it now (policy, members' hosts);
+    400 if it is not there (or not the project's)."""
     if uuid is None:
         return None
     with db.read(api.dbs.api) as conn:
