@@ -133,6 +133,11 @@ OPTIONS: list[Option] = [
     Option("DEFAULT", "allow_resize_to_same_host", bool, False,
            "Let a resize pick the server's current host (Nova's option of that name); "
            "otherwise the scheduler ignores it. Turn on for one-host clouds."),
+    Option("conductor", "stuck_move_after", int, 600,
+           "Seconds after which `stratus conductor`, when it starts, takes over a server move "
+           "that no conductor finished (one crashed mid-move) and drives it to an end: "
+           "rolled back before it finished, confirm or revert done again after.",
+           minimum=0),
     Option("api_database", "connection", str, "", "API database URL (cell mappings, "
            "flavors, aggregates, request specs); default: api.db in data_dir."),
     Option("placement_client", "endpoint", str, "http://127.0.0.1:8778",

@@ -22,6 +22,7 @@ APIs, so a URL that answers means everything behind it is running.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 from collections.abc import Callable
@@ -47,6 +48,8 @@ from stratus.cells.mappings import CellMapping
 from stratus.compute import drivers
 from stratus.compute.fleet import Fleet
 from stratus.compute.rpcapi import ComputeRPC, service_version
+from stratus.conductor.build import ConductorContext
+from stratus.conductor.recovery import recover_moves
 from stratus.placement.client import PlacementClient
 from stratus.storage import engine as db
 
@@ -81,6 +84,7 @@ class AllInOne:
         self.cells: dict[str, CellMapping] = {}
         self.host_cells: dict[str, CellMapping] = {}
         self.cache: CellCache | None = None
+        self.conductor_ctx: ConductorContext | None = None
         self.placement_url = self.api_url = ""
         self.timings: dict[str, float] = {}
 
@@ -124,6 +128,10 @@ class AllInOne:
         t2 = time.monotonic()
         self._computes(drivers_by_cell, skip, progress)
         self.timings["computes"] = time.monotonic() - t2
+        # Whatever was moving when the last run stopped is driven to an end now that
+        # every compute answers (one process: nothing else is driving it).
+        assert self.conductor_ctx is not None
+        recover_moves(self.conductor_ctx, older_than=dt.timedelta(0))
 
         self._http(api_bus)
         self.timings["total"] = time.monotonic() - t0
@@ -215,7 +223,6 @@ class AllInOne:
         return set(created) | {h for h, v in verdict.items() if v == seed.SAME}
 
     def _control_plane(self, api_bus: Bus) -> None:
-        from stratus.conductor.build import ConductorContext
         from stratus.conductor.manager import CellBuses, ConductorManager
         from stratus.conductor.rpcapi import ConductorRPC
         from stratus.scheduler.host_manager import HostManager
@@ -245,6 +252,7 @@ class AllInOne:
                                compute=buses.compute_client,
                                max_attempts=config.get("scheduler", "max_attempts"),
                                claim_retries=config.get("scheduler", "claim_retries"))
+        self.conductor_ctx = ctx
         conductor = ConductorManager(ctx)
         api_bus.serve(ConductorRPC, conductor, server="allinone")
         for cell in self.cells.values():

@@ -8,6 +8,7 @@ and casts builds to computes on each cell's bus.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 from typing import Any
 
 from stratus.cli import common
@@ -39,6 +40,7 @@ def cmd_conductor(args: argparse.Namespace) -> int:
     from stratus.cells.engines import CellEngines
     from stratus.conductor.build import ConductorContext
     from stratus.conductor.manager import CellBuses, ConductorManager
+    from stratus.conductor.recovery import recover_moves
     from stratus.conductor.rpcapi import ConductorRPC
     from stratus.scheduler.rpcapi import SchedulerRPC
 
@@ -55,6 +57,11 @@ def cmd_conductor(args: argparse.Namespace) -> int:
                            claim_retries=config.get("scheduler", "claim_retries"))
     try:
         bus.serve(ConductorRPC, ConductorManager(ctx), server=name)
+        recovered = recover_moves(ctx, dt.timedelta(
+            seconds=int(config.get("conductor", "stuck_move_after"))))
+        if recovered:
+            print(f"conductor {name}: took over {len(recovered)} unfinished move(s)",
+                  flush=True)
         wait_for_stop(ready=lambda: print(
             f"conductor {name}: ConductorRPC on "
             f"{common.redact(str(config.get('DEFAULT', 'transport_url')))}; Placement at "

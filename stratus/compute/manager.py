@@ -99,7 +99,11 @@ class ComputeManager:
             LOG.info("%s: resized copy of %s already gone", self.host, instance_uuid)
 
     def finish_revert_resize(self, instance_uuid: str) -> None:
-        self.driver.revert_migration(instance_uuid)
+        try:
+            self.driver.revert_migration(instance_uuid)
+        except InstanceNotFound:
+            self.driver.instance(instance_uuid)   # already running here: done (a repeat)
+            return
         LOG.info("%s: instance %s runs here again (resize reverted)", self.host,
                  instance_uuid)
 

@@ -306,8 +306,11 @@ def revert_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str
         LOG.warning("revert of %s abandoned, still VERIFY_RESIZE: %s", instance_uuid, reason)
         return f"abandoned: {reason}"
     try:
-        claims.move_allocations(ctx.placement, migration_uuid, instance_uuid,
-                                source_type="MIGRATION", retries=ctx.claim_retries)
+        if ctx.placement.get_allocations(migration_uuid).get("allocations"):
+            # (Empty when a revert runs again after its conductor stopped past this step:
+            # moving nothing would take the instance's allocations away.)
+            claims.move_allocations(ctx.placement, migration_uuid, instance_uuid,
+                                    source_type="MIGRATION", retries=ctx.claim_retries)
         if not _still_wanted(ctx, instance_uuid):   # deleted meanwhile: nothing to start
             compute.prepare(server=source).call("confirm_resize", instance_uuid=instance_uuid)
             return "deleted during the revert"

@@ -326,3 +326,68 @@ def test_cold_migration_moves_within_the_cell_and_waits_for_confirm(world):
 
     assert migrate(None).status_code == 202                    # any other host of cell2
     assert settle(world, sid, "VERIFY_RESIZE")[HOST] in ("b1", "b2")
+
+
+def _conductor_ctx(world: World) -> Any:
+    from stratus.conductor.build import ConductorContext
+    from stratus.scheduler.rpcapi import SchedulerRPC
+
+    return ConductorContext(api_engine=world.cloud.api_engine, engines=world.cloud.engines,
+                            placement=world.cloud.client(),
+                            scheduler=world.bus.client(SchedulerRPC),
+                            compute=world.buses.compute_client)
+
+
+def test_a_move_whose_conductor_stopped_midway_is_rolled_back_at_the_next_start(
+        world, monkeypatch):
+    import datetime as dt
+
+    from stratus.conductor import resize as conductor_resize
+    from stratus.conductor.recovery import recover_moves
+
+    _, large, sid = two_hosts(world)
+    # The conductor "dies" right after the destination started the copy: no undo runs.
+    started = conductor_resize.ResizeTask._finish_somewhere
+
+    def start_then_die(self: Any, move: Any, picks: Any) -> Any:
+        started(self, move, picks)
+        raise RuntimeError("conductor killed")
+
+    monkeypatch.setattr(conductor_resize.ResizeTask, "_finish_somewhere", start_then_die)
+    monkeypatch.setattr(conductor_resize.ResizeTask, "_roll_back", lambda *a: None)
+    assert resize(world, sid, large).status_code == 202
+    [migration] = eventually(lambda: [m for m in migrations(world, sid)
+                                      if m["status"] == "post-migrating"])
+    assert eventually(lambda: held(world, sid) == {"cmp2": LARGE})
+    assert world.client.get(f"/servers/{sid}").json()["server"]["status"] == "RESIZE"
+    monkeypatch.undo()
+
+    outcomes = recover_moves(_conductor_ctx(world), older_than=dt.timedelta(0))
+    assert outcomes == {migration["uuid"]: "rolled back to cmp1"}
+    server = settle(world, sid, "ACTIVE")
+    assert server[HOST] == "cmp1" and server["flavor"]["original_name"] == "small"
+    assert held(world, sid) == {"cmp1": SMALL} and held(world, migration["uuid"]) == {}
+    assert usage(world, "cmp2") == {}
+    assert world.computes["cmp2"].driver.instances() == []
+    assert [p.instance.uuid for p in world.computes["cmp1"].driver.instances()] == [sid]
+    assert migrations(world, sid)[0]["status"] == "error"
+    # A second conductor starting finds nothing left to do.
+    assert recover_moves(_conductor_ctx(world), older_than=dt.timedelta(0)) == {}
+
+
+def test_a_resize_whose_message_was_lost_is_rolled_back_at_the_next_start(world, monkeypatch):
+    import datetime as dt
+
+    from stratus.conductor.manager import ConductorManager
+    from stratus.conductor.recovery import recover_moves
+
+    _, large, sid = two_hosts(world)
+    monkeypatch.setattr(ConductorManager, "resize_instance", lambda *a, **k: None)
+    assert resize(world, sid, large).status_code == 202
+    assert world.client.get(f"/servers/{sid}").json()["server"]["status"] == "RESIZE"
+    ctx = _conductor_ctx(world)
+    assert recover_moves(ctx, older_than=dt.timedelta(hours=1)) == {}   # not stale yet
+    [outcome] = recover_moves(ctx, older_than=dt.timedelta(0)).values()
+    assert outcome == "rolled back to cmp1"
+    assert settle(world, sid, "ACTIVE")[HOST] == "cmp1"
+    assert held(world, sid) == {"cmp1": SMALL}
