@@ -1,4 +1,5 @@
-"""Re-adopting this host's instances when the compute service starts.
+"""Keeping the hypervisor's guests and the records in step: re-adopting this host's
+instances when the compute service starts, and reaping guests nobody books any more.
 
 A real hypervisor keeps running its guests while the compute service restarts;
 the simulated drivers keep their books in memory and start empty. So before the
@@ -7,11 +8,17 @@ and the copies that unconfirmed resizes left on this host as their source) and
 what Placement says each holds on this host's providers, and hands that to the
 driver. Afterwards deleting, resizing, confirming and reverting find the
 servers where the records say they are.
+
+The other way round, :func:`reap_orphans` (every resource-tracker pass) destroys
+guests whose server is deleted or lives elsewhere, and drops copies left behind by
+moves that are over: Nova's cleanup of running deleted instances. A server deleted
+while its compute was down (a "local delete") is the usual case.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -52,3 +59,47 @@ def recover_instances(host: str, driver: Driver, cell_engine: Engine,
         LOG.info("compute %s: adopted %d running instance(s) and resize copies", host,
                  adopted)
     return adopted
+
+
+def reap_orphans(host: str, driver: Driver, cell_engine: Engine,
+                 grace_seconds: float = 60.0) -> list[str]:
+    """Destroy what runs here for no record, and drop copies of moves that are over;
+    the uuids reaped. Guests younger than ``grace_seconds`` are left alone (a build or
+    a move may be writing its record right now)."""
+    young = time.time() - grace_seconds
+    running = [p for p in driver.instances() if p.spawned_at < young]
+    outgoing = [p for p in driver.outgoing() if p.spawned_at < young]
+    uuids = sorted({p.instance.uuid for p in (*running, *outgoing)})
+    if not uuids:
+        return []
+    t, m = cs.instances, cs.migrations
+    with db.read(cell_engine) as conn:
+        rows = {r.uuid: r for r in conn.execute(
+            sa.select(t.c.uuid, t.c.host, t.c.deleted_at).where(t.c.uuid.in_(uuids)))}
+        moving: dict[str, list[sa.Row]] = {}
+        for r in conn.execute(sa.select(m.c.instance_uuid, m.c.source_compute,
+                                        m.c.dest_compute).where(
+                m.c.instance_uuid.in_(uuids), m.c.status.in_(moves.IN_PROGRESS))):
+            moving.setdefault(r.instance_uuid, []).append(r)
+    reaped = []
+    for placed in running:
+        uuid = placed.instance.uuid
+        row = rows.get(uuid)
+        here = row is not None and row.deleted_at is None and (
+            row.host == host or any(host in (r.source_compute, r.dest_compute)
+                                    for r in moving.get(uuid, ())))
+        if not here:
+            driver.destroy(uuid)
+            reaped.append(uuid)
+    for placed in outgoing:
+        uuid = placed.instance.uuid
+        row = rows.get(uuid)
+        left_here = row is not None and row.deleted_at is None and any(
+            r.source_compute == host for r in moving.get(uuid, ()))
+        if not left_here:
+            driver.confirm_migration(uuid)
+            reaped.append(uuid)
+    if reaped:
+        LOG.warning("compute %s: destroyed %d guest(s) no record books here: %s", host,
+                    len(reaped), ", ".join(reaped))
+    return reaped

@@ -30,7 +30,7 @@ from stratus.cells import services
 from stratus.compute.drivers import Driver, HypervisorEvent
 from stratus.compute.events import HypervisorEventHandler
 from stratus.compute.manager import ComputeManager, Rescheduler
-from stratus.compute.recovery import recover_instances
+from stratus.compute.recovery import reap_orphans, recover_instances
 from stratus.compute.resource_tracker import PassReport, ResourceTracker
 from stratus.compute.rpcapi import BINARY, ComputeRPC, service_version
 from stratus.placement.client import PlacementClient
@@ -56,6 +56,8 @@ class ComputeService:
         self.rpc_version, self.clock = rpc_version, clock
         self.service_id: int | None = None
         self.placement = placement
+        # Guests younger than this are never reaped (their records may be on the way).
+        self.orphan_grace = 60.0
         self.last_report: PassReport | None = None
         self.tracker = ResourceTracker(host, driver, placement, cell_engine, clock=clock)
         self.manager = ComputeManager(host, driver, self.tracker, cell_engine,
@@ -122,6 +124,11 @@ class ComputeService:
             services.heartbeat(conn, self.service_id, now=self.clock())
 
     def update_available_resource(self) -> PassReport:
+        if self.driver.connected:
+            try:
+                reap_orphans(self.host, self.driver, self.cell_engine, self.orphan_grace)
+            except Exception:   # the pass itself must still run
+                LOG.exception("compute %s: reaping orphaned guests failed", self.host)
         self.last_report = self.tracker.update_available_resource()
         return self.last_report
 

@@ -391,3 +391,25 @@ def test_a_resize_whose_message_was_lost_is_rolled_back_at_the_next_start(world,
     assert outcome == "rolled back to cmp1"
     assert settle(world, sid, "ACTIVE")[HOST] == "cmp1"
     assert held(world, sid) == {"cmp1": SMALL}
+
+
+def test_a_guest_no_record_books_is_reaped_by_the_next_pass(world):
+    """A server deleted while its compute was down (a local delete) keeps running on the
+    hypervisor; when the compute is back, its resource pass destroys it. Books and
+    hypervisor agree again; guests that records book stay."""
+    world.add_compute("cmp1")
+    small = world.flavor("small", vcpus=1, ram=512, disk=10)
+    gone, kept = boot(world, small), boot(world, small)
+    svc = world.computes["cmp1"]
+    svc.stop()
+    world.client.put(f"/os-services/{world.service_id('cmp1')}", json={"forced_down": True})
+    assert world.client.delete(f"/servers/{gone}").status_code == 204   # local delete
+    assert {p.instance.uuid for p in svc.driver.instances()} == {gone, kept}
+
+    svc.start()
+    world.client.put(f"/os-services/{world.service_id('cmp1')}", json={"forced_down": False})
+    svc.orphan_grace = 0.0
+    svc.update_available_resource()
+    assert [p.instance.uuid for p in svc.driver.instances()] == [kept]
+    assert svc.driver.usage("cmp1") == {world.root("cmp1"): SMALL}
+    assert usage(world, "cmp1") == SMALL
