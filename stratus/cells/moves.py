@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stratus.cells import schema as s
+from stratus.cells.services import utcnow
 
 PRE_MIGRATING, MIGRATING, POST_MIGRATING = "pre-migrating", "migrating", "post-migrating"
 FINISHED, CONFIRMING, CONFIRMED = "finished", "confirming", "confirmed"
@@ -32,9 +33,11 @@ IN_PROGRESS = (PRE_MIGRATING, MIGRATING, POST_MIGRATING, FINISHED, CONFIRMING, R
 
 RESIZE, MIGRATION = "resize", "migration"   # migration: a cold migration
 
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0)
+# The instance's side of a move, written by the API and the conductor alike.
+RESIZED = "resized"   # vm_state once the moved copy runs, until confirm or revert
+RESIZE_PREP, RESIZE_MIGRATING = "resize_prep", "resize_migrating"   # task states
+RESIZE_MIGRATED = "resize_migrated"
+RESIZE_CONFIRMING, RESIZE_REVERTING = "resize_confirming", "resize_reverting"
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from stratus.cells import moves
 from stratus.cells.mappings import CellMapping, list_cells
+from stratus.cells.services import utcnow
 from stratus.conductor import records
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.resize import ACTIVE, confirm_resize, revert_resize
@@ -38,7 +39,7 @@ UNFINISHED = (moves.PRE_MIGRATING, moves.MIGRATING, moves.POST_MIGRATING)
 def recover_moves(ctx: ConductorContext, older_than: dt.timedelta,
                   now: dt.datetime | None = None) -> dict[str, str]:
     """Drive every stale move of every cell to a stable end; migration uuid -> outcome."""
-    now = now or moves.utcnow()
+    now = now or utcnow()
     with db.read(ctx.api_engine) as conn:
         cells = [c for c in list_cells(conn) if not c.is_cell0]
     outcomes: dict[str, str] = {}

@@ -40,10 +40,7 @@ from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
 
-RESIZE_PREP, RESIZE_MIGRATING = "resize_prep", "resize_migrating"
-RESIZE_MIGRATED, RESIZE_FINISH = "resize_migrated", "resize_finish"
-RESIZE_CONFIRMING, RESIZE_REVERTING = "resize_confirming", "resize_reverting"
-ACTIVE, RESIZED, ERROR = "active", "resized", "error"
+ACTIVE, ERROR = "active", "error"
 RUNNING = 1
 
 
@@ -133,13 +130,13 @@ class ResizeTask:
         except (NoValidHost, BusError) as exc:
             raise ResizeFailed(f"No valid host for the resize: {exc}") from None
         compute = self.ctx.compute(move.cell)
-        self._set(move, moves.MIGRATING, RESIZE_MIGRATING, dest=picks[0])
+        self._set(move, moves.MIGRATING, moves.RESIZE_MIGRATING, dest=picks[0])
         # Pushed before the call: a call that timed out may still have powered it off.
         self._undo.push(f"start {self.instance_uuid} again on {source}",
                         lambda: self._restore_source(compute, source))
         compute.prepare(server=source).call("resize_instance",
                                             instance_uuid=self.instance_uuid)
-        self._set(move, moves.POST_MIGRATING, RESIZE_MIGRATED)
+        self._set(move, moves.POST_MIGRATING, moves.RESIZE_MIGRATED)
         chosen, node = self._finish_somewhere(move, picks)
         self._undo.push(f"drop the resized copy on {chosen['host']}",
                         lambda: self._drop_copy(compute, chosen["host"]))
@@ -153,7 +150,7 @@ class ResizeTask:
                 records.update_instance(conn, self.instance_uuid, live_only=True,
                                         host=chosen["host"], node=node,
                                         flavor=records.flavor_text(new_flavor),
-                                        vm_state=RESIZED, task_state=None,
+                                        vm_state=moves.RESIZED, task_state=None,
                                         power_state=RUNNING, fault=None)
             if not finished:
                 raise ResizeFailed("the server was deleted or changed during its resize")
@@ -203,7 +200,7 @@ class ResizeTask:
                 if refused:
                     self.failures.append(f"{pick['host']}: claim refused: {refused}")
                     continue
-                self._set(move, None, RESIZE_MIGRATED, dest=pick)
+                self._set(move, None, moves.RESIZE_MIGRATED, dest=pick)
             try:
                 node = compute.prepare(server=pick["host"]).call(
                     "finish_resize", instance=dict(body, node=pick["nodename"]),
@@ -254,6 +251,19 @@ class ResizeTask:
         LOG.warning("resize of %s rolled back: %s", self.instance_uuid, reason)
 
 
+def _abandon(move: _Move, action: str, reason: str) -> str:
+    """A confirm or revert that changed nothing yet gives up: the server stays in
+    VERIFY_RESIZE with the reason as its fault, and may be asked again."""
+    migration = move.migration
+    with db.write(move.engine) as conn:
+        moves.update(conn, migration.uuid, expect=migration.status, status=moves.FINISHED)
+        records.update_instance(conn, migration.instance_uuid, task_state=None,
+                                fault=f"{action.capitalize()} of the resize failed: {reason}")
+    LOG.warning("%s of %s abandoned, still VERIFY_RESIZE: %s", action,
+                migration.instance_uuid, reason)
+    return f"abandoned: {reason}"
+
+
 def confirm_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str) -> str:
     """Drop the source copy and the migration's allocations; the server is ACTIVE where it
     was moved to. A source that cannot drop its copy leaves the server in VERIFY_RESIZE
@@ -266,13 +276,7 @@ def confirm_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: st
         ctx.compute(move.cell).prepare(server=source).call("confirm_resize",
                                                            instance_uuid=instance_uuid)
     except Exception as exc:
-        reason = f"the source {source} did not drop its copy: {exc}"
-        with db.write(move.engine) as conn:
-            moves.update(conn, migration_uuid, expect=moves.CONFIRMING, status=moves.FINISHED)
-            records.update_instance(conn, instance_uuid, task_state=None,
-                                    fault=f"Confirm of the resize failed: {reason}")
-        LOG.warning("confirm of %s abandoned, still VERIFY_RESIZE: %s", instance_uuid, reason)
-        return f"abandoned: {reason}"
+        return _abandon(move, "confirm", f"the source {source} did not drop its copy: {exc}")
     ctx.placement.delete_allocations(migration_uuid)
     with db.write(move.engine) as conn:
         moves.update(conn, migration_uuid, expect=moves.CONFIRMING, status=moves.CONFIRMED)
@@ -298,13 +302,8 @@ def revert_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str
     try:
         compute.prepare(server=dest).call("revert_resize", instance_uuid=instance_uuid)
     except Exception as exc:
-        reason = f"the destination {dest} did not drop the resized copy: {exc}"
-        with db.write(move.engine) as conn:
-            moves.update(conn, migration_uuid, expect=moves.REVERTING, status=moves.FINISHED)
-            records.update_instance(conn, instance_uuid, task_state=None,
-                                    fault=f"Revert of the resize failed: {reason}")
-        LOG.warning("revert of %s abandoned, still VERIFY_RESIZE: %s", instance_uuid, reason)
-        return f"abandoned: {reason}"
+        return _abandon(move, "revert",
+                        f"the destination {dest} did not drop the resized copy: {exc}")
     try:
         if ctx.placement.get_allocations(migration_uuid).get("allocations"):
             # (Empty when a revert runs again after its conductor stopped past this step:

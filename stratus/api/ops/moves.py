@@ -31,9 +31,6 @@ from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
 
-RESIZED = "resized"
-RESIZE_PREP, RESIZE_REVERTING = "resize_prep", "resize_reverting"
-RESIZE_CONFIRMING = "resize_confirming"
 
 
 def _conflict(server: Server, action: str) -> Conflict:
@@ -139,7 +136,7 @@ def _start(api: ComputeAPIDeps, server: Server, cell: CellMapping, spec: dict[st
     assert isinstance(new_flavor, dict)
     migration_uuid = str(uuidlib.uuid4())
     with db.write(api.dbs.engine(cell)) as conn:
-        if not store.start_task(conn, server.uuid, RESIZE_PREP, vm_state=store.ACTIVE):
+        if not store.start_task(conn, server.uuid, moves.RESIZE_PREP, vm_state=store.ACTIVE):
             raise _conflict(server_ops.get(api, server.uuid, None), action)
         moves.create(conn, uuid=migration_uuid, instance_uuid=server.uuid,
                      migration_type=migration_type, source_compute=server.host,
@@ -159,7 +156,7 @@ def _start(api: ComputeAPIDeps, server: Server, cell: CellMapping, spec: dict[st
 
 def _finished_migration(api: ComputeAPIDeps, server: Server, action: str
                         ) -> tuple[CellMapping, moves.Migration]:
-    if server.vm_state != RESIZED or not server.cell_uuid:
+    if server.vm_state != moves.RESIZED or not server.cell_uuid:
         raise _conflict(server, action)
     cell = api.dbs.cell(server.cell_uuid)
     with db.read(api.dbs.engine(cell)) as conn:
@@ -170,30 +167,34 @@ def _finished_migration(api: ComputeAPIDeps, server: Server, action: str
 
 
 def confirm(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
-    server = server_ops.get(api, uuid, project_id)
-    cell, migration = _finished_migration(api, server, "confirmResize")
-    _check_compute(api, cell, migration.source_compute or "", "confirmResize")
-    with db.write(api.dbs.engine(cell)) as conn:
-        # The task is Stratus's (Nova shows none while confirming): clients wait for it.
-        if not store.start_task(conn, uuid, RESIZE_CONFIRMING, vm_state=RESIZED) or \
-                not moves.update(conn, migration.uuid, expect=moves.FINISHED,
-                                 status=moves.CONFIRMING):
-            raise _conflict(server, "confirmResize")
-    _cast(api, cell, "confirm_resize", uuid, migration.uuid, moves.CONFIRMING)
+    # The task is Stratus's (Nova shows none while confirming): clients wait for it.
+    _end_move(api, uuid, project_id, "confirmResize", moves.RESIZE_CONFIRMING,
+              moves.CONFIRMING, "confirm_resize", dest_too=False)
 
 
 def revert(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
+    _end_move(api, uuid, project_id, "revertResize", moves.RESIZE_REVERTING,
+              moves.REVERTING, "revert_resize", dest_too=True)
+
+
+def _end_move(api: ComputeAPIDeps, uuid: str, project_id: str | None, action: str,
+              task_state: str, status: str, method: str, *, dest_too: bool) -> None:
+    """Confirm or revert a finished resize: its computes up (the source, and the
+    destination too for a revert), the server's task and the migration's status won
+    in one transaction, then the conductor told."""
     server = server_ops.get(api, uuid, project_id)
-    cell, migration = _finished_migration(api, server, "revertResize")
-    for host in {migration.source_compute or "", migration.dest_compute or ""}:
-        _check_compute(api, cell, host, "revertResize")
+    cell, migration = _finished_migration(api, server, action)
+    hosts = {migration.source_compute or ""}
+    if dest_too:
+        hosts.add(migration.dest_compute or "")
+    for host in sorted(hosts):
+        _check_compute(api, cell, host, action)
     with db.write(api.dbs.engine(cell)) as conn:
-        if not store.start_task(conn, uuid, RESIZE_REVERTING, vm_state=RESIZED) or \
-                not moves.update(conn, migration.uuid, expect=moves.FINISHED,
-                                 status=moves.REVERTING):
+        if not store.start_task(conn, uuid, task_state, vm_state=moves.RESIZED) or \
+                not moves.update(conn, migration.uuid, expect=moves.FINISHED, status=status):
             # Rolled back with the transaction: nothing was started.
-            raise _conflict(server, "revertResize")
-    _cast(api, cell, "revert_resize", uuid, migration.uuid, moves.REVERTING)
+            raise _conflict(server, action)
+    _cast(api, cell, method, uuid, migration.uuid, status)
 
 
 def _cast(api: ComputeAPIDeps, cell: CellMapping, method: str, uuid: str,

@@ -233,22 +233,8 @@ def _terminate_on_compute(api: ComputeAPIDeps, server: Server) -> None:
     """Ask the server's compute to destroy it and wait; a compute that is down, or does not
     answer, is skipped (Nova's "local delete"): the records are marked deleted anyway."""
     assert server.cell_uuid and server.host
-    cell = api.dbs.cell(server.cell_uuid)
-    with db.read(api.dbs.engine(cell)) as conn:
-        try:
-            svc = services.get_by_host(conn, server.host, COMPUTE_BINARY)
-        except services.ServiceNotFound:
-            svc = None
-    if svc is None or not api.is_up(svc):
-        LOG.info("server %s: compute host %s is down; deleting locally", server.uuid,
-                 server.host)
-        return
-    try:
-        api.compute(cell).prepare(server=server.host).call("terminate_instance",
-                                                           instance_uuid=server.uuid)
-    except Exception as exc:
-        LOG.warning("server %s: compute host %s did not confirm terminate_instance (%s); "
-                    "deleting locally", server.uuid, server.host, exc)
+    _call_if_up(api, api.dbs.cell(server.cell_uuid), server.host, "terminate_instance",
+                server.uuid)
 
 
 def drop_moves(api: ComputeAPIDeps, server: Server) -> None:
@@ -278,17 +264,20 @@ def drop_moves(api: ComputeAPIDeps, server: Server) -> None:
 
 def _call_if_up(api: ComputeAPIDeps, cell: CellMapping, host: str, method: str,
                 uuid: str) -> None:
-    """Ask ``host`` to drop its copy of ``uuid`` (confirm_resize: the one a move left
-    behind; revert_resize: a moved copy); a host that is down or silent keeps it."""
+    """Call ``method`` for server ``uuid`` on ``host`` and wait (terminate_instance; or
+    confirm_resize / revert_resize: drop the copy a move left there). A host that is
+    down or does not answer is skipped and keeps what it has: the records and
+    Placement go on without it."""
     with db.read(api.dbs.engine(cell)) as conn:
         try:
             svc = services.get_by_host(conn, host, COMPUTE_BINARY)
         except services.ServiceNotFound:
-            return
-    if not api.is_up(svc):
-        LOG.info("server %s: host %s is down; its copy stays there", uuid, host)
+            svc = None
+    if svc is None or not api.is_up(svc):
+        LOG.info("server %s: compute host %s is down; skipping %s", uuid, host, method)
         return
     try:
         api.compute(cell).prepare(server=host).call(method, instance_uuid=uuid)
     except Exception as exc:
-        LOG.warning("server %s: host %s did not drop its copy (%s)", uuid, host, exc)
+        LOG.warning("server %s: compute host %s did not confirm %s (%s); going on without",
+                    uuid, host, method, exc)
