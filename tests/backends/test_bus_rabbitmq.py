@@ -9,7 +9,6 @@ rights are needed and nothing is left behind.
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 import uuid
@@ -24,26 +23,6 @@ from tests.unit import test_bus_contract as contract
 
 pytestmark = pytest.mark.backend
 
-ENV = "STRATUS_TEST_RABBIT_URL"
-IN_CI = bool(os.environ.get("CI"))
-
-
-def _unavailable(message: str) -> None:
-    if IN_CI:
-        pytest.fail(f"{message} (CI is set, so a missing backend is a failure)")
-    pytest.skip(message)
-
-
-@pytest.fixture(scope="module")
-def rabbit_url() -> str:
-    base = os.environ.get(ENV, "")
-    if not base:
-        _unavailable(f"RabbitMQ tests need ${ENV} (see .ci/run)")
-    try:
-        AmqpTransport(base, connect_timeout=3).close()
-    except bus.TransportError as exc:
-        _unavailable(f"RabbitMQ at ${ENV} is unreachable: {exc}")
-    return base
 
 
 def namespaced(base: str, namespace: str, durable: bool = False) -> str:

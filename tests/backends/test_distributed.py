@@ -32,35 +32,13 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import pytest
 
-from stratus import bus
 from tests.functional import cli_helpers
 
 pytestmark = pytest.mark.backend
 
-RABBIT_ENV = "STRATUS_TEST_RABBIT_URL"
 PLACEMENT = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
 DISABLED = "COMPUTE_STATUS_DISABLED"
 HOSTS = {"cmp-a": "cell1", "cmp-b": "cell1", "cmp-c": "cell2"}
-
-
-def _unavailable(message: str) -> None:
-    if cli_helpers.in_ci():
-        pytest.fail(f"{message} (CI is set, so a missing backend is a failure)")
-    pytest.skip(message)
-
-
-@pytest.fixture
-def rabbit_url() -> str:
-    base = os.environ.get(RABBIT_ENV, "")
-    if not base:
-        _unavailable(f"the distributed test needs ${RABBIT_ENV} (RabbitMQ)")
-    try:
-        from stratus.bus.amqp import AmqpTransport
-
-        AmqpTransport(base, connect_timeout=3).close()
-    except bus.TransportError as exc:
-        _unavailable(f"RabbitMQ at ${RABBIT_ENV} is unreachable: {exc}")
-    return base
 
 
 def _rabbitmqctl(*args: str) -> None:

@@ -109,6 +109,13 @@ def in_ci() -> bool:
     return bool(os.environ.get("CI"))
 
 
+def unavailable(message: str) -> None:
+    """A backend the test needs is missing: skip, saying why; under CI, fail."""
+    if in_ci():
+        pytest.fail(f"{message} (CI is set, so a missing backend is a failure)")
+    pytest.skip(message)
+
+
 @contextmanager
 def scratch_database(backend: str) -> Iterator[str]:
     """An empty database on the PostgreSQL or MariaDB server the tests are given.
@@ -128,9 +135,7 @@ def scratch_database(backend: str) -> Iterator[str]:
         except Exception as exc:
             problem = f"{backend.lower()} at ${env_var} is unreachable: {exc}"
     if problem:
-        if in_ci():
-            pytest.fail(f"{problem} (CI is set, so a missing backend is a failure)")
-        pytest.skip(problem)
+        unavailable(problem)
     assert admin is not None and base is not None
     url = sa.engine.make_url(db.normalize_url(base)).set(database=name)
     try:

@@ -36,6 +36,13 @@ def _kill(admin: sa.Engine, backend_id: int) -> None:
             conn.exec_driver_sql(f"SELECT pg_terminate_backend({backend_id})")
 
 
+
+def _test_rows(engine: sa.Engine) -> set[int]:
+    """The marker rows the tests wrote (negative change numbers) that were committed."""
+    with db.read(engine) as conn:
+        return set(conn.execute(sa.select(s.provider_changes.c.seq)
+                                .where(s.provider_changes.c.seq < 0)).scalars())
+
 def test_a_connection_killed_while_idle_is_replaced(database_url, monkeypatch):
     _server_only(database_url)
     monkeypatch.setattr(db, "PING_AFTER_IDLE_SECONDS", 0.0)
@@ -73,10 +80,7 @@ def test_a_transaction_left_open_is_rolled_back_on_return(database_url):
         engine.dispose()
     check = db.create_engine(database_url)
     try:
-        with db.read(check) as conn:
-            seqs = set(conn.execute(sa.select(s.provider_changes.c.seq)
-                                    .where(s.provider_changes.c.seq < 0)).scalars())
-        assert seqs == {-2}
+        assert _test_rows(check) == {-2}
     finally:
         check.dispose()
 
@@ -90,9 +94,6 @@ def test_a_failed_write_leaves_nothing_on_the_connection(database_url):
             raise RuntimeError("the handler failed")
         with db.write(engine) as conn:
             conn.execute(sa.insert(s.provider_changes).values(seq=-4))
-        with db.read(engine) as conn:
-            seqs = set(conn.execute(sa.select(s.provider_changes.c.seq)
-                                    .where(s.provider_changes.c.seq < 0)).scalars())
-        assert seqs == {-4}
+        assert _test_rows(engine) == {-4}
     finally:
         engine.dispose()
