@@ -86,12 +86,12 @@ def _roll_back(ctx: ConductorContext, cell: CellMapping, m: moves.Migration) -> 
     with db.read(engine) as conn:
         instance = records.get_instance(conn, m.instance_uuid)
     alive = instance is not None and instance.get("deleted_at") is None
-    if ctx.placement.get_allocations(m.uuid).get("allocations"):
-        if alive:
-            claims.move_allocations(ctx.placement, m.uuid, m.instance_uuid,
-                                    source_type="MIGRATION", retries=ctx.claim_retries)
-        else:
-            ctx.placement.delete_allocations(m.uuid)
+    if alive:   # (a migration that never got the source's allocations holds nothing)
+        claims.move_allocations(ctx.placement, m.uuid, m.instance_uuid,
+                                source_type="MIGRATION", retries=ctx.claim_retries,
+                                only_if_held=True)
+    else:
+        ctx.placement.delete_allocations(m.uuid)
     if m.source_compute:
         method = "finish_revert_resize" if alive else "confirm_resize"
         _best_effort(lambda: compute.prepare(server=m.source_compute).call(

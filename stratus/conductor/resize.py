@@ -305,11 +305,11 @@ def revert_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str
         return _abandon(move, "revert",
                         f"the destination {dest} did not drop the resized copy: {exc}")
     try:
-        if ctx.placement.get_allocations(migration_uuid).get("allocations"):
-            # (Empty when a revert runs again after its conductor stopped past this step:
-            # moving nothing would take the instance's allocations away.)
-            claims.move_allocations(ctx.placement, migration_uuid, instance_uuid,
-                                    source_type="MIGRATION", retries=ctx.claim_retries)
+        # (The migration holds nothing when a revert runs again after its conductor
+        # stopped past this step.)
+        claims.move_allocations(ctx.placement, migration_uuid, instance_uuid,
+                                source_type="MIGRATION", retries=ctx.claim_retries,
+                                only_if_held=True)
         if not _still_wanted(ctx, instance_uuid):   # deleted meanwhile: nothing to start
             compute.prepare(server=source).call("confirm_resize", instance_uuid=instance_uuid)
             return "deleted during the revert"

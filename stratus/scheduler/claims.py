@@ -71,17 +71,23 @@ def move_allocations(
     target_type: str = "INSTANCE",
     source_type: str = "INSTANCE",
     retries: int = 3,
+    only_if_held: bool = False,
 ) -> dict[str, Any]:
     """Give ``target`` exactly what ``source`` holds, and ``source`` nothing, in one
     ``POST /allocations`` (atomic: at no moment are the resources held twice or by
     nobody). Whatever ``target`` held before is replaced. Returns what moved
     (``{rp: {"resources": {...}}}``); generation races are re-read and retried.
 
+    ``only_if_held``: a ``source`` holding nothing leaves ``target`` untouched instead
+    (a step repeated after it already ran must not take the target's allocations away).
+
     A move's allocations travel this way: the instance's to its migration record
     before the scheduler claims the destination, and back again on a revert.
     """
     for attempt in range(1, retries + 2):
         held = placement.get_allocations(source)
+        if only_if_held and not held.get("allocations"):
+            return {}
         had = placement.get_allocations(target)
         moving = {rp: {"resources": dict(a["resources"])}
                   for rp, a in (held.get("allocations") or {}).items()}

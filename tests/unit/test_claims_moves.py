@@ -83,3 +83,13 @@ def test_nothing_to_move_posts_nothing() -> None:
     fake = FakePlacement()
     assert claims.move_allocations(fake, "vm", "mig") == {}  # type: ignore[arg-type]
     assert fake.posts == []
+
+
+def test_only_if_held_leaves_the_target_alone_when_the_source_holds_nothing() -> None:
+    fake = FakePlacement()
+    fake.consumers["vm"] = {"held": {"dst": {"VCPU": 4}}, "generation": 2}
+    assert claims.move_allocations(fake, "mig", "vm", only_if_held=True) == {}  # type: ignore[arg-type]
+    assert fake.posts == [] and fake.consumers["vm"]["held"] == {"dst": {"VCPU": 4}}
+    # Without it, the target gets exactly the nothing the source holds.
+    claims.move_allocations(fake, "mig", "vm")  # type: ignore[arg-type]
+    assert "vm" not in fake.consumers
