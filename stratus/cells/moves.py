@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,25 +89,23 @@ def get(conn: Connection, uuid: str) -> Migration | None:
     return _migration(row) if row else None
 
 
-def in_progress(conn: Connection, instance_uuid: str) -> list[Migration]:
-    """The instance's moves not yet confirmed, reverted or failed (oldest first)."""
-    t = s.migrations
-    rows = conn.execute(sa.select(t).where(t.c.instance_uuid == instance_uuid,
-                                           t.c.status.in_(IN_PROGRESS)).order_by(t.c.id))
-    return [_migration(r) for r in rows]
-
-
 def listed(conn: Connection, *, instance_uuid: str | None = None,
-           status: str | None = None, host: str | None = None) -> list[Migration]:
-    """Every migration of this cell matching the filters (a host matches either end)."""
+           status: str | None = None, statuses: Sequence[str] | None = None,
+           host: str | None = None, migration_type: str | None = None) -> list[Migration]:
+    """This cell's migrations matching the filters, oldest first (a host matches either
+    end; ``statuses``: any of these)."""
     t = s.migrations
     query = sa.select(t)
     if instance_uuid is not None:
         query = query.where(t.c.instance_uuid == instance_uuid)
     if status is not None:
         query = query.where(t.c.status == status)
+    if statuses is not None:
+        query = query.where(t.c.status.in_(statuses))
     if host is not None:
         query = query.where(sa.or_(t.c.source_compute == host, t.c.dest_compute == host))
+    if migration_type is not None:
+        query = query.where(t.c.migration_type == migration_type)
     return [_migration(r) for r in conn.execute(query.order_by(t.c.id))]
 
 

@@ -33,7 +33,8 @@ from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
 
-UNFINISHED = (moves.PRE_MIGRATING, moves.MIGRATING, moves.POST_MIGRATING)
+# Statuses only a working conductor moves a migration out of.
+TRANSIENT = tuple(st for st in moves.IN_PROGRESS if st != moves.FINISHED)
 
 
 def recover_moves(ctx: ConductorContext, older_than: dt.timedelta,
@@ -57,9 +58,8 @@ def _recover_cell(ctx: ConductorContext, cell: CellMapping,
                   before: dt.datetime) -> dict[str, str]:
     engine = ctx.engines.get(cell)
     with db.read(engine) as conn:
-        stale = [m for m in moves.listed(conn)
-                 if m.status in moves.IN_PROGRESS and m.status != moves.FINISHED
-                 and (m.updated_at or m.created_at or before) <= before]
+        stale = [m for m in moves.listed(conn, statuses=TRANSIENT)
+                 if (m.updated_at or m.created_at or before) <= before]
     out: dict[str, str] = {}
     for m in stale:
         if m.status == moves.CONFIRMING:

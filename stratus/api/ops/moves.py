@@ -160,7 +160,7 @@ def _finished_migration(api: ComputeAPIDeps, server: Server, action: str
         raise _conflict(server, action)
     cell = api.dbs.cell(server.cell_uuid)
     with db.read(api.dbs.engine(cell)) as conn:
-        found = [m for m in moves.in_progress(conn, server.uuid) if m.status == moves.FINISHED]
+        found = moves.listed(conn, instance_uuid=server.uuid, status=moves.FINISHED)
     if not found:
         raise BadRequest(f"Instance {server.uuid} has not been resized.")
     return cell, found[-1]
@@ -213,7 +213,7 @@ def listed(api: ComputeAPIDeps, *, instance_uuid: str | None = None,
            migration_type: str | None = None) -> list[moves.Migration]:
     """Migrations of every cell that answers, newest first (as Nova lists them)."""
     got = api.dbs.gather(lambda c: api.dbs.read(
-        c, moves.listed, instance_uuid=instance_uuid, status=status, host=host))
-    out = [m for rows in got.results.values() for m in rows
-           if migration_type is None or m.migration_type == migration_type]
+        c, moves.listed, instance_uuid=instance_uuid, status=status, host=host,
+        migration_type=migration_type))
+    out = [m for rows in got.results.values() for m in rows]
     return sorted(out, key=lambda m: (m.created_at or dt.datetime.min, m.id), reverse=True)
