@@ -40,7 +40,12 @@ from sqlalchemy.engine import Connection
 from stratus.placement import errors, model
 from stratus.placement import schema as s
 from stratus.placement.store import consumers
-from stratus.placement.store.common import bump_generation, now, record_change
+from stratus.placement.store.common import (
+    bump_generation,
+    by_provider_usage,
+    now,
+    record_change,
+)
 from stratus.storage import engine as db
 
 DEFAULT_RETRIES = 10
@@ -275,7 +280,7 @@ def _require(found: _Found, uuids: list[str], names: list[str]) -> None:
 def _state_select(providers: int, classes: int, consumers: int) -> sa.Select:
     mine = _in(_a.c.consumer_id, "o", consumers)
     class_in = _in(_a.c.resource_class_id, "k", classes)
-    usage = (
+    usage = by_provider_usage(
         sa.select(
             _a.c.resource_provider_id.label("rp"), _a.c.resource_class_id.label("rc"),
             sa.func.sum(_a.c.used).label("total"),
@@ -283,8 +288,7 @@ def _state_select(providers: int, classes: int, consumers: int) -> sa.Select:
         )
         .where(_in(_a.c.resource_provider_id, "id", providers), class_in)
         .group_by(_a.c.resource_provider_id, _a.c.resource_class_id)
-        .subquery()
-    )
+    ).subquery()
     return (
         sa.select(
             _rp.c.id.label("provider_id"), _rp.c.generation,

@@ -35,7 +35,7 @@ from stratus.placement.model import (
     capacity,
     capacity_acceptable,
 )
-from stratus.placement.store.common import now
+from stratus.placement.store.common import by_provider_usage, now
 
 LOG = logging.getLogger(__name__)
 
@@ -190,11 +190,13 @@ def _values(inv: Inventory) -> dict[str, Any]:
 def _usage(conn: Connection, provider_id: int, rc_ids: Iterable[int]) -> dict[int, int]:
     alloc = s.allocations
     rows = conn.execute(
-        sa.select(alloc.c.resource_class_id, sa.func.sum(alloc.c.used))
-        .where(alloc.c.resource_provider_id == provider_id,
-               alloc.c.resource_class_id.in_(list(rc_ids)))
-        .group_by(alloc.c.resource_class_id)
-        .order_by(alloc.c.resource_class_id)
+        by_provider_usage(
+            sa.select(alloc.c.resource_class_id, sa.func.sum(alloc.c.used))
+            .where(alloc.c.resource_provider_id == provider_id,
+                   alloc.c.resource_class_id.in_(list(rc_ids)))
+            .group_by(alloc.c.resource_class_id)
+            .order_by(alloc.c.resource_class_id)
+        )
     )
     return {int(rc_id): int(used) for rc_id, used in rows}
 
