@@ -6,7 +6,8 @@ create exactly these tables; a test compares the two so they cannot drift.
 Two tables exist only so the in-memory candidates index can follow writes
 without rebuilding: ``change_counter`` (one row, bumped by every write
 transaction, which also serialises commits in counter order) and
-``provider_changes`` (which providers a given counter value touched).
+``provider_changes`` (which providers a given counter value touched; the
+recent part of it: see ``store.common.record_change``).
 """
 
 from __future__ import annotations
@@ -178,6 +179,9 @@ change_counter = sa.Table(
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("value", sa.BigInteger, nullable=False),
+    # provider_changes holds every change after this value (older ones are pruned);
+    # a reader that last saw an older value reloads instead of reading the log.
+    sa.Column("pruned_through", sa.BigInteger, nullable=False, server_default="0"),
 )
 
 provider_changes = sa.Table(

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from stratus import config as configuration
+from stratus.placement import db as placement_db
 from tests.functional.cli_helpers import (
     clean_env,
     free_port,
@@ -254,6 +255,9 @@ def test_sync_on_startup_false_leaves_an_empty_database_alone(tmp_path):
 # ---- stratus-manage placement db -------------------------------------------------
 
 
+HEAD = placement_db.head_revision()
+
+
 def _sync_and_version(url: str) -> None:
     version = run("stratus-manage", "placement", "db", "version", "--db", url)
     assert version.returncode == 0, version.stderr
@@ -261,9 +265,9 @@ def _sync_and_version(url: str) -> None:
     for _ in range(2):  # sync is safe to repeat
         synced = run("stratus-manage", "placement", "db", "sync", "--db", url)
         assert synced.returncode == 0, synced.stderr
-        assert synced.stdout.strip() == "placement database at revision 0001"
+        assert synced.stdout.strip() == f"placement database at revision {HEAD}"
     version = run("stratus-manage", "placement", "db", "version", "--db", url)
-    assert version.stdout.strip() == "0001"
+    assert version.stdout.strip() == HEAD
 
 
 def test_db_sync_and_version_sqlite(tmp_path):
@@ -293,5 +297,5 @@ def test_db_sync_and_version_servers(backend):
         alias = url.replace("postgresql+psycopg://", "postgresql://").replace(
             "mysql+pymysql://", "mysql://")
         assert run("stratus-manage", "placement", "db", "version", "--db",
-                   alias).stdout.strip() == "0001"
+                   alias).stdout.strip() == HEAD
 

@@ -2,7 +2,9 @@
 
 Every write transaction ends with ``store.common.record_change``: it bumps the
 one-row ``change_counter`` and logs which providers it touched in
-``provider_changes`` (a NULL provider means "something global changed").
+``provider_changes`` (a NULL provider means "something global changed"); the
+log keeps only recent values, and ``change_counter.pruned_through`` says from
+where.
 The counter row stays locked until commit, so values become visible in
 order: once this reader sees value N, every change up to N is committed.
 
@@ -56,10 +58,11 @@ class LiveIndex:
 # SQLite spends running it).
 _COUNTER = sa.select(s.change_counter.c.value).where(s.change_counter.c.id == 1)
 _cc, _pc = s.change_counter, s.provider_changes
-# The counter and what was logged after ``:after`` up to it, in one statement (so from
-# one snapshot): one row per change, or one row with a NULL seq when there is none.
+# The counter, how far the log was pruned, and what was logged after ``:after`` up to
+# the counter, in one statement (so from one snapshot): one row per change, or one
+# row with a NULL seq when there is none.
 _COUNTER_AND_CHANGES = (
-    sa.select(_cc.c.value, _pc.c.seq, _pc.c.resource_provider_id)
+    sa.select(_cc.c.value, _cc.c.pruned_through, _pc.c.seq, _pc.c.resource_provider_id)
     .select_from(_cc.outerjoin(_pc, sa.and_(_pc.c.seq > sa.bindparam("after"),
                                             _pc.c.seq <= _cc.c.value)))
     .where(_cc.c.id == 1)
@@ -72,11 +75,14 @@ def refresh(index: ProviderIndex | None, conn: Connection) -> ProviderIndex:
         return load(conn, int(conn.execute(_COUNTER).scalar() or 0))
     rows = conn.execute(_COUNTER_AND_CHANGES, {"after": index.seq}).all()
     value = int(rows[0][0] or 0) if rows else 0
-    if value < index.seq or index.needs_compaction():
+    pruned_through = int(rows[0][1] or 0) if rows else 0
+    if value < index.seq or index.seq < pruned_through or index.needs_compaction():
+        # Behind the pruned part of the log, the changes since index.seq are not
+        # all there any more: read everything again.
         return load(conn, value)
     if value == index.seq:
         return index
-    ids = {rp for _value, seq, rp in rows if seq is not None}
+    ids = {rp for _value, _pruned, seq, rp in rows if seq is not None}
     if None in ids:
         return load(conn, value)
     _partial(index, conn, {int(i) for i in ids})

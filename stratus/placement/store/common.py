@@ -75,12 +75,24 @@ _COUNTER_VALUE = sa.select(_counter.c.value).where(_counter.c.id == 1)
 _LOG_CHANGES = sa.insert(s.provider_changes)
 
 
+# The change log keeps the last KEEP_CHANGES counter values; every PRUNE_EVERY-th
+# write deletes what fell out of that window. A reader more than KEEP_CHANGES
+# behind (a worker idle while that many writes happened) reloads its index
+# instead: at a thousand writes a second that is a reload after 100 s of idling.
+KEEP_CHANGES = 100_000
+PRUNE_EVERY = 1_000
+_PRUNE = sa.delete(s.provider_changes).where(s.provider_changes.c.seq <= sa.bindparam("through"))
+_PRUNED = (sa.update(_counter).where(_counter.c.id == 1)
+           .values(pruned_through=sa.bindparam("through")))
+
+
 def record_change(conn: Connection, provider_ids: Iterable[int | None]) -> int:
     """Log that this transaction changed these providers (None: something global).
 
     Call it last in every write transaction. The single counter row is locked
     until commit, so counter values commit in order and a reader that has seen
-    value N has seen every change up to N.
+    value N has seen every change up to N. Under the same lock, one write in
+    PRUNE_EVERY deletes the log entries older than the last KEEP_CHANGES values.
     """
     if conn.dialect.update_returning:   # SQLite, PostgreSQL: one statement, not two
         seq = int(conn.execute(_COUNT_RETURNING).scalar_one())
@@ -92,6 +104,10 @@ def record_change(conn: Connection, provider_ids: Iterable[int | None]) -> int:
     rows = [{"seq": seq, "resource_provider_id": pid} for pid in set(provider_ids)]
     if rows:
         conn.execute(_LOG_CHANGES, rows)
+    if seq % PRUNE_EVERY == 0 and seq > KEEP_CHANGES:
+        through = {"through": seq - KEEP_CHANGES}
+        conn.execute(_PRUNE, through)
+        conn.execute(_PRUNED, through)
     return seq
 
 

@@ -1,0 +1,84 @@
+"""The change log the candidates index follows: pruned behind the writers, never trusted
+where it was pruned.
+
+Every write logs the providers it touched; the log keeps the last
+``KEEP_CHANGES`` counter values (shrunk here so a test reaches it). An index
+that last refreshed before the pruned part must reload, or it would miss
+whatever was pruned and answer with stale usage.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import sqlalchemy as sa
+
+from stratus.placement import schema as s
+from stratus.placement.store import common
+from stratus.storage import engine as db
+from tests.functional.test_allocations import add_provider, body
+
+pytestmark = pytest.mark.all_backends
+
+KEEP, EVERY = 12, 4
+QUERY = "/allocation_candidates?resources=VCPU:4"
+
+
+@pytest.fixture
+def short_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(common, "KEEP_CHANGES", KEEP)
+    monkeypatch.setattr(common, "PRUNE_EVERY", EVERY)
+
+
+def _log(engine: sa.Engine) -> tuple[int, int, list[int]]:
+    """The counter, how far the log was pruned, and the values still logged."""
+    with db.read(engine) as conn:
+        value, pruned = conn.execute(sa.select(s.change_counter.c.value,
+                                               s.change_counter.c.pruned_through)).one()
+        seqs = conn.execute(sa.select(s.provider_changes.c.seq).distinct()
+                            .order_by(s.provider_changes.c.seq)).scalars().all()
+    return int(value), int(pruned), [int(q) for q in seqs]
+
+
+def _candidates(client) -> set[str]:
+    resp = client.get(QUERY)
+    assert resp.status_code == 200, resp.text
+    return {p for req in resp.json()["allocation_requests"] for p in req["allocations"]}
+
+
+def test_the_log_keeps_only_recent_changes(client, placement_app, short_log):
+    before, _pruned, _seqs = _log(placement_app.engine)
+    for i in range(40):
+        add_provider(client, f"p{i}")   # one logged change each
+    value, pruned, seqs = _log(placement_app.engine)
+    assert pruned > 0
+    assert value - pruned <= KEEP + EVERY
+    # Everything after the pruned part is still there, nothing before it.
+    assert min(seqs) > pruned
+    assert set(range(max(pruned, before) + 1, value + 1)) <= set(seqs)
+
+
+def test_an_index_older_than_the_pruned_log_reloads(client, placement_app, short_log):
+    host = add_provider(client, "host", {"VCPU": {"total": 4}})
+    assert _candidates(client) == {host}          # the index now stands at this value
+    resp = client.put(f"/allocations/{uuid.uuid4()}",
+                      json=body({host: {"VCPU": 4}}, generation=None, consumer_type="INSTANCE"))
+    assert resp.status_code == 204, resp.text     # the host is full from here on
+    for i in range(3 * KEEP):
+        add_provider(client, f"filler{i}")        # pushes the claim out of the log
+    _value, pruned, seqs = _log(placement_app.engine)
+    assert pruned > 0 and seqs
+    # Read from the log alone, the index would still offer the full host.
+    assert _candidates(client) == set()
+
+
+def test_an_index_within_the_log_follows_it(client, placement_app, short_log):
+    host = add_provider(client, "host", {"VCPU": {"total": 8}})
+    assert _candidates(client) == {host}
+    for i in range(KEEP // 2):
+        add_provider(client, f"filler{i}")
+    resp = client.put(f"/allocations/{uuid.uuid4()}",
+                      json=body({host: {"VCPU": 8}}, generation=None, consumer_type="INSTANCE"))
+    assert resp.status_code == 204, resp.text
+    assert _candidates(client) == set()
