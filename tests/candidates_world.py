@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from stratus.placement import schema as s
+from stratus.placement.store.allocations import shift_usage
 from stratus.placement.store.common import ensure_external_id, now, record_change
 from stratus.storage import engine as db
 
@@ -107,10 +108,11 @@ class World:
                 pid = self._id(provider)
                 touched.append(pid)
                 for rc, used in resources.items():
+                    rc_id = self._class_id(conn, rc)
                     conn.execute(sa.insert(s.allocations).values(
                         resource_provider_id=pid, consumer_id=cid,
-                        resource_class_id=self._class_id(conn, rc), used=used,
-                        created_at=now()))
+                        resource_class_id=rc_id, used=used, created_at=now()))
+                    shift_usage(conn, {(pid, rc_id): used})
             record_change(conn, touched)
         return consumer
 

@@ -205,11 +205,28 @@ class PlacementClient:
         return self.request("DELETE", url, **kw)
 
 
+def assert_books_balance(engine: sa.Engine) -> None:
+    """Each inventory's running ``used`` is the sum of the allocations against it, and
+    no allocation is against an inventory that is not there."""
+    a, inv = schema.allocations, schema.inventories
+    with db.read(engine) as conn:
+        held = {(rp, rc): int(total) for rp, rc, total in conn.execute(
+            sa.select(a.c.resource_provider_id, a.c.resource_class_id, sa.func.sum(a.c.used))
+            .group_by(a.c.resource_provider_id, a.c.resource_class_id))}
+        kept = {(rp, rc): int(used) for rp, rc, used in conn.execute(
+            sa.select(inv.c.resource_provider_id, inv.c.resource_class_id, inv.c.used))}
+    assert {key: used for key, used in kept.items() if used} == held
+
+
 @pytest.fixture
 def placement_app(database_url: str) -> Iterator[PlacementApp]:
+    """The Placement app on ``database_url``; afterwards, its books must still balance."""
     app = PlacementApp(make_config(database_url), db.create_engine(database_url))
     yield app
-    app.engine.dispose()
+    try:
+        assert_books_balance(app.engine)
+    finally:
+        app.engine.dispose()
 
 
 @pytest.fixture

@@ -70,6 +70,10 @@ inventories = sa.Table(
     # Double precision everywhere: capacity = int((total - reserved) * ratio) must come
     # out the same on every backend (a MySQL FLOAT would turn 1.1 into 1.10000002).
     sa.Column("allocation_ratio", sa.Double, nullable=False),
+    # The sum of the allocations against this inventory, kept by every allocation
+    # write in its own transaction (store.allocations.shift_usage), so a claim
+    # reads one row per class instead of summing every allocation of the provider.
+    sa.Column("used", sa.BigInteger, nullable=False, server_default="0"),
     *columns.timestamps(),
     sa.UniqueConstraint("resource_provider_id", "resource_class_id"),
     sa.Index("ix_inventories_resource_class_id", "resource_class_id"),

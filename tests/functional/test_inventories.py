@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from stratus.placement import schema as s
+from stratus.placement.store.allocations import shift_usage
 from stratus.placement.store.common import ensure_external_id, now
 from stratus.storage import engine as db
 
@@ -69,6 +70,7 @@ def seed_allocation(app, resource_class, used):
         conn.execute(sa.insert(s.allocations).values(
             resource_provider_id=rp_id, consumer_id=consumer, resource_class_id=rc_id,
             used=used, created_at=now()))
+        shift_usage(conn, {(rp_id, rc_id): used})
 
 
 # ---- missing provider -------------------------------------------------------------

@@ -63,3 +63,44 @@ def test_upgrade_from_0001_keeps_the_counter_and_prunes_nothing_yet(empty_databa
         assert logged == [41]
     finally:
         engine.dispose()
+
+
+def test_upgrade_from_0002_fills_the_running_usage_totals(empty_database_url):
+    """Inventories of a database made before the totals start at what is allocated."""
+    engine = db.create_engine(empty_database_url)
+    stamp = "2026-01-01 00:00:00"
+    try:
+        migrate.upgrade(engine, placement_db.MIGRATIONS, "0002")
+        with db.write(engine) as conn:
+            for sql in (
+                # ids clear of the standard classes sync adds (a sequence on PostgreSQL)
+                "INSERT INTO resource_classes (id, name, created_at) VALUES (1001, 'CUSTOM_A', :t)",
+                "INSERT INTO resource_classes (id, name, created_at) VALUES (1002, 'CUSTOM_B', :t)",
+                "INSERT INTO resource_providers (id, uuid, name, generation, created_at) "
+                "VALUES (1, 'a0000000-0000-0000-0000-000000000001', 'host', 3, :t)",
+                "INSERT INTO projects (id, external_id, created_at) VALUES (1, 'p', :t)",
+                "INSERT INTO users (id, external_id, created_at) VALUES (1, 'u', :t)",
+                "INSERT INTO consumers (id, uuid, project_id, user_id, generation, created_at) "
+                "VALUES (1, 'c0000000-0000-0000-0000-000000000001', 1, 1, 1, :t)",
+                "INSERT INTO consumers (id, uuid, project_id, user_id, generation, created_at) "
+                "VALUES (2, 'c0000000-0000-0000-0000-000000000002', 1, 1, 1, :t)",
+            ):
+                conn.execute(sa.text(sql), {"t": stamp})
+            for rc, total in ((1001, 16), (1002, 100)):
+                conn.execute(sa.text(
+                    "INSERT INTO inventories (resource_provider_id, resource_class_id, total, "
+                    "reserved, min_unit, max_unit, step_size, allocation_ratio, created_at) "
+                    "VALUES (1, :rc, :total, 0, 1, :total, 1, 1.0, :t)"),
+                    {"rc": rc, "total": total, "t": stamp})
+            for consumer, rc, used in ((1, 1001, 2), (2, 1001, 3), (1, 1002, 10)):
+                conn.execute(sa.text(
+                    "INSERT INTO allocations (resource_provider_id, consumer_id, "
+                    "resource_class_id, used, created_at) VALUES (1, :c, :rc, :u, :t)"),
+                    {"c": consumer, "rc": rc, "u": used, "t": stamp})
+        placement_db.sync(engine)
+        with db.read(engine) as conn:
+            used = dict(conn.execute(sa.select(schema.inventories.c.resource_class_id,
+                                               schema.inventories.c.used)).all())
+        assert used == {1001: 5, 1002: 10}
+    finally:
+        engine.dispose()

@@ -104,8 +104,8 @@ def load(conn: Connection, value: int) -> ProviderIndex:
     inventories = _raw(conn, "SELECT resource_provider_id, resource_class_id, total, "
                              "reserved, min_unit, max_unit, step_size, allocation_ratio "
                              "FROM inventories")
-    usage = _raw(conn, "SELECT resource_provider_id, resource_class_id, SUM(used) "
-                       "FROM allocations GROUP BY resource_provider_id, resource_class_id")
+    usage = _raw(conn, "SELECT resource_provider_id, resource_class_id, used "
+                       "FROM inventories WHERE used <> 0")
     traits = _raw(conn, "SELECT resource_provider_id, trait_id FROM resource_provider_traits")
     aggregates = _raw(conn, "SELECT resource_provider_id, aggregate_id "
                             "FROM resource_provider_aggregates")
@@ -199,25 +199,17 @@ def _records(conn: Connection, ids: list[int] | None) -> list[ProviderRecord]:
 def _record_queries(by_id: bool) -> tuple[sa.Select, sa.CompoundSelect]:
     """The two reads behind provider records (all providers, or those in ``:ids``):
     providers with their inventories and usage, then their traits and aggregates."""
-    rp, inv, alloc = s.resource_providers, s.inventories, s.allocations
+    rp, inv = s.resource_providers, s.inventories
     rpt, rpa = s.resource_provider_traits, s.resource_provider_aggregates
 
     def only(column: sa.ColumnElement) -> list[sa.ColumnElement]:
         return [column.in_(sa.bindparam("ids", expanding=True))] if by_id else []
 
-    usage = (sa.select(alloc.c.resource_provider_id.label("rp"),
-                       alloc.c.resource_class_id.label("rc"),
-                       sa.func.sum(alloc.c.used).label("used"))
-             .where(*only(alloc.c.resource_provider_id))
-             .group_by(alloc.c.resource_provider_id, alloc.c.resource_class_id)
-             .subquery())
     providers = (
         sa.select(rp.c.id, rp.c.uuid, rp.c.parent_provider_id, rp.c.root_provider_id,
                   inv.c.resource_class_id, inv.c.total, inv.c.reserved, inv.c.min_unit,
-                  inv.c.max_unit, inv.c.step_size, inv.c.allocation_ratio, usage.c.used)
-        .select_from(rp.outerjoin(inv, inv.c.resource_provider_id == rp.c.id)
-                     .outerjoin(usage, sa.and_(usage.c.rp == inv.c.resource_provider_id,
-                                               usage.c.rc == inv.c.resource_class_id)))
+                  inv.c.max_unit, inv.c.step_size, inv.c.allocation_ratio, inv.c.used)
+        .select_from(rp.outerjoin(inv, inv.c.resource_provider_id == rp.c.id))
         .where(*only(rp.c.id))
     )
     tags = sa.union_all(

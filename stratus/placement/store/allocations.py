@@ -42,7 +42,6 @@ from stratus.placement import schema as s
 from stratus.placement.store import consumers
 from stratus.placement.store.common import (
     bump_generation,
-    by_provider_usage,
     now,
     record_change,
 )
@@ -184,7 +183,8 @@ def _bind(params: dict[str, object], name: str, values: list) -> int:
 
 
 _rp, _rc, _inv, _a = s.resource_providers, s.resource_classes, s.inventories, s.allocations
-_OLD = (sa.select(_a.c.consumer_id, _a.c.resource_provider_id, _a.c.resource_class_id)
+_OLD = (sa.select(_a.c.consumer_id, _a.c.resource_provider_id, _a.c.resource_class_id,
+                 _a.c.used)
         .where(_a.c.consumer_id.in_(_ids("consumers"))))
 _DELETE_OLD = sa.delete(_a).where(_a.c.consumer_id.in_(_ids("consumers")))
 _INSERT = sa.insert(_a)
@@ -270,40 +270,56 @@ def _require(found: _Found, uuids: list[str], names: list[str]) -> None:
 
 # ---- 3. the providers' state, in one statement ----------------------------------
 #
-# Each claimed provider's generation, its inventories of the classes involved and
-# what is allocated there (in all, and by consumers other than this write's). One
-# statement reads all of it from one snapshot (a statement's snapshot under READ
-# COMMITTED; the write lock on SQLite), so the usage is exactly as new as the
-# generation: a writer that commits after it moves the generation and our swap fails.
+# Each claimed provider's generation and its inventories of the classes involved,
+# with what is allocated there (``inventories.used``, the running total every
+# allocation write keeps; see shift_usage). One statement reads both from one
+# snapshot (a statement's snapshot under READ COMMITTED; the write lock on SQLite),
+# so the usage is exactly as new as the generation: a writer that commits after it
+# moves the generation and our swap fails. Its cost does not grow with the number
+# of allocations a provider holds.
 
 @functools.lru_cache(maxsize=256)
-def _state_select(providers: int, classes: int, consumers: int) -> sa.Select:
-    mine = _in(_a.c.consumer_id, "o", consumers)
-    class_in = _in(_a.c.resource_class_id, "k", classes)
-    usage = by_provider_usage(
-        sa.select(
-            _a.c.resource_provider_id.label("rp"), _a.c.resource_class_id.label("rc"),
-            sa.func.sum(_a.c.used).label("total"),
-            sa.func.sum(sa.case((mine, 0), else_=_a.c.used)).label("others"),
-        )
-        .where(_in(_a.c.resource_provider_id, "id", providers), class_in)
-        .group_by(_a.c.resource_provider_id, _a.c.resource_class_id)
-    ).subquery()
+def _state_select(providers: int, classes: int) -> sa.Select:
     return (
         sa.select(
             _rp.c.id.label("provider_id"), _rp.c.generation,
             _inv.c.resource_class_id, _inv.c.total, _inv.c.reserved, _inv.c.min_unit,
-            _inv.c.max_unit, _inv.c.step_size, _inv.c.allocation_ratio,
-            usage.c.total.label("used_total"), usage.c.others.label("used_by_others"),
+            _inv.c.max_unit, _inv.c.step_size, _inv.c.allocation_ratio, _inv.c.used,
         )
         .select_from(
             _rp.outerjoin(_inv, sa.and_(_inv.c.resource_provider_id == _rp.c.id,
                                         _in(_inv.c.resource_class_id, "k", classes)))
-            .outerjoin(usage, sa.and_(usage.c.rp == _inv.c.resource_provider_id,
-                                      usage.c.rc == _inv.c.resource_class_id))
         )
         .where(_in(_rp.c.id, "id", providers))
     )
+
+
+# ---- 4. the running usage totals ---------------------------------------------------
+#
+# inventories.used is the sum of the allocations against that inventory, moved in
+# the same transaction as the allocations themselves, by a relative update (so
+# concurrent writers compose). Allocations exist only against an inventory (a claim
+# refuses a class the provider lacks; an inventory in use cannot be removed), so
+# every (provider, class) pair shifted has its row.
+
+@functools.lru_cache(maxsize=256)
+def _shift_statement(pairs: int) -> sa.Update:
+    keys = [sa.and_(_inv.c.resource_provider_id == sa.bindparam(f"p{i}"),
+                    _inv.c.resource_class_id == sa.bindparam(f"c{i}")) for i in range(pairs)]
+    delta = sa.case(*[(key, sa.bindparam(f"d{i}", type_=sa.Integer))
+                      for i, key in enumerate(keys)], else_=0)
+    return sa.update(_inv).where(sa.or_(*keys)).values(used=_inv.c.used + delta)
+
+
+def shift_usage(conn: Connection, deltas: Mapping[Key, int]) -> None:
+    """Add ``deltas`` ((provider, class) -> amount) to the running totals, in one statement."""
+    moved = sorted((key, amount) for key, amount in deltas.items() if amount)
+    if not moved:
+        return
+    params: dict[str, int] = {}
+    for i, ((provider_id, class_id), amount) in enumerate(moved):
+        params.update({f"p{i}": provider_id, f"c{i}": class_id, f"d{i}": amount})
+    conn.execute(_shift_statement(len(moved)), params)
 
 
 @dataclass(frozen=True)
@@ -358,12 +374,17 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
                                           if o.consumer_id in emptied}
     checked_classes = {r.key[1] for r in rows} | {o.resource_class_id for o in old
                                                   if o.consumer_id in emptied}
+    # What this write's consumers hold now, which the write replaces: the rest of a
+    # provider's usage is everyone else's.
+    mine: dict[Key, int] = defaultdict(int)
+    for o in old:
+        mine[(o.resource_provider_id, o.resource_class_id)] += int(o.used)
 
     if db.is_sqlite(conn):
         # The write began with BEGIN IMMEDIATE: no other writer can move a generation
         # before we commit, so a retry could never help and no savepoint is needed.
         # (Should a swap fail anyway, the 409 rolls the whole write back.)
-        _claim(conn, rows, ours, claimed, checked_classes)
+        _claim(conn, rows, mine, claimed, checked_classes)
     else:
         # A failed attempt must leave nothing behind. With one provider it cannot:
         # its only write is the swap that failed. With several, an earlier swap may
@@ -372,16 +393,22 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
             try:
                 if len(claimed) > 1:
                     with conn.begin_nested():
-                        _claim(conn, rows, ours, claimed, checked_classes)
+                        _claim(conn, rows, mine, claimed, checked_classes)
                 else:
-                    _claim(conn, rows, ours, claimed, checked_classes)
+                    _claim(conn, rows, mine, claimed, checked_classes)
                 break
             except errors.ConcurrentUpdate:
                 if attempt >= max(retries, 1):
                     raise errors.ConcurrentUpdate(consumers.CONCURRENT) from None
 
+    deltas: dict[Key, int] = defaultdict(int)
+    for r in rows:
+        deltas[r.key] += r.used
+    for o in old:   # every allocation of these consumers is replaced (or dropped)
+        deltas[(o.resource_provider_id, o.resource_class_id)] -= int(o.used)
     if old:
         conn.execute(_DELETE_OLD, {"consumers": existed})
+    shift_usage(conn, deltas)
     stamp = now()
     if rows:
         conn.execute(_INSERT, [
@@ -393,14 +420,16 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
     return Applied(claimed, claimed | {o.resource_provider_id for o in old})
 
 
-def _claim(conn: Connection, rows: list[_Row], ours: set[int], claimed: set[int],
+def _claim(conn: Connection, rows: list[_Row], mine: Mapping[Key, int], claimed: set[int],
            class_ids: set[int]) -> None:
-    """Check that ``rows`` fit next to everyone else's allocations, then swap generations."""
+    """Check that ``rows`` fit next to everyone else's allocations, then swap generations.
+
+    ``mine``: what the consumers being written hold now, per (provider, class).
+    """
     if not claimed:
         return
     params: dict[str, object] = {}
-    shape = (_bind(params, "id", sorted(claimed)), _bind(params, "k", sorted(class_ids)),
-             _bind(params, "o", sorted(ours)))
+    shape = (_bind(params, "id", sorted(claimed)), _bind(params, "k", sorted(class_ids)))
     generations: dict[int, int] = {}
     inventories: dict[Key, sa.Row] = {}
     usage: dict[Key, tuple[int, int]] = {}
@@ -410,8 +439,8 @@ def _claim(conn: Connection, rows: list[_Row], ours: set[int], claimed: set[int]
             continue  # the provider has none of the classes
         key = (r.provider_id, r.resource_class_id)
         inventories[key] = r
-        if r.used_total is not None:
-            usage[key] = (int(r.used_total), int(r.used_by_others))
+        if r.used:
+            usage[key] = (int(r.used), int(r.used) - mine.get(key, 0))
     _check(conn, rows, claimed, class_ids, inventories, usage)
     for provider_id in sorted(claimed):
         if provider_id not in generations:  # deleted under us
@@ -465,10 +494,15 @@ def delete(conn: Connection, uuid: str) -> None:
     consumer = consumers.get(conn, uuid)
     a = s.allocations
     held = [] if consumer is None else conn.execute(
-        sa.select(a.c.resource_provider_id).where(a.c.consumer_id == consumer.id)
-    ).scalars().all()
+        sa.select(a.c.resource_provider_id, a.c.resource_class_id, a.c.used)
+        .where(a.c.consumer_id == consumer.id)
+    ).all()
     if consumer is None or not held:
         raise errors.NotFound(f"No allocations for consumer '{uuid}'")
     conn.execute(sa.delete(a).where(a.c.consumer_id == consumer.id))
+    freed: dict[Key, int] = defaultdict(int)
+    for provider_id, class_id, used in held:
+        freed[(provider_id, class_id)] -= int(used)
+    shift_usage(conn, freed)
     consumers.delete_if_unallocated(conn, [consumer.id])
-    record_change(conn, held)
+    record_change(conn, {provider_id for provider_id, _class, _used in held})
