@@ -245,3 +245,54 @@ def test_reshapes_racing_with_claims(live_server):
         total = inventory["inventories"]["VCPU"]["total"]
         assert usage["VCPU"] <= total
         assert (total == CAPACITY["VCPU"]) == (not won)
+
+
+def test_claims_moves_and_deletes_racing_keep_the_totals_exact(live_server):
+    """Writers that only shrink usage (deletes) lock no provider generation; their
+    running-total updates race the claims' ones. Whatever survives must add up."""
+    providers = _providers(live_server.url)
+    held: dict[str, dict[str, dict[str, int]]] = {}
+    failures: list[BaseException] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(THREADS)
+
+    def churn(n: int) -> None:
+        rng = random.Random(7000 + n)
+        try:
+            with httpx.Client(base_url=live_server.url, headers=HEADERS, timeout=120) as http:
+                barrier.wait()
+                for _ in range(REQUESTS_PER_THREAD):
+                    consumer, vcpu = new_uuid(), rng.randint(1, 2)
+                    claim = {rng.choice(providers): {"VCPU": vcpu, "MEMORY_MB": 512 * vcpu}}
+                    resp = http.put(f"/allocations/{consumer}", json=body(claim, None))
+                    if resp.status_code != 204:
+                        _clean_refusal(resp)
+                        continue
+                    action = rng.choice(("keep", "move", "delete"))
+                    if action == "move":   # the same consumer, onto another provider
+                        moved = {rng.choice(providers): claim[next(iter(claim))]}
+                        resp = http.put(f"/allocations/{consumer}", json=body(moved, 1))
+                        if resp.status_code == 204:
+                            claim = moved
+                        else:
+                            _clean_refusal(resp)
+                    elif action == "delete":
+                        resp = http.delete(f"/allocations/{consumer}")
+                        assert resp.status_code == 204, (resp.status_code, resp.text)
+                        continue
+                    with lock:
+                        held[consumer] = claim
+        except BaseException as exc:
+            with lock:
+                failures.append(exc)
+
+    threads = [threading.Thread(target=churn, args=(n,)) for n in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "a client thread hung"
+    if failures:
+        raise failures[0]
+    assert held
+    _check_books(live_server.url, providers, {"accepted": held, "doomed": []})
