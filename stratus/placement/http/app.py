@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import sqlalchemy as sa
 import webob
 from sqlalchemy.engine import Engine
 
@@ -26,6 +27,7 @@ from stratus.placement.http.errors import HTTPError, error_response
 from stratus.placement.http.policy import Policy
 from stratus.placement.http.routes import ROUTES
 from stratus.placement.http.wsgi import Context, Handler, Req
+from stratus.storage import engine as db
 from stratus.web.routing import MethodNotAllowed, NoRoute, Router
 
 LOG = logging.getLogger(__name__)
@@ -73,20 +75,32 @@ class PlacementApp:
             )
         except errors.PlacementError as exc:
             response = error_response(exc, environ, want)
+        except sa.exc.DBAPIError as exc:
+            if not db.is_contention(exc):
+                response = self._unexpected(request, request_id, environ, want)
+            else:   # a deadlock the database broke: nothing was written, try again
+                response = error_response(errors.ConcurrentUpdate(
+                    "update conflict: another request changed the same data at the same "
+                    "time. Please retry."), environ, want)
         except Exception:
-            LOG.exception("unexpected error serving %s %s (%s)", request.method,
-                          request.path_info, request_id)
-            response = error_response(
-                HTTPError(500, f"An unexpected error occurred; see the server log for "
-                               f"request {request_id}."),
-                environ,
-                want,
-            )
+            response = self._unexpected(request, request_id, environ, want)
         response.headers["x-openstack-request-id"] = request_id
         if want is not None:
             response.headers[microversion.HEADER] = f"{microversion.SERVICE_TYPE} {want}"
             response.headers["Vary"] = microversion.HEADER.lower()
         return response(environ, start_response)
+
+    @staticmethod
+    def _unexpected(request: webob.Request, request_id: str, environ: dict[str, Any],
+                    want: microversion.Version | None) -> webob.Response:
+        LOG.exception("unexpected error serving %s %s (%s)", request.method,
+                      request.path_info, request_id)
+        return error_response(
+            HTTPError(500, f"An unexpected error occurred; see the server log for "
+                           f"request {request_id}."),
+            environ,
+            want,
+        )
 
     def _dispatch(
         self, request: webob.Request, want: microversion.Version, ctx: Context

@@ -4,7 +4,9 @@ An aggregate is only a uuid: it exists once some provider has named it and is
 never deleted (Placement keeps them too). Setting a provider's aggregates
 replaces the set; from 1.19 the caller names the generation it read, and the
 write moves the generation even if the set did not change (as Placement does).
-Before 1.19 the generation is neither checked nor moved.
+Before 1.19 the generation is neither checked nor moved. New aggregate rows are
+the one thing a store function commits on its own (in a transaction apart, on
+PostgreSQL and MariaDB; see ``_create_apart``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from stratus.placement import errors
 from stratus.placement import schema as s
 from stratus.placement.store.common import bump_generation, record_change
 from stratus.placement.store.common import now as _now
+from stratus.storage import engine as db
 
 GENERATION_CHANGED = (
     "Resource provider's generation already changed. Please update the generation and "
@@ -100,12 +103,46 @@ def set_provider_aggregates(
     return ProviderAggregates(new_gen, list(aggregates))
 
 
+def _known(conn: Connection, uuids: list[str]) -> dict[str, int]:
+    agg = s.placement_aggregates
+    return dict(conn.execute(
+        sa.select(agg.c.uuid, agg.c.id).where(agg.c.uuid.in_(uuids))
+    ).tuples().all())
+
+
+def _create_apart(engine: sa.Engine, uuids: list[str], attempts: int = 3) -> None:
+    """Create these aggregate rows in short transactions of their own, as Placement does.
+
+    Inside the caller's transaction, writers naming the same new aggregates wait
+    on each other's uncommitted inserts until their whole writes end, and InnoDB
+    breaks such a chain of three as a deadlock. An aggregate row is only a
+    uuid's id, harmless to keep should the caller's write then fail.
+    """
+    agg = s.placement_aggregates
+    for attempt in range(1, attempts + 1):
+        try:
+            with db.write(engine) as conn:
+                for agg_uuid in uuids:
+                    try:
+                        with conn.begin_nested():
+                            conn.execute(sa.insert(agg).values(uuid=agg_uuid))
+                    except sa.exc.IntegrityError:
+                        pass   # another writer made it first
+            return
+        except sa.exc.DBAPIError as exc:
+            if attempt == attempts or not db.is_contention(exc):
+                raise
+
+
 def _ensure_aggregates(conn: Connection, uuids: list[str]) -> list[int]:
     """Ids for these aggregate uuids, creating the ones never seen before."""
     agg = s.placement_aggregates
-    found = dict(conn.execute(
-        sa.select(agg.c.uuid, agg.c.id).where(agg.c.uuid.in_(uuids))
-    ).tuples().all())
+    found = _known(conn, uuids)
+    missing = [u for u in uuids if u not in found]
+    if missing and not db.is_sqlite(conn):
+        # (SQLite has one writer at a time: a second transaction would wait for ours.)
+        _create_apart(conn.engine, missing)
+        found.update(_known(conn, missing))   # committed, so this statement sees them
     for agg_uuid in uuids:
         if agg_uuid in found:
             continue

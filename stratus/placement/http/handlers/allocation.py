@@ -27,20 +27,6 @@ from stratus.storage import engine as db
 
 CHANGED = "Inventory and/or allocations changed while attempting to allocate: "
 
-# Driver error codes that mean "a concurrent transaction got in the way":
-# PostgreSQL deadlock / serialization failure, MySQL deadlock / lock wait timeout.
-_PG_RETRYABLE = {"40P01", "40001"}
-_MYSQL_RETRYABLE = {1213, 1205}
-
-
-def _is_contention(exc: sa.exc.DBAPIError) -> bool:
-    orig = exc.orig
-    if getattr(orig, "sqlstate", None) in _PG_RETRYABLE:
-        return True
-    args = getattr(orig, "args", ())
-    return bool(args) and args[0] in _MYSQL_RETRYABLE
-
-
 @contextlib.contextmanager
 def write_transaction(req: Req) -> Iterator[Connection]:
     """``db.write``, where a deadlock the database broke becomes a clean 409 to retry."""
@@ -48,7 +34,7 @@ def write_transaction(req: Req) -> Iterator[Connection]:
         with db.write(req.app.engine) as conn:
             yield conn
     except sa.exc.DBAPIError as exc:
-        if _is_contention(exc):
+        if db.is_contention(exc):
             raise errors.ConcurrentUpdate(CHANGED + consumers.CONCURRENT) from None
         raise
 
