@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.client import Client
+from stratus.storage import engine
 from tools import peer as peer_tool
 from tools import procs
 from tools.stratus_server import StratusServer
@@ -104,12 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.db == "mysql" and not peer_tool.mysql_reachable():
         raise SystemExit("MariaDB at 127.0.0.1:3306 is not reachable; use --db sqlite")
     rows: list[tuple] = []
-    print(f"Stratus ({args.db})...", flush=True)
+    driver = f", {engine.mysql_driver()} for both" if args.db == "mysql" else ""
+    print(f"Stratus ({args.db}{driver})...", flush=True)
     with StratusServer(args.db, workers=1) as ours:
         rows += run("Stratus", ours.url, args.claims, args.step, db_pid)
     if not args.no_peer:
         print(f"reference ({args.db})...", flush=True)
-        with peer_tool.PeerServer(args.db, workers=1) as ref:
+        with peer_tool.PeerServer(args.db, workers=1,
+                                  mysql_driver=engine.mysql_driver()) as ref:
             rows += run("reference", ref.url, args.claims, args.step, db_pid)
     print("\n| server | claims the host holds | median ms per claim | database CPU ms per claim |")
     print("|---|---:|---:|---:|")

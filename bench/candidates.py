@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.claims import ClaimResult, run_claims
 from bench.client import Client
+from stratus.storage import engine
 from tools import loader, procs
 from tools import peer as peer_tool
 from tools.stratus_server import StratusServer
@@ -178,10 +179,14 @@ def _loads(runs: list[ServerRun], label: str) -> str:
     return " / ".join(f"{run.load[label]:.1f}" for run in runs if label in run.load)
 
 
+def _driver_note(db: str) -> str:
+    return f" through {engine.mysql_driver()} for both servers" if db == "mysql" else ""
+
+
 def markdown(results: dict[int, list[ServerRun]], args: argparse.Namespace, db: str) -> str:
     out = [f"Machine: {machine()}.  ", f"Code: {revision()}; reference: openstack-placement "
            f"{peer_tool.PEER_VERSION} under gunicorn.  ",
-           f"Database: {db}; workers: Stratus {args.workers}, reference "
+           f"Database: {db}{_driver_note(db)}; workers: Stratus {args.workers}, reference "
            f"{1 if db == 'sqlite' else args.workers}; microversion {VERSION}; "
            f"{args.repeats} timed repeats per query after one warm-up; client: "
            "http.client, one keep-alive connection (bench/client.py). Load: the one-minute "
@@ -273,7 +278,9 @@ def main(argv: list[str] | None = None) -> int:
             ours = StratusServer(db, workers=args.workers)
             runs.append(run_server("Stratus", ours, world, args, size > args.http_load_max, hot))
         if not args.no_peer and size <= args.peer_max_size:
-            ref = peer_tool.PeerServer(db, workers=1 if db == "sqlite" else args.workers)
+            # The reference gets the MySQL driver Stratus takes (engine.mysql_driver).
+            ref = peer_tool.PeerServer(db, workers=1 if db == "sqlite" else args.workers,
+                                       mysql_driver=engine.mysql_driver())
             runs.append(run_server("reference", ref, world, args, False, hot))
         results[size] = runs
         print(markdown({size: runs}, args, db), flush=True)

@@ -122,6 +122,20 @@ def _mysql_connect(admin_url: str):
                            connect_timeout=3, autocommit=True)
 
 
+def ensure_package(venv: Path, module: str, requirement: str, log=print) -> None:
+    """Install ``requirement`` into the reference's venv unless ``module`` imports there."""
+    python = str(venv / "bin" / "python")
+    if subprocess.run([python, "-c", f"import {module}"], capture_output=True).returncode == 0:
+        return
+    log(f"installing {requirement} into {venv}...")
+    result = subprocess.run([python, "-m", "pip", "install", "--quiet",
+                             "--disable-pip-version-check", requirement],
+                            capture_output=True, text=True, timeout=900)
+    if result.returncode != 0:
+        raise PeerUnavailable(f"pip could not install {requirement} for the reference:\n"
+                              + result.stderr[-2000:])
+
+
 class PeerServer:
     """The reference Placement under gunicorn on a scratch database.
 
@@ -131,8 +145,12 @@ class PeerServer:
 
     def __init__(self, db: str = "sqlite", workers: int = 1, port: int | None = None,
                  venv: str | Path | None = None, randomize: bool = False,
-                 mysql_admin: str = MYSQL_ADMIN, extra_env: dict[str, str] | None = None) -> None:
+                 mysql_admin: str = MYSQL_ADMIN, extra_env: dict[str, str] | None = None,
+                 mysql_driver: str = "pymysql") -> None:
         self.db = db
+        # "pymysql" (Placement's documented choice) or "mysqldb" (mysqlclient, added
+        # to the venv on first use): benches give it the driver Stratus runs with.
+        self.mysql_driver = mysql_driver
         self.workers = workers
         self.port = port or procs.free_port()
         self.venv_arg = venv
@@ -157,11 +175,18 @@ class PeerServer:
                 cur.execute(f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
             conn.close()
             self._mysql_db = name
-            return f"{self.mysql_admin.rstrip('/')}/{name}?charset=utf8mb4"
+            from sqlalchemy.engine import make_url
+
+            url = make_url(self.mysql_admin).set(
+                drivername=f"mysql+{self.mysql_driver}", database=name,
+                query={"charset": "utf8mb4"})
+            return url.render_as_string(hide_password=False)
         return self.db
 
     def start(self, timeout: float = 120.0) -> PeerServer:
         venv = ensure_venv(self.venv_arg)
+        if self.db == "mysql" and self.mysql_driver == "mysqldb":
+            ensure_package(venv, "MySQLdb", "mysqlclient")
         workdir = procs.make_workdir("stratus-peer-")
         self.db_url = self._database_url(workdir)
         env = {k: v for k, v in os.environ.items()

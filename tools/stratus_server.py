@@ -62,8 +62,11 @@ class StratusServer:
                 conn.exec_driver_sql(f"CREATE DATABASE {name}")
             engine.dispose()
             self._scratch = (admin, name)
-            return sa.engine.make_url(admin).set(database=name).render_as_string(
-                hide_password=False)
+            url = sa.engine.make_url(admin).set(database=name)
+            if self.db == "mysql":
+                # Plain mysql://: Stratus takes mysqlclient when installed, else PyMySQL.
+                url = url.set(drivername="mysql")
+            return url.render_as_string(hide_password=False)
         return self.db
 
     def create_database(self) -> str:

@@ -175,7 +175,8 @@ def connect(url: str, seconds: float) -> Any:
     try:
         engine = db.create_engine(url)
     except ModuleNotFoundError as exc:
-        hint = {"psycopg": "stratus[postgres]", "pymysql": "stratus[mysql]"}.get(
+        hint = {"psycopg": "stratus[postgres]", "pymysql": "stratus[mysql]",
+                "MySQLdb": "stratus[mysqlclient]"}.get(
             str(exc.name), str(exc.name))
         fail(f"the database URL {shown} needs the {exc.name} driver: pip install '{hint}'")
     except Exception as exc:
