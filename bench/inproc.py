@@ -81,6 +81,12 @@ def requests(world: Any) -> dict[str, Callable[[], dict[str, Any]]]:
         "classes": lambda: environ("GET", "/resource_classes/VCPU"),
         "limit50": lambda: environ("GET", "/allocation_candidates",
                                    "resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&limit=50"),
+        # bench/candidates.py's nested query: 32 candidates at 1,000 providers.
+        "nested": lambda: environ(
+            "GET", "/allocation_candidates",
+            "resources=DISK_GB:10&resources_NUMA=VCPU:2,MEMORY_MB:1024"
+            "&resources_PORT=NET_BW_EGR_KILOBIT_PER_SEC:1000,NET_BW_IGR_KILOBIT_PER_SEC:1000"
+            "&required_PORT=CUSTOM_PHYSNET_PUBLIC&group_policy=isolate"),
         "claim": claim,
     }
 
@@ -92,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size", type=int, default=1000)
     p.add_argument("--n", type=int, default=500, help="requests per kind")
     p.add_argument("--warmup", type=int, default=20, help="untimed requests per kind first")
-    p.add_argument("--profile", help="profile this kind (root, classes, limit50, claim)")
+    p.add_argument("--profile", help="profile this kind (root, classes, limit50, nested, claim)")
     p.add_argument("--only", help="comma-separated kinds to time")
     p.add_argument("--profile-out", metavar="PATH", help="also save the profile (pstats)")
     args = p.parse_args(argv)

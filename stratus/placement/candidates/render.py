@@ -86,7 +86,8 @@ def _candidates_text(index: ProviderIndex, found: list[Candidate], shape: Shape)
     """Tree candidates in the 1.12+ shape, written directly (json.dumps would
     need a dict per provider per candidate)."""
     names = index.names.rc_name
-    rc_text = {rc: json.dumps(name) for rc, name in names.items()}
+    # Quoted on first use: the index knows every class (a few hundred), a query a few.
+    rc_text: dict[int, str] = {}
     uuid_text: dict[int, str] = {}
 
     def uuid(p: int) -> str:
@@ -95,11 +96,19 @@ def _candidates_text(index: ProviderIndex, found: list[Candidate], shape: Shape)
             text = uuid_text[p] = json.dumps(index.uuids[p])
         return text
 
+    def resources(res: dict[int, int]) -> str:
+        parts = []
+        for rc, amount in res.items():
+            name = rc_text.get(rc)
+            if name is None:
+                name = rc_text[rc] = json.dumps(names[rc])
+            parts.append(f"{name}: {amount}")
+        return ", ".join(parts)
+
     out = []
     for c in found:
         allocations = ", ".join(
-            f'{uuid(p)}: {{"resources": {{'
-            + ", ".join(f"{rc_text[rc]}: {amount}" for rc, amount in res.items()) + "}}"
+            f'{uuid(p)}: {{"resources": {{{resources(res)}}}}}'
             for p, res in c.allocations.items())
         text = f'{{"allocations": {{{allocations}}}'
         if shape.mappings:
