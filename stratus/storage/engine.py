@@ -54,12 +54,17 @@ def mysql_driver() -> str:
 def normalize_url(url: str) -> str:
     """Accept the URL spellings operators already use and pick our drivers.
 
-    ``mysql://`` means mysqlclient when it is installed, else PyMySQL (see
-    :func:`mysql_driver`); ``mysql+pymysql://`` and ``mysql+mysqldb://`` name one.
+    ``mysql://`` (or ``mariadb://``) means mysqlclient when it is installed, else
+    PyMySQL (see :func:`mysql_driver`); ``mysql+pymysql://`` and ``mysql+mysqldb://``
+    name one.
     ``postgresql://`` and ``postgresql+psycopg2://`` both mean psycopg 3, the
     driver we ship.
     """
     u = sa.engine.make_url(url)
+    if u.get_backend_name() == "mariadb":
+        # SQLAlchemy's MySQL dialect recognises a MariaDB server by itself; one name
+        # keeps every MySQL-family setting below (and the code's dialect checks) in force.
+        u = u.set(drivername="mysql" + u.drivername[len("mariadb"):])
     if u.get_backend_name() == "mysql":
         if u.drivername not in ("mysql+pymysql", "mysql+mysqldb"):
             u = u.set(drivername=f"mysql+{mysql_driver()}")
@@ -194,7 +199,12 @@ def is_contention(exc: BaseException) -> bool:
             args = getattr(orig, "args", ())
             if args and args[0] in _MYSQL_CONTENTION:
                 return True
-        seen = seen.__cause__ or seen.__context__
+        if seen.__cause__ is not None:
+            seen = seen.__cause__
+        elif seen.__suppress_context__:   # "raise ... from None": not part of the story
+            return False
+        else:
+            seen = seen.__context__
     return False
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from stratus.placement.http.app import PlacementApp, build_wsgi
 from stratus.storage import engine as db
-from tests.conftest import LiveServer, PlacementClient, make_config
+from tests.conftest import LiveServer, PlacementClient, assert_books_balance, make_config
 from tests.functional.test_allocations import add_provider, body, new_uuid
 
 pytestmark = pytest.mark.all_backends
@@ -296,3 +296,59 @@ def test_claims_moves_and_deletes_racing_keep_the_totals_exact(live_server):
         raise failures[0]
     assert held
     _check_books(live_server.url, providers, {"accepted": held, "doomed": []})
+
+
+def test_one_consumer_deleted_and_rewritten_at_once_keeps_the_totals(live_server,
+                                                                    placement_app):
+    """A client retrying a DELETE, and another rewriting the same consumer meanwhile:
+    the deletes must not each subtract what the consumer held, nor subtract the old
+    amounts after the rewrite replaced them."""
+    providers = _providers(live_server.url)
+    outcomes: list[tuple[str, int]] = []
+    failures: list[BaseException] = []
+    lock = threading.Lock()
+    with httpx.Client(base_url=live_server.url, headers=HEADERS, timeout=120) as http:
+        for _ in range(8):
+            consumer = new_uuid()
+            resp = http.put(f"/allocations/{consumer}",
+                            json=body({providers[0]: {"VCPU": 3, "MEMORY_MB": 1536}}, None))
+            assert resp.status_code == 204, resp.text
+            barrier = threading.Barrier(4)
+
+            def act(kind: str, consumer: str = consumer, barrier=barrier) -> None:
+                try:
+                    with httpx.Client(base_url=live_server.url, headers=HEADERS,
+                                      timeout=120) as own:
+                        barrier.wait()
+                        if kind == "delete":
+                            r = own.delete(f"/allocations/{consumer}")
+                        else:
+                            r = own.put(f"/allocations/{consumer}", json=body(
+                                {providers[1]: {"VCPU": 5, "MEMORY_MB": 2560}}, 1))
+                        with lock:
+                            outcomes.append((kind, r.status_code))
+                except BaseException as exc:
+                    with lock:
+                        failures.append(exc)
+
+            threads = [threading.Thread(target=act, args=(k,))
+                       for k in ("delete", "delete", "delete", "rewrite")]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=120)
+        if failures:
+            raise failures[0]
+        assert {status for kind, status in outcomes if kind == "delete"} <= {204, 404, 409}
+        assert {status for kind, status in outcomes if kind == "rewrite"} <= {204, 409}
+        # Whatever each round left, usage is what the surviving allocations add up to.
+        held: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(CAPACITY, 0))
+        for rp in providers:
+            allocs = http.get(f"/resource_providers/{rp}/allocations").json()["allocations"]
+            for entry in allocs.values():
+                for rc, amount in entry["resources"].items():
+                    held[rp][rc] += amount
+            usage = http.get(f"/resource_providers/{rp}/usages").json()["usages"]
+            assert usage == held[rp], (rp, usage, held[rp])
+    # And the running totals claims check against are still those sums.
+    assert_books_balance(placement_app.engine)

@@ -9,6 +9,7 @@ from alembic.migration import MigrationContext
 
 from stratus.placement import db as placement_db
 from stratus.placement import schema
+from stratus.placement.store import common
 from stratus.storage import engine as db
 from stratus.storage import migrate
 
@@ -102,5 +103,27 @@ def test_upgrade_from_0002_fills_the_running_usage_totals(empty_database_url):
             used = dict(conn.execute(sa.select(schema.inventories.c.resource_class_id,
                                                schema.inventories.c.used)).all())
         assert used == {1001: 5, 1002: 10}
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_from_0001_prunes_a_long_change_log_once(empty_database_url):
+    """The log a database gathered before pruning existed goes at the upgrade, not in
+    the first write after it (which would hold the counter every writer waits for)."""
+    engine = db.create_engine(empty_database_url)
+    try:
+        migrate.upgrade(engine, placement_db.MIGRATIONS, "0001")
+        last = common.KEEP_CHANGES + 50
+        with db.write(engine) as conn:
+            conn.execute(sa.text("INSERT INTO change_counter (id, value) VALUES (1, :v)"),
+                         {"v": last})
+            conn.execute(sa.text("INSERT INTO provider_changes (seq, resource_provider_id) "
+                                 "VALUES (:s, NULL)"), [{"s": q} for q in range(1, last + 1, 10)])
+        placement_db.sync(engine)
+        with db.read(engine) as conn:
+            pruned = conn.execute(sa.select(schema.change_counter.c.pruned_through)).scalar_one()
+            oldest = conn.execute(sa.select(sa.func.min(schema.provider_changes.c.seq))).scalar()
+        assert pruned == last - common.KEEP_CHANGES
+        assert oldest is not None and oldest > pruned
     finally:
         engine.dispose()

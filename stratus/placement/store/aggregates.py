@@ -138,7 +138,7 @@ def _ensure_aggregates(conn: Connection, uuids: list[str]) -> list[int]:
     """Ids for these aggregate uuids, creating the ones never seen before."""
     agg = s.placement_aggregates
     found = _known(conn, uuids)
-    missing = [u for u in uuids if u not in found]
+    missing = sorted(u for u in uuids if u not in found)   # one lock order for all writers
     if missing and not db.is_sqlite(conn):
         # (SQLite has one writer at a time: a second transaction would wait for ours.)
         _create_apart(conn.engine, missing)

@@ -188,6 +188,9 @@ _OLD = (sa.select(_a.c.consumer_id, _a.c.resource_provider_id, _a.c.resource_cla
         .where(_a.c.consumer_id.in_(_ids("consumers"))))
 _DELETE_OLD = sa.delete(_a).where(_a.c.consumer_id.in_(_ids("consumers")))
 _INSERT = sa.insert(_a)
+# (SQLite ignores FOR UPDATE; its writers hold the database's write lock anyway.)
+_LOCK_CONSUMER = (sa.select(s.consumers.c.id).where(s.consumers.c.uuid == sa.bindparam("uuid"))
+                  .with_for_update())
 
 
 # ---- 1. everything named, in one statement -------------------------------------
@@ -319,7 +322,12 @@ def shift_usage(conn: Connection, deltas: Mapping[Key, int]) -> None:
     params: dict[str, int] = {}
     for i, ((provider_id, class_id), amount) in enumerate(moved):
         params.update({f"p{i}": provider_id, f"c{i}": class_id, f"d{i}": amount})
-    conn.execute(_shift_statement(len(moved)), params)
+    matched = conn.execute(_shift_statement(len(moved)), params).rowcount
+    if matched != len(moved):
+        # An allocation against an inventory that is not there: the books no longer
+        # balance, so refuse the write (it rolls back) rather than drift silently.
+        raise RuntimeError(f"usage totals: {len(moved) - matched} of {len(moved)} "
+                           "(provider, class) pairs have no inventory row")
 
 
 @dataclass(frozen=True)
@@ -491,18 +499,22 @@ def delete(conn: Connection, uuid: str) -> None:
 
     As in Placement, provider generations do not move: usage only shrinks.
     """
-    consumer = consumers.get(conn, uuid)
+    # Lock the consumer before reading what it holds: every other write of its
+    # allocations locks it too (apply advances its generation), so the rows read
+    # here are the rows deleted, and the totals move by exactly their amounts. A
+    # write that got in first is committed and seen; a second DELETE finds no consumer.
+    consumer_id = conn.execute(_LOCK_CONSUMER, {"uuid": uuid}).scalar()
     a = s.allocations
-    held = [] if consumer is None else conn.execute(
+    held = [] if consumer_id is None else conn.execute(
         sa.select(a.c.resource_provider_id, a.c.resource_class_id, a.c.used)
-        .where(a.c.consumer_id == consumer.id)
+        .where(a.c.consumer_id == consumer_id)
     ).all()
-    if consumer is None or not held:
+    if consumer_id is None or not held:
         raise errors.NotFound(f"No allocations for consumer '{uuid}'")
-    conn.execute(sa.delete(a).where(a.c.consumer_id == consumer.id))
+    conn.execute(sa.delete(a).where(a.c.consumer_id == consumer_id))
     freed: dict[Key, int] = defaultdict(int)
     for provider_id, class_id, used in held:
         freed[(provider_id, class_id)] -= int(used)
     shift_usage(conn, freed)
-    consumers.delete_if_unallocated(conn, [consumer.id])
+    consumers.delete_if_unallocated(conn, [int(consumer_id)])
     record_change(conn, {provider_id for provider_id, _class, _used in held})
