@@ -2,7 +2,8 @@
 
 ``stratus-manage placement db sync`` and ``db version`` work as
 ``placement-manage db sync`` / ``db version`` do, on SQLite, PostgreSQL and
-MariaDB, reading the same placement.conf.
+MariaDB, reading the same placement.conf. ``db check-usage`` checks (and with
+``--fix`` repairs) the running usage totals against the allocations.
 """
 
 from __future__ import annotations
@@ -41,6 +42,19 @@ def build_parser() -> argparse.ArgumentParser:
         common.add_config_args(p)
         p.add_argument("--db", metavar="URL", help="database URL (overrides configuration)")
         p.set_defaults(func=func)
+    books = common.add_parser(
+        dsub, "check-usage", help="check the running usage totals against the allocations",
+        description="Check that each inventory's running usage total (what claims are checked "
+        "against) is what its allocations add up to, and that no allocation is against a "
+        "missing inventory. Exit status 0 if the books balance (or --fix balanced them), 1 if "
+        "not. The database is [placement_database] connection, or --db.")
+    common.add_config_args(books)
+    books.add_argument("--db", metavar="URL", help="database URL (overrides configuration)")
+    books.add_argument("--fix", action="store_true",
+                       help="set each differing total to what its allocations add up to "
+                            "(safe while Placement serves: it locks the inventories it reads)")
+    books.add_argument("--json", action="store_true", help="print the findings as JSON")
+    books.set_defaults(func=cmd_db_check_usage)
     cell_v2.add_commands(top)
     return parser
 
@@ -79,6 +93,45 @@ def cmd_db_version(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     return 0
+
+
+def cmd_db_check_usage(args: argparse.Namespace) -> int:
+    import dataclasses
+    import json
+
+    from stratus.placement.store import books
+    from stratus.storage import engine as db
+
+    engine = _engine(args)
+    try:
+        if args.fix:
+            with db.write(engine) as conn:
+                fixed = books.repair(conn)
+                wrong, orphans = books.drift(conn)   # what is left (orphans only)
+        else:
+            with db.read(engine) as conn:
+                wrong, orphans = books.drift(conn)
+            fixed = []
+    finally:
+        engine.dispose()
+    if args.json:
+        print(json.dumps({"fixed": [dataclasses.asdict(d) for d in fixed],
+                          "differing": [dataclasses.asdict(d) for d in wrong],
+                          "without_inventory": [dataclasses.asdict(d) for d in orphans]},
+                         indent=2))
+    else:
+        for d in fixed:
+            print(f"fixed: provider {d.provider_uuid} {d.resource_class}: total was {d.kept}, "
+                  f"its allocations add up to {d.allocated}")
+        for d in wrong:
+            print(f"differs: provider {d.provider_uuid} {d.resource_class}: total {d.kept}, "
+                  f"its allocations add up to {d.allocated} (--fix sets it)")
+        for d in orphans:
+            print(f"no inventory: provider {d.provider_uuid} {d.resource_class} has "
+                  f"{d.allocated} allocated and no inventory of it")
+        if not (fixed or wrong or orphans):
+            print("the usage totals match the allocations")
+    return 1 if wrong or orphans else 0
 
 
 def _revision(engine: Any) -> str | None:
