@@ -46,48 +46,17 @@ def _clean_refusal(resp: httpx.Response) -> str:
     return "capacity"
 
 
-def _race(url: str, providers: list[str], seed: int) -> dict[str, Any]:
-    """Run the clients; return what was accepted, what was refused, and the doomed consumers."""
-    accepted: dict[str, dict[str, dict[str, int]]] = {}
-    refusals: list[str] = []
-    doomed: list[str] = []
+def _run_threads(target: Any, count: int = THREADS) -> None:
+    """Run ``target(n)`` on ``count`` threads at once; re-raise the first failure."""
     failures: list[BaseException] = []
-    lock = threading.Lock()
-    barrier = threading.Barrier(THREADS)
 
-    def client_thread(n: int) -> None:
-        rng = random.Random(seed * 1000 + n)
+    def guarded(n: int) -> None:
         try:
-            with httpx.Client(base_url=url, headers=HEADERS, timeout=120) as http:
-                barrier.wait()
-                for i in range(REQUESTS_PER_THREAD):
-                    vcpu = rng.randint(1, 4)
-                    claim = {rng.choice(providers): {"VCPU": vcpu, "MEMORY_MB": 512 * vcpu}}
-                    consumer = new_uuid()
-                    if i % 3 == 2:
-                        # A two-consumer POST where the second part can never fit:
-                        # the first (valid) part must not survive the refusal.
-                        target = rng.choice(providers)
-                        impossible = new_uuid()
-                        resp = http.post("/allocations", json={
-                            consumer: body(claim, None),
-                            impossible: body({target: {"VCPU": CAPACITY["VCPU"] + 1}}, None),
-                        })
-                        with lock:
-                            doomed.extend([consumer, impossible])
-                            refusals.append(_clean_refusal(resp))
-                        continue
-                    resp = http.put(f"/allocations/{consumer}", json=body(claim, None))
-                    with lock:
-                        if resp.status_code == 204:
-                            accepted[consumer] = claim
-                        else:
-                            refusals.append(_clean_refusal(resp))
+            target(n)
         except BaseException as exc:
-            with lock:
-                failures.append(exc)
+            failures.append(exc)
 
-    threads = [threading.Thread(target=client_thread, args=(n,)) for n in range(THREADS)]
+    threads = [threading.Thread(target=guarded, args=(n,)) for n in range(count)]
     for t in threads:
         t.start()
     for t in threads:
@@ -95,6 +64,45 @@ def _race(url: str, providers: list[str], seed: int) -> dict[str, Any]:
     assert not any(t.is_alive() for t in threads), "a client thread hung"
     if failures:
         raise failures[0]
+
+
+def _race(url: str, providers: list[str], seed: int) -> dict[str, Any]:
+    """Run the clients; return what was accepted, what was refused, and the doomed consumers."""
+    accepted: dict[str, dict[str, dict[str, int]]] = {}
+    refusals: list[str] = []
+    doomed: list[str] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(THREADS)
+
+    def client_thread(n: int) -> None:
+        rng = random.Random(seed * 1000 + n)
+        with httpx.Client(base_url=url, headers=HEADERS, timeout=120) as http:
+            barrier.wait()
+            for i in range(REQUESTS_PER_THREAD):
+                vcpu = rng.randint(1, 4)
+                claim = {rng.choice(providers): {"VCPU": vcpu, "MEMORY_MB": 512 * vcpu}}
+                consumer = new_uuid()
+                if i % 3 == 2:
+                    # A two-consumer POST where the second part can never fit:
+                    # the first (valid) part must not survive the refusal.
+                    target = rng.choice(providers)
+                    impossible = new_uuid()
+                    resp = http.post("/allocations", json={
+                        consumer: body(claim, None),
+                        impossible: body({target: {"VCPU": CAPACITY["VCPU"] + 1}}, None),
+                    })
+                    with lock:
+                        doomed.extend([consumer, impossible])
+                        refusals.append(_clean_refusal(resp))
+                    continue
+                resp = http.put(f"/allocations/{consumer}", json=body(claim, None))
+                with lock:
+                    if resp.status_code == 204:
+                        accepted[consumer] = claim
+                    else:
+                        refusals.append(_clean_refusal(resp))
+
+    _run_threads(client_thread)
     return {"accepted": accepted, "refusals": refusals, "doomed": doomed}
 
 
@@ -252,48 +260,36 @@ def test_claims_moves_and_deletes_racing_keep_the_totals_exact(live_server):
     running-total updates race the claims' ones. Whatever survives must add up."""
     providers = _providers(live_server.url)
     held: dict[str, dict[str, dict[str, int]]] = {}
-    failures: list[BaseException] = []
     lock = threading.Lock()
     barrier = threading.Barrier(THREADS)
 
     def churn(n: int) -> None:
         rng = random.Random(7000 + n)
-        try:
-            with httpx.Client(base_url=live_server.url, headers=HEADERS, timeout=120) as http:
-                barrier.wait()
-                for _ in range(REQUESTS_PER_THREAD):
-                    consumer, vcpu = new_uuid(), rng.randint(1, 2)
-                    claim = {rng.choice(providers): {"VCPU": vcpu, "MEMORY_MB": 512 * vcpu}}
-                    resp = http.put(f"/allocations/{consumer}", json=body(claim, None))
-                    if resp.status_code != 204:
+        with httpx.Client(base_url=live_server.url, headers=HEADERS, timeout=120) as http:
+            barrier.wait()
+            for _ in range(REQUESTS_PER_THREAD):
+                consumer, vcpu = new_uuid(), rng.randint(1, 2)
+                claim = {rng.choice(providers): {"VCPU": vcpu, "MEMORY_MB": 512 * vcpu}}
+                resp = http.put(f"/allocations/{consumer}", json=body(claim, None))
+                if resp.status_code != 204:
+                    _clean_refusal(resp)
+                    continue
+                action = rng.choice(("keep", "move", "delete"))
+                if action == "move":   # the same consumer, onto another provider
+                    moved = {rng.choice(providers): claim[next(iter(claim))]}
+                    resp = http.put(f"/allocations/{consumer}", json=body(moved, 1))
+                    if resp.status_code == 204:
+                        claim = moved
+                    else:
                         _clean_refusal(resp)
-                        continue
-                    action = rng.choice(("keep", "move", "delete"))
-                    if action == "move":   # the same consumer, onto another provider
-                        moved = {rng.choice(providers): claim[next(iter(claim))]}
-                        resp = http.put(f"/allocations/{consumer}", json=body(moved, 1))
-                        if resp.status_code == 204:
-                            claim = moved
-                        else:
-                            _clean_refusal(resp)
-                    elif action == "delete":
-                        resp = http.delete(f"/allocations/{consumer}")
-                        assert resp.status_code == 204, (resp.status_code, resp.text)
-                        continue
-                    with lock:
-                        held[consumer] = claim
-        except BaseException as exc:
-            with lock:
-                failures.append(exc)
+                elif action == "delete":
+                    resp = http.delete(f"/allocations/{consumer}")
+                    assert resp.status_code == 204, (resp.status_code, resp.text)
+                    continue
+                with lock:
+                    held[consumer] = claim
 
-    threads = [threading.Thread(target=churn, args=(n,)) for n in range(THREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not any(t.is_alive() for t in threads), "a client thread hung"
-    if failures:
-        raise failures[0]
+    _run_threads(churn)
     assert held
     _check_books(live_server.url, providers, {"accepted": held, "doomed": []})
 
