@@ -155,9 +155,6 @@ consumers = sa.Table(
     sa.Index("ix_consumers_project_id_user_id", "project_id", "user_id"),
 )
 
-# Covers "what does provider P use of classes K" (store.common.by_provider_usage).
-USAGE_INDEX = "ix_allocations_resource_provider_class_used"
-
 allocations = sa.Table(
     "allocations",
     metadata,
@@ -174,7 +171,8 @@ allocations = sa.Table(
     ),
     sa.Column("used", sa.Integer, nullable=False),
     *columns.timestamps(),
-    sa.Index(USAGE_INDEX, "resource_provider_id", "resource_class_id", "used"),
+    sa.Index("ix_allocations_resource_provider_class_used", "resource_provider_id",
+             "resource_class_id", "used"),
     sa.Index("ix_allocations_consumer_id", "consumer_id"),
 )
 

@@ -40,11 +40,7 @@ from sqlalchemy.engine import Connection
 from stratus.placement import errors, model
 from stratus.placement import schema as s
 from stratus.placement.store import consumers
-from stratus.placement.store.common import (
-    bump_generation,
-    now,
-    record_change,
-)
+from stratus.placement.store.common import bump_generation, now, record_change
 from stratus.storage import engine as db
 
 DEFAULT_RETRIES = 10

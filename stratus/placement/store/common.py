@@ -111,19 +111,6 @@ def record_change(conn: Connection, provider_ids: Iterable[int | None]) -> int:
     return seq
 
 
-def by_provider_usage(select: sa.Select) -> sa.Select:
-    """``select`` (a sum of one provider's allocations by class) pinned to its index.
-
-    Given a class filter, MariaDB's optimizer takes the resource_class_id
-    foreign-key index instead: every allocation of those classes in the cloud,
-    read to sum one provider's. A claim then cost the database O(allocations
-    in the cloud) rather than O(allocations on the provider): 5 ms of its CPU
-    per claim with 4,000 allocations over 20 hosts, 1 ms with the index.
-    The hint is MySQL-only; SQLite and PostgreSQL choose the index themselves.
-    """
-    return select.with_hint(s.allocations, f"FORCE INDEX ({s.USAGE_INDEX})", "mysql")
-
-
 def resource_class_ids(conn: Connection, names: Iterable[str]) -> dict[str, int]:
     """Map resource class names to ids; BadRequest naming the first unknown one."""
     wanted = set(names)

@@ -35,7 +35,7 @@ from stratus.placement.model import (
     capacity,
     capacity_acceptable,
 )
-from stratus.placement.store.common import by_provider_usage, now
+from stratus.placement.store.common import now
 
 LOG = logging.getLogger(__name__)
 
@@ -188,15 +188,13 @@ def _values(inv: Inventory) -> dict[str, Any]:
 
 
 def _usage(conn: Connection, provider_id: int, rc_ids: Iterable[int]) -> dict[int, int]:
-    alloc = s.allocations
+    """What is allocated of these classes on the provider, where anything is
+    (the running totals, which every allocation write keeps)."""
     rows = conn.execute(
-        by_provider_usage(
-            sa.select(alloc.c.resource_class_id, sa.func.sum(alloc.c.used))
-            .where(alloc.c.resource_provider_id == provider_id,
-                   alloc.c.resource_class_id.in_(list(rc_ids)))
-            .group_by(alloc.c.resource_class_id)
-            .order_by(alloc.c.resource_class_id)
-        )
+        sa.select(_inv.c.resource_class_id, _inv.c.used)
+        .where(_inv.c.resource_provider_id == provider_id,
+               _inv.c.resource_class_id.in_(list(rc_ids)), _inv.c.used != 0)
+        .order_by(_inv.c.resource_class_id)
     )
     return {int(rc_id): int(used) for rc_id, used in rows}
 
