@@ -56,8 +56,7 @@ def bulk_of(records: list[ProviderRecord]) -> ProviderIndex:
         names(),
         [(r.id, r.uuid, r.parent_id, r.root_id) for r in records],
         [(r.id, i.rc_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size,
-          i.allocation_ratio) for r in records for i in r.inventories],
-        [(r.id, i.rc_id, i.used) for r in records for i in r.inventories if i.used],
+          i.allocation_ratio, i.used) for r in records for i in r.inventories],
         [(r.id, t) for r in records for t in r.trait_ids],
         [(r.id, a) for r in records for a in r.aggregate_ids],
     )

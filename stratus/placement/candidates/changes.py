@@ -102,10 +102,8 @@ def load(conn: Connection, value: int) -> ProviderIndex:
     names = load_names(conn)
     names.add_aggregates(_raw(conn, "SELECT id, uuid FROM placement_aggregates"))
     inventories = _raw(conn, "SELECT resource_provider_id, resource_class_id, total, "
-                             "reserved, min_unit, max_unit, step_size, allocation_ratio "
-                             "FROM inventories")
-    usage = _raw(conn, "SELECT resource_provider_id, resource_class_id, used "
-                       "FROM inventories WHERE used <> 0")
+                             "reserved, min_unit, max_unit, step_size, allocation_ratio, "
+                             "used FROM inventories")
     traits = _raw(conn, "SELECT resource_provider_id, trait_id FROM resource_provider_traits")
     aggregates = _raw(conn, "SELECT resource_provider_id, aggregate_id "
                             "FROM resource_provider_aggregates")
@@ -117,7 +115,7 @@ def load(conn: Connection, value: int) -> ProviderIndex:
         fresh = load_names(conn)
         fresh.agg_uuid, fresh.agg_id = names.agg_uuid, names.agg_id
         names = fresh
-    index = ProviderIndex.bulk(names, providers, inventories, usage, traits, aggregates)
+    index = ProviderIndex.bulk(names, providers, inventories, traits, aggregates)
     index.seq = value
     return index
 

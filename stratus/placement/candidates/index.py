@@ -10,8 +10,8 @@ numpy columns indexed by slot:
   COMPUTE_STATUS_DISABLED" is evaluated once per distinct set (a few hundred in
   a large cloud), then gathered over slots in one vector operation;
 - inventory: one :class:`RcColumn` per resource class, dense over slots
-  (``has``, ``cap = (total - reserved) * allocation_ratio``, ``used`` summed
-  from allocations, ``free = cap - used``, min_unit, max_unit, step_size).
+  (``has``, ``cap = (total - reserved) * allocation_ratio``, ``used`` (the
+  inventory's running total), ``free = cap - used``, min_unit, max_unit, step_size).
   "Which providers can take 4 more VCPU" is ``has & (free >= 4) & ...`` over a
   slice of slots, with no gather or scatter.
 
@@ -317,13 +317,12 @@ class ProviderIndex:
 
     @classmethod
     def bulk(cls, names: Names, providers: list[tuple], inventories: list[tuple],
-             usage: list[tuple], traits: list[tuple], aggregates: list[tuple]
-             ) -> ProviderIndex:
+             traits: list[tuple], aggregates: list[tuple]) -> ProviderIndex:
         """An index of every provider from the tables' rows, built column-wise.
 
         ``providers``: (id, uuid, parent_id, root_id); ``inventories``: (provider
-        id, class id, total, reserved, min_unit, max_unit, step_size, ratio);
-        ``usage``: (provider id, class id, used); ``traits`` and ``aggregates``:
+        id, class id, total, reserved, min_unit, max_unit, step_size, ratio,
+        used); ``traits`` and ``aggregates``:
         (provider id, trait or aggregate id). The same result as :meth:`apply`
         of every record, many times faster.
         """
@@ -364,7 +363,7 @@ class ProviderIndex:
         if sharing is not None:
             holds = index.traits.table(lambda t: sharing in t)[index.trait_sig[:n]]
             index.sharing = {int(s) for s in np.flatnonzero(holds)}
-        index._bulk_inventories(inventories, usage)
+        index._bulk_inventories(inventories)
         trees: dict[int, list[int]] = {}
         for s in np.flatnonzero(index.parent[:n] >= 0).tolist():
             trees.setdefault(int(index.root[s]), []).append(s)
@@ -373,11 +372,13 @@ class ProviderIndex:
             index.in_tree[members] = True
         return index
 
-    def _bulk_inventories(self, inventories: list[tuple], usage: list[tuple]) -> None:
+    def _bulk_inventories(self, inventories: list[tuple]) -> None:
         slot = self.slot_of_id
         by_rc: dict[int, list[tuple]] = {}
-        for pid, rc, *fields in inventories:
+        used_by_rc: dict[int, list[int]] = {}
+        for pid, rc, *fields, used in inventories:
             by_rc.setdefault(int(rc), []).append((slot[pid], *fields))
+            used_by_rc.setdefault(int(rc), []).append(int(used or 0))
         for rc, rows in by_rc.items():
             col = self.rc[rc] = RcColumn(self.size)
             data = np.array(rows, dtype=np.float64)
@@ -387,15 +388,11 @@ class ProviderIndex:
             col.min_unit[at] = np.minimum(data[:, 3], MAX_AMOUNT)
             col.max_unit[at] = np.minimum(data[:, 4], MAX_AMOUNT)
             col.step[at] = np.clip(data[:, 5], 1, MAX_AMOUNT)
+            col.used[at] = np.array(used_by_rc[rc], np.int64)   # exact, not via float
             col.count = len(rows)
             col.any_step = bool((data[:, 5] > 1).any())
             # (total - reserved) * ratio in Python floats, exactly as Placement
             # computes it; numpy's float64 arithmetic gives the same result.
-        for pid, rc, amount in usage:
-            column = self.rc.get(int(rc))
-            s = slot.get(pid)
-            if column is not None and s is not None and column.has[s]:
-                column.used[s] = int(amount or 0)
         for col in self.rc.values():
             col.free = col.cap - col.used
             col.free[~col.has] = -1.0
