@@ -106,8 +106,8 @@ def cmd_db_check_usage(args: argparse.Namespace) -> int:
     try:
         if args.fix:
             with db.write(engine) as conn:
-                fixed = books.repair(conn)
-                wrong, orphans = books.drift(conn)   # what is left (orphans only)
+                fixed, orphans = books.repair(conn)
+            wrong = []
         else:
             with db.read(engine) as conn:
                 wrong, orphans = books.drift(conn)

@@ -310,6 +310,15 @@ def _shift_statement(pairs: int) -> sa.Update:
     return sa.update(_inv).where(sa.or_(*keys)).values(used=_inv.c.used + delta)
 
 
+def _amounts(held: Iterable[sa.Row]) -> dict[Key, int]:
+    """Allocation rows (with ``resource_provider_id``, ``resource_class_id`` and
+    ``used``) summed per (provider, class)."""
+    out: dict[Key, int] = defaultdict(int)
+    for row in held:
+        out[(row.resource_provider_id, row.resource_class_id)] += int(row.used)
+    return out
+
+
 def shift_usage(conn: Connection, deltas: Mapping[Key, int]) -> None:
     """Add ``deltas`` ((provider, class) -> amount) to the running totals, in one statement."""
     moved = sorted((key, amount) for key, amount in deltas.items() if amount)
@@ -380,9 +389,7 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
                                                   if o.consumer_id in emptied}
     # What this write's consumers hold now, which the write replaces: the rest of a
     # provider's usage is everyone else's.
-    mine: dict[Key, int] = defaultdict(int)
-    for o in old:
-        mine[(o.resource_provider_id, o.resource_class_id)] += int(o.used)
+    mine = _amounts(old)
 
     if db.is_sqlite(conn):
         # The write began with BEGIN IMMEDIATE: no other writer can move a generation
@@ -405,11 +412,11 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
                 if attempt >= max(retries, 1):
                     raise errors.ConcurrentUpdate(consumers.CONCURRENT) from None
 
-    deltas: dict[Key, int] = defaultdict(int)
+    # Every allocation of these consumers is replaced (or dropped): the totals move
+    # by what is written less what they held.
+    deltas = defaultdict(int, {key: -amount for key, amount in mine.items()})
     for r in rows:
         deltas[r.key] += r.used
-    for o in old:   # every allocation of these consumers is replaced (or dropped)
-        deltas[(o.resource_provider_id, o.resource_class_id)] -= int(o.used)
     if old:
         conn.execute(_DELETE_OLD, {"consumers": existed})
     shift_usage(conn, deltas)
@@ -508,9 +515,6 @@ def delete(conn: Connection, uuid: str) -> None:
     if consumer_id is None or not held:
         raise errors.NotFound(f"No allocations for consumer '{uuid}'")
     conn.execute(sa.delete(a).where(a.c.consumer_id == consumer_id))
-    freed: dict[Key, int] = defaultdict(int)
-    for provider_id, class_id, used in held:
-        freed[(provider_id, class_id)] -= int(used)
-    shift_usage(conn, freed)
+    shift_usage(conn, {key: -amount for key, amount in _amounts(held).items()})
     consumers.delete_if_unallocated(conn, [int(consumer_id)])
     record_change(conn, {provider_id for provider_id, _class, _used in held})

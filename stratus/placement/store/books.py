@@ -59,15 +59,13 @@ def drift(conn: Connection, lock: bool = False) -> tuple[list[Drift], list[Drift
     return wrong, orphans
 
 
-def repair(conn: Connection) -> list[Drift]:
-    """Set every differing total to what its allocations add up to; what was changed.
-
-    Allocations with no inventory row are left for the operator (there is no
-    total to correct; the inventory or the allocations have to be put back).
-    """
-    wrong, _orphans = drift(conn, lock=True)
+def repair(conn: Connection) -> tuple[list[Drift], list[Drift]]:
+    """Set every differing total to what its allocations add up to; what was changed,
+    and the allocations with no inventory row, which are left for the operator (there
+    is no total to correct; the inventory or the allocations have to be put back)."""
+    wrong, orphans = drift(conn, lock=True)
     if not wrong:
-        return []
+        return [], orphans
     inv, rp, rc = s.inventories, s.resource_providers, s.resource_classes
     touched = set()
     for d in wrong:
@@ -80,4 +78,4 @@ def repair(conn: Connection) -> list[Drift]:
                      .values(used=d.allocated))
         touched.add(provider_id)
     record_change(conn, touched)   # candidate indexes reload these providers
-    return wrong
+    return wrong, orphans
