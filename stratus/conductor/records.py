@@ -19,7 +19,7 @@ from stratus.api import schema as api
 from stratus.cells import schema as cs
 from stratus.cells.mappings import CellMapping, get_cell
 
-BUILDING, ERROR = "building", "error"
+ACTIVE, BUILDING, ERROR = "active", "building", "error"
 SCHEDULING, SPAWNING = "scheduling", "spawning"
 
 

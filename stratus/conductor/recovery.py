@@ -27,7 +27,7 @@ from stratus.cells.mappings import CellMapping, list_cells
 from stratus.cells.services import utcnow
 from stratus.conductor import records
 from stratus.conductor.build import ConductorContext
-from stratus.conductor.resize import ACTIVE, confirm_resize, revert_resize
+from stratus.conductor.resize import confirm_resize, revert_resize
 from stratus.scheduler import claims
 from stratus.storage import engine as db
 
@@ -98,7 +98,7 @@ def _roll_back(ctx: ConductorContext, cell: CellMapping, m: moves.Migration) -> 
             method, instance_uuid=m.instance_uuid), f"restore the copy on {m.source_compute}")
     if alive:
         with db.write(engine) as conn:
-            records.update_instance(conn, m.instance_uuid, live_only=True, vm_state=ACTIVE,
+            records.update_instance(conn, m.instance_uuid, live_only=True, vm_state=records.ACTIVE,
                                     task_state=None, host=m.source_compute,
                                     node=m.source_node,
                                     flavor=records.flavor_text(m.old_flavor),

@@ -40,7 +40,6 @@ from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
 
-ACTIVE, ERROR = "active", "error"
 RUNNING = 1
 
 
@@ -245,7 +244,7 @@ class ResizeTask:
         self._undo.rollback()
         with db.write(move.engine) as conn:
             moves.update(conn, self.migration_uuid, status=moves.ERROR)
-            records.update_instance(conn, self.instance_uuid, vm_state=ACTIVE,
+            records.update_instance(conn, self.instance_uuid, vm_state=records.ACTIVE,
                                     task_state=None, fault=f"Resize failed: {reason}")
         self.outcome = f"error: {reason}"
         LOG.warning("resize of %s rolled back: %s", self.instance_uuid, reason)
@@ -280,7 +279,7 @@ def confirm_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: st
     ctx.placement.delete_allocations(migration_uuid)
     with db.write(move.engine) as conn:
         moves.update(conn, migration_uuid, expect=moves.CONFIRMING, status=moves.CONFIRMED)
-        records.update_instance(conn, instance_uuid, live_only=True, vm_state=ACTIVE,
+        records.update_instance(conn, instance_uuid, live_only=True, vm_state=records.ACTIVE,
                                 task_state=None)
     return "confirmed"
 
@@ -322,7 +321,7 @@ def revert_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str
             records.update_instance(conn, instance_uuid, host=source,
                                     node=migration.source_node,
                                     flavor=records.flavor_text(migration.old_flavor),
-                                    vm_state=ERROR, task_state=None,
+                                    vm_state=records.ERROR, task_state=None,
                                     fault=f"Revert of the resize failed: {exc}")
         return f"error: {exc}"
     with db.write(move.engine) as conn:
@@ -331,7 +330,7 @@ def revert_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str
             records.update_instance(conn, instance_uuid, live_only=True, host=source,
                                     node=migration.source_node,
                                     flavor=records.flavor_text(migration.old_flavor),
-                                    vm_state=ACTIVE, task_state=None, power_state=RUNNING)
+                                    vm_state=records.ACTIVE, task_state=None, power_state=RUNNING)
     if not reverted:   # deleted while the source was starting it again
         compute.prepare(server=source).call("terminate_instance", instance_uuid=instance_uuid)
         return "deleted during the revert"

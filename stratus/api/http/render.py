@@ -11,6 +11,7 @@ from stratus.api.store.flavors import Flavor
 from stratus.api.store.hypervisors import Node
 from stratus.api.store.server_groups import ServerGroup
 from stratus.api.store.servers import Server
+from stratus.cells import moves
 from stratus.cells.services import Service
 
 STATUS = {"building": "BUILD", "active": "ACTIVE", "error": "ERROR", "deleted": "DELETED",
@@ -19,9 +20,10 @@ STATUS = {"building": "BUILD", "active": "ACTIVE", "error": "ERROR", "deleted": 
           "SHELVED_OFFLOADED", "rescued": "RESCUE", "soft-delete": "SOFT_DELETED"}
 # Tasks that show as a status of their own (Nova's state map): clients such as
 # `openstack server resize --wait` poll for these to end.
-TASK_STATUS = {("active", "resize_prep"): "RESIZE", ("active", "resize_migrating"): "RESIZE",
-               ("active", "resize_migrated"): "RESIZE", ("active", "resize_finish"): "RESIZE",
-               ("resized", "resize_reverting"): "REVERT_RESIZE"}
+TASK_STATUS = {("active", moves.RESIZE_PREP): "RESIZE",
+               ("active", moves.RESIZE_MIGRATING): "RESIZE",
+               ("active", moves.RESIZE_MIGRATED): "RESIZE",
+               (moves.RESIZED, moves.RESIZE_REVERTING): "REVERT_RESIZE"}
 
 
 def status(s: Server) -> str:
