@@ -26,14 +26,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.claims import ClaimResult, run_claims
-from bench.client import Client
+from bench.client import VERSION, Client
 from stratus.storage import engine
 from tools import loader, procs
 from tools import peer as peer_tool
 from tools.stratus_server import StratusServer
 from tools.worlds import BW_EGR, BW_IGR, World, perfload_world
-
-VERSION = "1.39"
 
 
 def queries(world: World) -> dict[str, str]:

@@ -31,13 +31,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.client import VERSION
 from stratus import config as configuration
 from stratus.placement.service import build_wsgi, load_candidates_index, make_placement
 from tools import loader
 from tools.stratus_server import StratusServer
 from tools.worlds import perfload_world
 
-HEADERS = {"HTTP_X_AUTH_TOKEN": "admin", "HTTP_OPENSTACK_API_VERSION": "placement 1.39"}
+HEADERS = {"HTTP_X_AUTH_TOKEN": "admin", "HTTP_OPENSTACK_API_VERSION": f"placement {VERSION}"}
 
 
 def environ(method: str, path: str, query: str = "", body: bytes = b"") -> dict[str, Any]:

@@ -292,7 +292,7 @@ def write(engine: Engine) -> Iterator[Connection]:
     writers = _sqlite_writers(engine) if is_sqlite(engine) else None
     with writers.turn() if writers is not None else contextlib.nullcontext(), \
             engine.connect() as conn:
-        if is_sqlite(engine):
+        if writers is not None:
             conn.info["stratus_begin"] = "IMMEDIATE"
         with conn.begin():
             yield conn

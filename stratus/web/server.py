@@ -1,8 +1,8 @@
 """uvicorn, configured the way Stratus serves HTTP.
 
-The httptools protocol (a C parser; h11 if httptools is missing): for a trivial app
-it costs 0.19 M instructions per request against h11's 0.61 M, which showed as about
-10% more concurrent claims per second.
+The httptools protocol (a C parser; httptools is a dependency): for a trivial app it
+costs 0.19 M instructions per request against h11's 0.61 M, which showed as about 10%
+more concurrent claims per second.
 
 Accepted sockets get TCP_NODELAY explicitly. asyncio sets it itself only when the
 listening socket reports protocol IPPROTO_TCP, which a socket handed to uvicorn's
@@ -16,33 +16,16 @@ import asyncio
 import contextlib
 import socket
 
-from uvicorn.protocols.http.h11_impl import H11Protocol
-
-try:   # uvicorn's C-parser protocol: about a third of h11's cost per request
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-except ImportError:  # pragma: no cover - httptools is a dependency; h11 is the fallback
-    HttpToolsProtocol = None  # type: ignore[assignment,misc]
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 
-def _no_delay(transport: asyncio.Transport) -> None:
-    sock = transport.get_extra_info("socket")
-    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-class NoDelayH11Protocol(H11Protocol):
+class NoDelayHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        _no_delay(transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         super().connection_made(transport)
 
 
-if HttpToolsProtocol is not None:
-    class NoDelayHttpToolsProtocol(HttpToolsProtocol):
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            _no_delay(transport)
-            super().connection_made(transport)
-
-    HTTP_PROTOCOL = "stratus.web.server:NoDelayHttpToolsProtocol"
-else:  # pragma: no cover
-    HTTP_PROTOCOL = "stratus.web.server:NoDelayH11Protocol"
+HTTP_PROTOCOL = "stratus.web.server:NoDelayHttpToolsProtocol"

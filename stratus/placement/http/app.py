@@ -27,6 +27,7 @@ from stratus.placement.http.errors import HTTPError, error_response
 from stratus.placement.http.policy import Policy
 from stratus.placement.http.routes import ROUTES
 from stratus.placement.http.wsgi import Context, Handler, Req
+from stratus.placement.store.consumers import CONCURRENT
 from stratus.storage import engine as db
 from stratus.web.routing import MethodNotAllowed, NoRoute, Router
 
@@ -76,12 +77,10 @@ class PlacementApp:
         except errors.PlacementError as exc:
             response = error_response(exc, environ, want)
         except sa.exc.DBAPIError as exc:
-            if not db.is_contention(exc):
+            if db.is_contention(exc):   # a deadlock the database broke: nothing was written
+                response = error_response(errors.ConcurrentUpdate(CONCURRENT), environ, want)
+            else:
                 response = self._unexpected(request, request_id, environ, want)
-            else:   # a deadlock the database broke: nothing was written, try again
-                response = error_response(errors.ConcurrentUpdate(
-                    "update conflict: another request changed the same data at the same "
-                    "time. Please retry."), environ, want)
         except Exception:
             response = self._unexpected(request, request_id, environ, want)
         response.headers["x-openstack-request-id"] = request_id
