@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import multiprocessing
 import os
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -48,6 +50,36 @@ def test_writers_in_threads_take_turns_and_every_write_lands(tmp_path):
     with db.read(engine) as conn:
         assert conn.exec_driver_sql("SELECT v FROM t").scalar_one() == 160
     assert most == 1
+    engine.dispose()
+
+
+def test_a_writer_waits_for_its_turn_not_in_sqlite(tmp_path):
+    """While another writer of this process holds the turn, a write waits before
+    BEGIN IMMEDIATE: SQLite's own write lock stays free (without the turns the
+    thread would take it at once and sleep in the busy handler after that)."""
+    engine = _engine(tmp_path)
+    writers = db._sqlite_writers(engine)
+    assert writers is not None
+    entered = threading.Event()
+
+    def writer() -> None:
+        with db.write(engine) as conn:
+            entered.set()
+            conn.exec_driver_sql("UPDATE t SET v = v + 1 WHERE id = 1")
+
+    with writers.turn():
+        thread = threading.Thread(target=writer)
+        thread.start()
+        time.sleep(0.3)
+        assert not entered.is_set()
+        other = sqlite3.connect(str(tmp_path / "w.db"), timeout=0, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")   # would raise "database is locked" if taken
+        other.execute("ROLLBACK")
+        other.close()
+    thread.join(timeout=10)
+    assert entered.is_set()
+    with db.read(engine) as conn:
+        assert conn.exec_driver_sql("SELECT v FROM t").scalar_one() == 1
     engine.dispose()
 
 
@@ -103,8 +135,17 @@ def test_a_forked_child_does_not_share_the_parents_turns(tmp_path):
     assert writers is not None
     with writers.turn():
         pid = os.fork()
-        if pid == 0:   # the child: nothing inherited, so its own turn is free at once
+        if pid == 0:
+            # The child starts with no turns of its own: a fresh lock file descriptor,
+            # which the parent's flock, still held, keeps it from taking (an inherited
+            # descriptor would share the parent's lock and let it through).
             ok = not db._WRITERS and db._sqlite_writers(engine) is not writers
+            fd = os.open(str(tmp_path / "w.db") + "-writers", os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                ok = False
+            except BlockingIOError:
+                pass
             os._exit(0 if ok else 1)
         _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
