@@ -110,9 +110,10 @@ def in_ci() -> bool:
 
 
 def unavailable(message: str) -> None:
-    """A backend the test needs is missing: skip, saying why; under CI, fail."""
+    """Something the test needs is missing (a backend, the reference, a tool): skip,
+    saying why; under CI, fail."""
     if in_ci():
-        pytest.fail(f"{message} (CI is set, so a missing backend is a failure)")
+        pytest.fail(f"{message} (CI is set, so this is a failure)")
     pytest.skip(message)
 
 
