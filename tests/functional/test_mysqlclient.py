@@ -16,11 +16,12 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from stratus.placement.http.app import PlacementApp, build_wsgi
+from stratus.placement.http.app import PlacementApp
 from stratus.storage import engine as db
-from tests.conftest import LiveServer, PlacementClient, assert_books_balance, make_config
-from tests.functional.test_aggregates import _hammer, make_provider
+from tests.conftest import PlacementClient, assert_books_balance, make_config
+from tests.functional.test_aggregates import _hammer
 from tests.functional.test_concurrency import _check_books, _providers, _race
+from tests.functional.test_traits import make_provider
 
 MySQLdb = pytest.importorskip("MySQLdb", reason="mysqlclient is not installed (optional)")
 
@@ -28,33 +29,36 @@ pytestmark = pytest.mark.parametrize("database_url", ["mysql"], indirect=True)
 
 
 @pytest.fixture
-def served(database_url: str) -> Iterator[LiveServer]:
+def placement_app(database_url: str) -> Iterator[PlacementApp]:
+    """The shared fixture's app, on an engine whose plain mysql:// URL took mysqlclient
+    (``live_server`` serves it; the books are checked at the end as everywhere)."""
     url = sa.engine.make_url(database_url).set(drivername="mysql")  # the driver's choice
     engine = db.create_engine(url.render_as_string(hide_password=False))
     assert engine.dialect.driver == "mysqldb"
     app = PlacementApp(make_config(database_url), engine)
-    with LiveServer(build_wsgi(app)) as server:
-        yield server
-    assert_books_balance(engine)
-    engine.dispose()
+    yield app
+    try:
+        assert_books_balance(engine)
+    finally:
+        engine.dispose()
 
 
-def test_racing_claims_never_over_allocate(served):
-    providers = _providers(served.url)
-    outcome = _race(served.url, providers, seed=3)
-    _check_books(served.url, providers, outcome)
+def test_racing_claims_never_over_allocate(live_server):
+    providers = _providers(live_server.url)
+    outcome = _race(live_server.url, providers, seed=3)
+    _check_books(live_server.url, providers, outcome)
     assert outcome["accepted"]
 
 
-def test_writers_naming_the_same_new_aggregates_all_succeed(served):
-    with httpx.Client(base_url=served.url) as http:
+def test_writers_naming_the_same_new_aggregates_all_succeed(live_server):
+    with httpx.Client(base_url=live_server.url) as http:
         client = PlacementClient(http)
         providers = [make_provider(client, f"rp{i}") for i in range(3)]
         fresh = [str(uuid.uuid4()) for _ in range(3)]
         path = "/resource_providers/{}/aggregates"
         calls = [(path.format(rp), fresh, "1.18") for rp in providers]
         calls += [(path.format(providers[0]), fresh, "1.18")] * 2
-        assert _hammer(served, calls) == [200] * 5
+        assert _hammer(live_server, calls) == [200] * 5
         for rp in providers:
             got = client.get(path.format(rp), version="1.18").json()["aggregates"]
             assert sorted(got) == sorted(fresh)
