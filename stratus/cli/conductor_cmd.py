@@ -58,7 +58,7 @@ def cmd_conductor(args: argparse.Namespace) -> int:
     try:
         bus.serve(ConductorRPC, ConductorManager(ctx), server=name)
         recovered = recover_moves(ctx, dt.timedelta(
-            seconds=int(config.get("conductor", "stuck_move_after"))))
+            seconds=config.get("conductor", "stuck_move_after")))
         if recovered:
             print(f"conductor {name}: took over {len(recovered)} unfinished move(s)",
                   flush=True)

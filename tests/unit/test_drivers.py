@@ -269,3 +269,20 @@ def test_reverting_a_move_runs_the_source_copy_again() -> None:
     assert driver.usage("cmp1") == {root: {"VCPU": 2}} and driver.outgoing() == []
     with pytest.raises(e.InstanceNotFound):
         driver.begin_migration("absent")
+
+
+def test_a_restarted_service_adopts_what_runs_here_once_and_only_that() -> None:
+    driver = IronicDriver("ironic1", METAL)
+    n0, n1 = (driver.provider_tree(n).root.uuid for n in ("ironic1-node-0", "ironic1-node-1"))
+    assert not driver.adopt(Instance("away"), alloc(**{stable_uuid("elsewhere"): {"VCPU": 1}}))
+    assert not driver.adopt(Instance("split"), alloc(**{n0: {"CUSTOM_BAREMETAL_GOLD": 1},
+                                                        n1: {"CUSTOM_BAREMETAL_GOLD": 1}}))
+    assert driver.adopt(Instance("vm"), alloc(**{n0: {"CUSTOM_BAREMETAL_GOLD": 1}}))
+    assert not driver.adopt(Instance("vm"), alloc(**{n0: {"CUSTOM_BAREMETAL_GOLD": 1}}))
+    assert [p.instance.uuid for p in driver.instances("ironic1-node-0")] == ["vm"]
+    assert driver.usage("ironic1-node-0") == {n0: {"CUSTOM_BAREMETAL_GOLD": 1}}
+    # The copy a resize left here comes back as outgoing, not as a running instance.
+    assert driver.adopt(Instance("moved"), alloc(**{n1: {"CUSTOM_BAREMETAL_GOLD": 1}}),
+                        outgoing=True)
+    assert [p.instance.uuid for p in driver.outgoing()] == ["moved"]
+    assert driver.instances("ironic1-node-1") == []

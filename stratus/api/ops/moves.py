@@ -19,11 +19,11 @@ from stratus.api.deps import ComputeAPIDeps
 from stratus.api.ops import servers as server_ops
 from stratus.api.store import flavors as flavor_store
 from stratus.api.store import servers as store
-from stratus.api.store.cells import COMPUTE_BINARY, find_compute
+from stratus.api.store.cells import find_compute
 from stratus.api.store.errors import BadRequest, Conflict, NotFound, ServiceUnavailable
 from stratus.api.store.servers import Server
 from stratus.bus import BusError
-from stratus.cells import moves, services
+from stratus.cells import moves
 from stratus.cells.mappings import CellMapping
 from stratus.compute.rpcapi import MOVES_SINCE, service_version
 from stratus.scheduler import request as rq
@@ -42,12 +42,10 @@ def _conflict(server: Server, action: str) -> Conflict:
 
 def _check_compute(api: ComputeAPIDeps, cell: CellMapping, host: str, action: str) -> None:
     """A compute the move needs must be up and speak the move steps."""
-    with db.read(api.dbs.engine(cell)) as conn:
-        try:
-            svc = services.get_by_host(conn, host, COMPUTE_BINARY)
-        except services.ServiceNotFound:
-            raise Conflict(f"Compute host {host} is not known in the server's cell; "
-                           f"cannot '{action}'.") from None
+    svc = server_ops.compute_service(api, cell, host)
+    if svc is None:
+        raise Conflict(f"Compute host {host} is not known in the server's cell; "
+                       f"cannot '{action}'.")
     if not api.is_up(svc):
         raise Conflict(f"Compute host {host} is down; '{action}' once it is back up "
                        "(openstack compute service list shows it).")

@@ -245,9 +245,9 @@ def drop_moves(api: ComputeAPIDeps, server: Server) -> None:
     if not server.cell_uuid:
         return
     cell = api.dbs.cell(server.cell_uuid)
-    with db.read(api.dbs.engine(cell)) as conn:
-        mine = [m for m in moves.listed(conn, instance_uuid=server.uuid)
-                if m.status not in (moves.CONFIRMED, moves.REVERTED)]
+    with db.read(api.dbs.engine(cell)) as conn:   # every status but confirmed, reverted
+        mine = moves.listed(conn, instance_uuid=server.uuid,
+                            statuses=(*moves.IN_PROGRESS, moves.ERROR))
     for migration in mine:
         if migration.status in moves.IN_PROGRESS:
             if migration.source_compute:
@@ -262,17 +262,22 @@ def drop_moves(api: ComputeAPIDeps, server: Server) -> None:
                              if migration.status == moves.FINISHED else moves.ERROR)
 
 
+def compute_service(api: ComputeAPIDeps, cell: CellMapping, host: str) -> services.Service | None:
+    """The cell's compute service on ``host``, or None if there is none."""
+    with db.read(api.dbs.engine(cell)) as conn:
+        try:
+            return services.get_by_host(conn, host, COMPUTE_BINARY)
+        except services.ServiceNotFound:
+            return None
+
+
 def _call_if_up(api: ComputeAPIDeps, cell: CellMapping, host: str, method: str,
                 uuid: str) -> None:
     """Call ``method`` for server ``uuid`` on ``host`` and wait (terminate_instance; or
     confirm_resize / revert_resize: drop the copy a move left there). A host that is
     down or does not answer is skipped and keeps what it has: the records and
     Placement go on without it."""
-    with db.read(api.dbs.engine(cell)) as conn:
-        try:
-            svc = services.get_by_host(conn, host, COMPUTE_BINARY)
-        except services.ServiceNotFound:
-            svc = None
+    svc = compute_service(api, cell, host)
     if svc is None or not api.is_up(svc):
         LOG.info("server %s: compute host %s is down; skipping %s", uuid, host, method)
         return

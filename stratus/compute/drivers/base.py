@@ -131,12 +131,10 @@ class Driver:
             self._require_connection()
             if instance.uuid in self._instances:
                 raise errors.InstanceExists(f"instance {instance.uuid} is already on {self.host}")
-            resources = resources_of(allocations)
-            own = {rp: amounts for rp, amounts in resources.items() if rp in self._owner}
+            own, nodes = self._on_this_host(allocations)
             if not own:
                 raise errors.InvalidAllocation(
                     f"no allocation of instance {instance.uuid} is on a provider of {self.host}")
-            nodes = {self._owner[rp] for rp in own}
             if len(nodes) > 1:
                 spanned = ", ".join(sorted(nodes))
                 raise errors.InvalidAllocation(
@@ -156,6 +154,12 @@ class Driver:
                 self._usage[rp].update(amounts)
             self._instances[instance.uuid] = Placed(instance, node, own, time.time())
             return node
+
+    def _on_this_host(self, allocations: Mapping[str, Any]) -> tuple[Resources, set[str]]:
+        """The allocations' resources on this host's providers, and the nodes they are on."""
+        own = {rp: amounts for rp, amounts in resources_of(allocations).items()
+               if rp in self._owner}
+        return own, {self._owner[rp] for rp in own}
 
     def destroy(self, instance: InstanceLike | str) -> None:
         """Remove the instance and give back what it held."""
@@ -187,9 +191,7 @@ class Driver:
             known = self._outgoing if outgoing else self._instances
             if instance.uuid in known:
                 return False
-            own = {rp: amounts for rp, amounts in resources_of(allocations).items()
-                   if rp in self._owner}
-            nodes = {self._owner[rp] for rp in own}
+            own, nodes = self._on_this_host(allocations)
             if len(nodes) != 1:
                 return False
             for rp, amounts in own.items():
