@@ -27,8 +27,14 @@ from stratus.cells.mappings import CellMapping, list_cells
 from stratus.cells.services import utcnow
 from stratus.conductor import records
 from stratus.conductor.build import ConductorContext
-from stratus.conductor.resize import confirm_resize, revert_resize
-from stratus.scheduler import claims
+from stratus.conductor.resize import (
+    confirm_resize,
+    drop_copy,
+    give_back,
+    restore_source,
+    revert_resize,
+    still_wanted,
+)
 from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
@@ -81,21 +87,16 @@ def _roll_back(ctx: ConductorContext, cell: CellMapping, m: moves.Migration) -> 
     # was surely powered off (post-migrating), or the server itself would go.
     if m.dest_compute and (m.dest_compute != m.source_compute
                            or m.status == moves.POST_MIGRATING):
-        _best_effort(lambda: compute.prepare(server=m.dest_compute).call(
-            "revert_resize", instance_uuid=m.instance_uuid), f"drop the copy on {m.dest_compute}")
-    with db.read(engine) as conn:
-        instance = records.get_instance(conn, m.instance_uuid)
-    alive = instance is not None and instance.get("deleted_at") is None
-    if alive:   # (a migration that never got the source's allocations holds nothing)
-        claims.move_allocations(ctx.placement, m.uuid, m.instance_uuid,
-                                source_type="MIGRATION", retries=ctx.claim_retries,
-                                only_if_held=True)
-    else:
-        ctx.placement.delete_allocations(m.uuid)
+        dest = m.dest_compute
+        _best_effort(lambda: drop_copy(compute, dest, m.instance_uuid),
+                     f"drop the copy on {dest}")
+    alive = still_wanted(ctx, m.instance_uuid)
+    # (a migration that never got the source's allocations holds nothing to give back)
+    give_back(ctx, m.instance_uuid, m.uuid, alive, only_if_held=True)
     if m.source_compute:
-        method = "finish_revert_resize" if alive else "confirm_resize"
-        _best_effort(lambda: compute.prepare(server=m.source_compute).call(
-            method, instance_uuid=m.instance_uuid), f"restore the copy on {m.source_compute}")
+        source = m.source_compute
+        _best_effort(lambda: restore_source(compute, source, m.instance_uuid, alive),
+                     f"restore the copy on {source}")
     if alive:
         with db.write(engine) as conn:
             records.update_instance(conn, m.instance_uuid, live_only=True, vm_state=records.ACTIVE,

@@ -79,7 +79,33 @@ def _load(ctx: ConductorContext, instance_uuid: str, migration_uuid: str,
     return _Move(cell, engine, instance, migration)
 
 
-def _still_wanted(ctx: ConductorContext, instance_uuid: str) -> bool:
+def give_back(ctx: ConductorContext, instance_uuid: str, migration_uuid: str, wanted: bool,
+              only_if_held: bool = False) -> None:
+    """The migration's allocations back to the instance (``only_if_held``: if it holds
+    any); or, for a server deleted meanwhile, nobody keeps holding anything for it."""
+    if wanted:
+        claims.move_allocations(ctx.placement, migration_uuid, instance_uuid,
+                                source_type="MIGRATION", retries=ctx.claim_retries,
+                                only_if_held=only_if_held)
+    else:
+        ctx.placement.delete_allocations(instance_uuid)
+        ctx.placement.delete_allocations(migration_uuid)
+
+
+def drop_copy(compute: Any, host: str, instance_uuid: str) -> None:
+    """The resized copy on ``host`` goes (revert_resize there)."""
+    compute.prepare(server=host).call("revert_resize", instance_uuid=instance_uuid)
+
+
+def restore_source(compute: Any, source: str, instance_uuid: str, wanted: bool) -> None:
+    """Run the powered-off source copy again; or drop it, if the server was deleted
+    meanwhile (the delete could not reach a copy that was not running)."""
+    method = "finish_revert_resize" if wanted else "confirm_resize"
+    compute.prepare(server=source).call(method, instance_uuid=instance_uuid)
+
+
+def still_wanted(ctx: ConductorContext, instance_uuid: str) -> bool:
+    """Whether the server still exists for its user (its API record)."""
     with db.write(ctx.api_engine) as conn:
         return records.still_wanted(conn, instance_uuid)
 
@@ -132,13 +158,14 @@ class ResizeTask:
         self._set(move, moves.MIGRATING, moves.RESIZE_MIGRATING, dest=picks[0])
         # Pushed before the call: a call that timed out may still have powered it off.
         self._undo.push(f"start {self.instance_uuid} again on {source}",
-                        lambda: self._restore_source(compute, source))
+                        lambda: restore_source(compute, source, self.instance_uuid,
+                                               still_wanted(self.ctx, self.instance_uuid)))
         compute.prepare(server=source).call("resize_instance",
                                             instance_uuid=self.instance_uuid)
         self._set(move, moves.POST_MIGRATING, moves.RESIZE_MIGRATED)
         chosen, node = self._finish_somewhere(move, picks)
         self._undo.push(f"drop the resized copy on {chosen['host']}",
-                        lambda: self._drop_copy(compute, chosen["host"]))
+                        lambda: drop_copy(compute, chosen["host"], self.instance_uuid))
         new_flavor = move.migration.new_flavor
         with db.write(move.engine) as conn:
             # Compare-and-swap: a delete (or anything else) that got in meanwhile wins, and
@@ -160,32 +187,14 @@ class ResizeTask:
         except Exception:   # the resize stands; a later move would ask for the old flavor
             LOG.exception("resize of %s: request spec not updated", self.instance_uuid)
 
-    def _drop_copy(self, compute: Any, host: str) -> None:
-        compute.prepare(server=host).call("revert_resize", instance_uuid=self.instance_uuid)
-
     def _hold_source_allocations(self) -> None:
         """The source's allocations move to the migration record, so the instance's consumer
         is free for the destination's claim and a revert has its source held."""
         claims.move_allocations(self.ctx.placement, self.instance_uuid, self.migration_uuid,
                                 target_type="MIGRATION", retries=self.ctx.claim_retries)
         self._undo.push("give the source allocations back to the instance",
-                        self._give_back)
-
-    def _give_back(self) -> None:
-        if _still_wanted(self.ctx, self.instance_uuid):
-            claims.move_allocations(self.ctx.placement, self.migration_uuid,
-                                    self.instance_uuid, source_type="MIGRATION",
-                                    retries=self.ctx.claim_retries)
-        else:   # deleted meanwhile: nobody may keep holding anything for it
-            self.ctx.placement.delete_allocations(self.instance_uuid)
-            self.ctx.placement.delete_allocations(self.migration_uuid)
-
-    def _restore_source(self, compute: Any, source: str) -> None:
-        """Run the powered-off source copy again; or drop it, if the server was deleted
-        meanwhile (the delete could not reach a copy that was not running)."""
-        method = ("finish_revert_resize" if _still_wanted(self.ctx, self.instance_uuid)
-                  else "confirm_resize")
-        compute.prepare(server=source).call(method, instance_uuid=self.instance_uuid)
+                        lambda: give_back(self.ctx, self.instance_uuid, self.migration_uuid,
+                                          still_wanted(self.ctx, self.instance_uuid)))
 
     def _finish_somewhere(self, move: _Move, picks: list[dict[str, Any]]
                           ) -> tuple[dict[str, Any], str]:
@@ -210,7 +219,7 @@ class ResizeTask:
                 self.failures.append(f"{pick['host']}: {exc}")
                 if pick["host"] != move.migration.source_compute:
                     try:   # a call that timed out may have started it after all
-                        self._drop_copy(compute, pick["host"])
+                        drop_copy(compute, pick["host"], self.instance_uuid)
                     except Exception as cleanup:
                         LOG.warning("resize of %s: could not make sure %s holds no copy: "
                                     "%s", self.instance_uuid, pick["host"], cleanup)
@@ -309,7 +318,7 @@ def revert_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str
         claims.move_allocations(ctx.placement, migration_uuid, instance_uuid,
                                 source_type="MIGRATION", retries=ctx.claim_retries,
                                 only_if_held=True)
-        if not _still_wanted(ctx, instance_uuid):   # deleted meanwhile: nothing to start
+        if not still_wanted(ctx, instance_uuid):   # deleted meanwhile: nothing to start
             compute.prepare(server=source).call("confirm_resize", instance_uuid=instance_uuid)
             return "deleted during the revert"
         compute.prepare(server=source).call("finish_revert_resize",
