@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -47,18 +48,31 @@ def recover_instances(host: str, driver: Driver, cell_engine: Engine,
             t.c.vm_state.in_(RUNNING_STATES))).all()
         left = conn.execute(sa.select(m.c.uuid, m.c.instance_uuid, m.c.source_node).where(
             m.c.source_compute == host, m.c.status.in_(LEFT_BEHIND))).all()
+    if not running and not left:
+        return 0
+    held = _held_here(driver, placement)
     adopted = 0
     for row in running:
-        allocations = placement.get_allocations(row.uuid).get("allocations") or {}
-        adopted += driver.adopt(Instance(row.uuid, row.name, row.node), allocations)
-    for row in left:
-        allocations = placement.get_allocations(row.uuid).get("allocations") or {}
+        adopted += driver.adopt(Instance(row.uuid, row.name, row.node), held.get(row.uuid, {}))
+    for row in left:   # a resize's source copy is held by the migration's consumer
         adopted += driver.adopt(Instance(row.instance_uuid, "", row.source_node),
-                                allocations, outgoing=True)
+                                held.get(row.uuid, {}), outgoing=True)
     if adopted:
         LOG.info("compute %s: adopted %d running instance(s) and resize copies", host,
                  adopted)
     return adopted
+
+
+def _held_here(driver: Driver, placement: PlacementClient) -> dict[str, dict[str, Any]]:
+    """What every consumer holds on this host's providers, as allocations
+    (``{provider: {"resources": {...}}}``): one Placement request per provider, not
+    one per instance."""
+    held: dict[str, dict[str, Any]] = {}
+    for node in driver.get_available_nodes():
+        for provider in driver.provider_tree(node):
+            for consumer, resources in placement.provider_allocations(provider.uuid).items():
+                held.setdefault(consumer, {})[provider.uuid] = {"resources": resources}
+    return held
 
 
 def reap_orphans(host: str, driver: Driver, cell_engine: Engine,

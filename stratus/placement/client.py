@@ -171,6 +171,16 @@ class PlacementClient:
     def get_allocations(self, consumer: str) -> dict[str, Any]:
         return dict(self._call("GET", f"/allocations/{consumer}").json())
 
+    def provider_allocations(self, provider: str) -> dict[str, dict[str, int]]:
+        """What each consumer holds on ``provider``: consumer -> {class: amount} (nothing
+        for a provider Placement does not know yet)."""
+        resp = self._call("GET", f"/resource_providers/{provider}/allocations", ok=(200, 404))
+        if resp.status_code == 404:
+            return {}
+        body = resp.json()
+        return {consumer: dict(held["resources"])
+                for consumer, held in body["allocations"].items()}
+
     def put_allocations(
         self, consumer: str, allocations: Mapping[str, Any], project_id: str, user_id: str,
         consumer_generation: int | None, consumer_type: str = "INSTANCE",
