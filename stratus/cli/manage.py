@@ -59,9 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _engine(args: argparse.Namespace) -> Any:
+def _db_url(args: argparse.Namespace) -> str:
     config = common.load_config(args, {("placement_database", "connection"): args.db})
-    return common.connect(config.placement_db_url, DB_WAIT_SECONDS)
+    return str(config.placement_db_url)
+
+
+def _engine(args: argparse.Namespace, url: str | None = None) -> Any:
+    return common.connect(url or _db_url(args), DB_WAIT_SECONDS)
 
 
 def cmd_db_sync(args: argparse.Namespace) -> int:
@@ -79,15 +83,15 @@ def cmd_db_version(args: argparse.Namespace) -> int:
 
     import sqlalchemy as sa
 
-    config = common.load_config(args, {("placement_database", "connection"): args.db})
-    url = sa.engine.make_url(config.placement_db_url)
+    db_url = _db_url(args)
+    url = sa.engine.make_url(db_url)
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
             and not os.path.exists(url.database):
         # Asking must not create an empty database file as a side effect.
         print(f"empty: no database file at {url.database} "
               "(run: stratus-manage placement db sync)")
         return 0
-    engine = _engine(args)
+    engine = _engine(args, db_url)
     try:
         print(_revision(engine) or "empty (run: stratus-manage placement db sync)")
     finally:

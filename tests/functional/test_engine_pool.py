@@ -17,8 +17,9 @@ from stratus.storage import engine as db
 pytestmark = pytest.mark.all_backends
 
 
-def _server_only(url: str) -> None:
-    if url.startswith("sqlite"):
+@pytest.fixture(autouse=True)
+def _server_only(database_url: str) -> None:
+    if database_url.startswith("sqlite"):
         pytest.skip("the pool events are for server databases")
 
 
@@ -44,7 +45,6 @@ def _test_rows(engine: sa.Engine) -> set[int]:
                                 .where(s.provider_changes.c.seq < 0)).scalars())
 
 def test_a_connection_killed_while_idle_is_replaced(database_url, monkeypatch):
-    _server_only(database_url)
     monkeypatch.setattr(db, "PING_AFTER_IDLE_SECONDS", 0.0)
     engine = db.create_engine(database_url, pool_size=1, max_overflow=0)
     admin = db.create_engine(database_url)
@@ -61,7 +61,6 @@ def test_a_connection_killed_while_idle_is_replaced(database_url, monkeypatch):
 
 
 def test_a_transaction_left_open_is_rolled_back_on_return(database_url):
-    _server_only(database_url)
     # One connection, so the next user gets the very connection that was returned.
     engine = db.create_engine(database_url, pool_size=1, max_overflow=0)
     try:
@@ -86,7 +85,6 @@ def test_a_transaction_left_open_is_rolled_back_on_return(database_url):
 
 
 def test_a_failed_write_leaves_nothing_on_the_connection(database_url):
-    _server_only(database_url)
     engine = db.create_engine(database_url, pool_size=1, max_overflow=0)
     try:
         with pytest.raises(RuntimeError), db.write(engine) as conn:
