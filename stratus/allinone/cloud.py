@@ -84,7 +84,6 @@ class AllInOne:
         self.cells: dict[str, CellMapping] = {}
         self.host_cells: dict[str, CellMapping] = {}
         self.cache: CellCache | None = None
-        self.conductor_ctx: ConductorContext | None = None
         self.placement_url = self.api_url = ""
         self.timings: dict[str, float] = {}
 
@@ -124,14 +123,13 @@ class AllInOne:
         self.timings["bulk first pass"] = time.monotonic() - t1
 
         api_bus = self._bus(self.layout.api_bus_url, "allinone")
-        self._control_plane(api_bus)
+        conductor_ctx = self._control_plane(api_bus)
         t2 = time.monotonic()
         self._computes(drivers_by_cell, skip, progress)
         self.timings["computes"] = time.monotonic() - t2
         # Whatever was moving when the last run stopped is driven to an end now that
         # every compute answers (one process: nothing else is driving it).
-        assert self.conductor_ctx is not None
-        recover_moves(self.conductor_ctx, older_than=dt.timedelta(0))
+        recover_moves(conductor_ctx, older_than=dt.timedelta(0))
 
         self._http(api_bus)
         self.timings["total"] = time.monotonic() - t0
@@ -222,7 +220,8 @@ class AllInOne:
                                       [h for h in hosts if verdict[h.host] == seed.MISSING])
         return set(created) | {h for h, v in verdict.items() if v == seed.SAME}
 
-    def _control_plane(self, api_bus: Bus) -> None:
+    def _control_plane(self, api_bus: Bus) -> ConductorContext:
+        """Scheduler and conductor on the bus; the conductor's context."""
         from stratus.conductor.manager import CellBuses, ConductorManager
         from stratus.conductor.rpcapi import ConductorRPC
         from stratus.scheduler.host_manager import HostManager
@@ -252,12 +251,12 @@ class AllInOne:
                                compute=buses.compute_client,
                                max_attempts=config.get("scheduler", "max_attempts"),
                                claim_retries=config.get("scheduler", "claim_retries"))
-        self.conductor_ctx = ctx
         conductor = ConductorManager(ctx)
         api_bus.serve(ConductorRPC, conductor, server="allinone")
         for cell in self.cells.values():
             if not cell.is_cell0:
                 self._cell_bus(cell).serve(ConductorRPC, conductor, server="allinone")
+        return ctx
 
     def _cell_bus(self, cell: CellMapping) -> Bus:
         for bus in self.started.buses:

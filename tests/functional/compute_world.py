@@ -83,11 +83,11 @@ class World:
         scheduler = self.cloud.scheduler(placement=self.cloud.client(), max_attempts=3)
         self.bus.serve(SchedulerRPC, scheduler, server="scheduler-1")
         self.buses = CellBuses(self.bus)
-        ctx = ConductorContext(api_engine=self.cloud.api_engine, engines=self.cloud.engines,
-                               placement=self.cloud.client(),
-                               scheduler=self.bus.client(SchedulerRPC),
-                               compute=self.buses.compute_client, max_attempts=3)
-        self.bus.serve(ConductorRPC, ConductorManager(ctx), server="conductor-1")
+        self.conductor_ctx = ConductorContext(
+            api_engine=self.cloud.api_engine, engines=self.cloud.engines,
+            placement=self.cloud.client(), scheduler=self.bus.client(SchedulerRPC),
+            compute=self.buses.compute_client, max_attempts=3)
+        self.bus.serve(ConductorRPC, ConductorManager(self.conductor_ctx), server="conductor-1")
         self.computes: dict[str, ComputeService] = {}
         self.now_offset = dt.timedelta(0)
         self.api = ComputeAPIDeps(

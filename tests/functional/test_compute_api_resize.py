@@ -328,16 +328,6 @@ def test_cold_migration_moves_within_the_cell_and_waits_for_confirm(world):
     assert settle(world, sid, "VERIFY_RESIZE")[HOST] in ("b1", "b2")
 
 
-def _conductor_ctx(world: World) -> Any:
-    from stratus.conductor.build import ConductorContext
-    from stratus.scheduler.rpcapi import SchedulerRPC
-
-    return ConductorContext(api_engine=world.cloud.api_engine, engines=world.cloud.engines,
-                            placement=world.cloud.client(),
-                            scheduler=world.bus.client(SchedulerRPC),
-                            compute=world.buses.compute_client)
-
-
 def test_a_move_whose_conductor_stopped_midway_is_rolled_back_at_the_next_start(
         world, monkeypatch):
     import datetime as dt
@@ -362,7 +352,7 @@ def test_a_move_whose_conductor_stopped_midway_is_rolled_back_at_the_next_start(
     assert world.client.get(f"/servers/{sid}").json()["server"]["status"] == "RESIZE"
     monkeypatch.undo()
 
-    outcomes = recover_moves(_conductor_ctx(world), older_than=dt.timedelta(0))
+    outcomes = recover_moves(world.conductor_ctx, older_than=dt.timedelta(0))
     assert outcomes == {migration["uuid"]: "rolled back to cmp1"}
     server = settle(world, sid, "ACTIVE")
     assert server[HOST] == "cmp1" and server["flavor"]["original_name"] == "small"
@@ -372,7 +362,7 @@ def test_a_move_whose_conductor_stopped_midway_is_rolled_back_at_the_next_start(
     assert [p.instance.uuid for p in world.computes["cmp1"].driver.instances()] == [sid]
     assert migrations(world, sid)[0]["status"] == "error"
     # A second conductor starting finds nothing left to do.
-    assert recover_moves(_conductor_ctx(world), older_than=dt.timedelta(0)) == {}
+    assert recover_moves(world.conductor_ctx, older_than=dt.timedelta(0)) == {}
 
 
 def test_a_resize_whose_message_was_lost_is_rolled_back_at_the_next_start(world, monkeypatch):
@@ -385,7 +375,7 @@ def test_a_resize_whose_message_was_lost_is_rolled_back_at_the_next_start(world,
     monkeypatch.setattr(ConductorManager, "resize_instance", lambda *a, **k: None)
     assert resize(world, sid, large).status_code == 202
     assert world.client.get(f"/servers/{sid}").json()["server"]["status"] == "RESIZE"
-    ctx = _conductor_ctx(world)
+    ctx = world.conductor_ctx
     assert recover_moves(ctx, older_than=dt.timedelta(hours=1)) == {}   # not stale yet
     [outcome] = recover_moves(ctx, older_than=dt.timedelta(0)).values()
     assert outcome == "rolled back to cmp1"
