@@ -91,7 +91,9 @@ OPTIONS: list[Option] = [
            choices=("depth-first", "breadth-first")),
     Option("placement", "allocation_conflict_retry_count", int, 10,
            "Times an allocation write is retried, server-side, when a provider's "
-           "generation moved under it (a concurrent writer); then 409."),
+           "generation moved under it (a concurrent writer); then 409. PostgreSQL "
+           "only: on SQLite and MariaDB/MySQL a claim locks its providers before "
+           "reading them, so a concurrent writer makes it wait, not retry."),
     Option("placement", "incomplete_consumer_project_id", str,
            "00000000-0000-0000-0000-000000000000",
            "Project recorded for consumers created before 1.8 without a project."),

@@ -23,6 +23,8 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
+from stratus.storage.batch import MULTI_STATEMENTS
+
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 
 # Server databases: a pooled connection that sat unused for longer than this is
@@ -88,10 +90,25 @@ def create_engine(url: str, **kwargs: Any) -> Engine:
         # READ COMMITTED so a retried compare-and-swap sees the winner's commit.
         opts["isolation_level"] = "READ COMMITTED"
         opts["pool_recycle"] = 3600
+        url = _with_multi_statements(url)
     opts.update(kwargs)
     engine = sa.create_engine(url, **opts)
     _add_server_pool_events(engine)
     return engine
+
+
+def _with_multi_statements(url: str) -> str:
+    """Let a store ``Batch`` send several statements in one query (storage.batch).
+
+    mysqlclient allows it by default; PyMySQL takes the capability flag, which its
+    SQLAlchemy dialect reads from the URL and ORs with the flags it needs itself.
+    """
+    u = sa.engine.make_url(url)
+    if u.drivername != "mysql+pymysql":
+        return url
+    flags = int(u.query.get("client_flag", 0)) | MULTI_STATEMENTS  # type: ignore[arg-type]
+    return u.update_query_dict({"client_flag": str(flags)}).render_as_string(
+        hide_password=False)
 
 
 def _add_server_pool_events(engine: Engine) -> None:

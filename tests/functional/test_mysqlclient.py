@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from stratus.placement.http.app import PlacementApp
 from stratus.storage import engine as db
 from tests.conftest import PlacementClient, assert_books_balance, make_config
+from tests.functional import test_batch
 from tests.functional.test_aggregates import _hammer
 from tests.functional.test_concurrency import _check_books, _providers, _race
 from tests.functional.test_traits import make_provider
@@ -41,6 +42,25 @@ def placement_app(database_url: str) -> Iterator[PlacementApp]:
         assert_books_balance(engine)
     finally:
         engine.dispose()
+
+
+@pytest.fixture
+def engine(placement_app: PlacementApp) -> sa.Engine:
+    """The batch tests' engine: the one that took mysqlclient."""
+    return placement_app.engine
+
+
+# The queued-writes tests again, through mysqlclient: its multi-statement replies
+# (row counts, LAST_INSERT_ID, an error in the middle) are its own code.
+test_batch_in_order = (
+    test_batch.test_a_batch_runs_every_statement_in_order_and_its_checks_see_the_outcomes)
+test_batch_change_log = test_batch.test_the_change_log_carries_the_counter_value_of_its_write
+test_batch_failed_check = test_batch.test_a_failed_check_leaves_nothing_behind
+test_batch_failed_statement = (
+    test_batch.test_a_failed_statement_is_raised_as_sqlalchemys_error_and_leaves_nothing_behind)
+test_batch_insert_rows = test_batch.test_several_rows_go_into_one_insert
+test_batch_expanding = (
+    test_batch.test_statements_with_expanding_in_lists_run_alone_but_cannot_be_sent_together)
 
 
 def test_racing_claims_never_over_allocate(live_server):

@@ -17,8 +17,11 @@ the request's one transaction it:
    state, like Placement's ``allocation_conflict_retry_count`` (inside a
    savepoint when several providers are swapped, so an earlier swap of the
    failed attempt is undone); when retries run out the caller gets 409
-   ``placement.concurrent_update``;
-4. replaces the consumers' allocation rows, and deletes consumers left with none.
+   ``placement.concurrent_update``. On MySQL/MariaDB the read takes the row
+   locks itself (FOR UPDATE), so the swaps cannot fail and go with step 4;
+4. replaces the consumers' allocation rows and moves the running usage totals
+   (queued in a ``storage.batch.Batch``: one query on MySQL/MariaDB), and
+   deletes consumers left with none.
 
 It does not call ``record_change``: it returns the providers whose usage
 changed, and the caller (which may change inventories too, like the
@@ -40,8 +43,9 @@ from sqlalchemy.engine import Connection
 from stratus.placement import errors, model
 from stratus.placement import schema as s
 from stratus.placement.store import consumers
-from stratus.placement.store.common import bump_generation, now, record_change
+from stratus.placement.store.common import bump_generation, now, queue_swap, record_change
 from stratus.storage import engine as db
+from stratus.storage.batch import Batch, Outcome
 
 DEFAULT_RETRIES = 10
 
@@ -278,8 +282,8 @@ def _require(found: _Found, uuids: list[str], names: list[str]) -> None:
 # of allocations a provider holds.
 
 @functools.lru_cache(maxsize=256)
-def _state_select(providers: int, classes: int) -> sa.Select:
-    return (
+def _state_select(providers: int, classes: int, lock: bool = False) -> sa.Select:
+    query = (
         sa.select(
             _rp.c.id.label("provider_id"), _rp.c.generation,
             _inv.c.resource_class_id, _inv.c.total, _inv.c.reserved, _inv.c.min_unit,
@@ -291,6 +295,8 @@ def _state_select(providers: int, classes: int) -> sa.Select:
         )
         .where(_in(_rp.c.id, "id", providers))
     )
+    # Locking read (MySQL/MariaDB only, see apply): in id order, as the swaps lock.
+    return query.order_by(_rp.c.id).with_for_update() if lock else query
 
 
 # ---- 4. the running usage totals ---------------------------------------------------
@@ -319,20 +325,27 @@ def _amounts(held: Iterable[sa.Row]) -> dict[Key, int]:
     return out
 
 
-def shift_usage(conn: Connection, deltas: Mapping[Key, int]) -> None:
-    """Add ``deltas`` ((provider, class) -> amount) to the running totals, in one statement."""
+def shift_usage(conn: Connection, deltas: Mapping[Key, int], batch: Batch | None = None) -> None:
+    """Add ``deltas`` ((provider, class) -> amount) to the running totals, in one statement
+    (queued in ``batch`` if given)."""
     moved = sorted((key, amount) for key, amount in deltas.items() if amount)
     if not moved:
         return
     params: dict[str, int] = {}
     for i, ((provider_id, class_id), amount) in enumerate(moved):
         params.update({f"p{i}": provider_id, f"c{i}": class_id, f"d{i}": amount})
-    matched = conn.execute(_shift_statement(len(moved)), params).rowcount
-    if matched != len(moved):
-        # An allocation against an inventory that is not there: the books no longer
-        # balance, so refuse the write (it rolls back) rather than drift silently.
-        raise RuntimeError(f"usage totals: {len(moved) - matched} of {len(moved)} "
-                           "(provider, class) pairs have no inventory row")
+
+    def check(outcome: Outcome) -> None:
+        if outcome.rowcount != len(moved):
+            # An allocation against an inventory that is not there: the books no longer
+            # balance, so refuse the write (it rolls back) rather than drift silently.
+            raise RuntimeError(f"usage totals: {len(moved) - outcome.rowcount} of "
+                               f"{len(moved)} (provider, class) pairs have no inventory row")
+
+    if batch is not None:
+        batch.add(_shift_statement(len(moved)), params, then=check)
+    else:
+        check(Outcome(conn.execute(_shift_statement(len(moved)), params).rowcount))
 
 
 @dataclass(frozen=True)
@@ -342,13 +355,16 @@ class Applied:
 
 
 def apply(conn: Connection, writes: Iterable[ConsumerWrite],
-          retries: int = DEFAULT_RETRIES) -> Applied:
+          retries: int = DEFAULT_RETRIES, batch: Batch | None = None) -> Applied:
     """Replace the allocations of every consumer in ``writes``.
 
     Raises GenerationMismatch / ConcurrentUpdate (409), UnknownProvider /
     UnknownResourceClass (400) or Refused (409); the caller's transaction then
-    rolls everything back.
+    rolls everything back. With ``batch``, the last writes are left queued in it
+    for the caller to send with its own (:func:`replace` adds the change log).
     """
+    own_batch = batch is None
+    batch = Batch(conn) if batch is None else batch
     writes = list(writes)  # request order: errors name what the client sent first
     wanted = [(w.uuid, rp, rc, amount) for w in writes
               for rp, resources in w.allocations.items() for rc, amount in resources.items()]
@@ -391,11 +407,22 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
     # provider's usage is everyone else's.
     mine = _amounts(old)
 
-    if db.is_sqlite(conn):
+    if batch.pipelined:
+        # MySQL/MariaDB: the state is read with FOR UPDATE. An InnoDB locking read
+        # waits for a concurrent writer of these rows to commit and then reads the
+        # newest committed rows, so nobody can move these generations before we
+        # commit: the swaps cannot fail and wait in the batch, sent with the other
+        # writes in one round trip. (PostgreSQL would re-read only the locked provider
+        # row after such a wait, not the joined inventories, so it keeps the
+        # compare-and-swap with retries below.)
+        for provider_id, generation in _claim(conn, rows, mine, claimed, checked_classes,
+                                              lock=True):
+            queue_swap(batch, provider_id, generation)
+    elif db.is_sqlite(conn):
         # The write began with BEGIN IMMEDIATE: no other writer can move a generation
         # before we commit, so a retry could never help and no savepoint is needed.
         # (Should a swap fail anyway, the 409 rolls the whole write back.)
-        _claim(conn, rows, mine, claimed, checked_classes)
+        _swap_now(conn, _claim(conn, rows, mine, claimed, checked_classes))
     else:
         # A failed attempt must leave nothing behind. With one provider it cannot:
         # its only write is the swap that failed. With several, an earlier swap may
@@ -404,9 +431,9 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
             try:
                 if len(claimed) > 1:
                     with conn.begin_nested():
-                        _claim(conn, rows, mine, claimed, checked_classes)
+                        _swap_now(conn, _claim(conn, rows, mine, claimed, checked_classes))
                 else:
-                    _claim(conn, rows, mine, claimed, checked_classes)
+                    _swap_now(conn, _claim(conn, rows, mine, claimed, checked_classes))
                 break
             except errors.ConcurrentUpdate:
                 if attempt >= max(retries, 1):
@@ -419,28 +446,39 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
         deltas[r.key] += r.used
     if old:
         conn.execute(_DELETE_OLD, {"consumers": existed})
-    shift_usage(conn, deltas)
+    shift_usage(conn, deltas, batch)
     stamp = now()
     if rows:
-        conn.execute(_INSERT, [
+        batch.add(_INSERT, [
             {"resource_provider_id": r.key[0], "resource_class_id": r.key[1],
              "consumer_id": consumer_ids[r.consumer_uuid], "used": r.used, "created_at": stamp}
             for r in rows
         ])
-    consumers.delete_if_unallocated(conn, emptied)
+    if emptied:
+        batch.flush()   # the allocations must be gone before the consumers can go
+        consumers.delete_if_unallocated(conn, emptied)
+    if own_batch:
+        batch.flush()
     return Applied(claimed, claimed | {o.resource_provider_id for o in old})
 
 
+def _swap_now(conn: Connection, swaps: list[tuple[int, int]]) -> None:
+    for provider_id, generation in swaps:
+        bump_generation(conn, provider_id, expected=generation)
+
+
 def _claim(conn: Connection, rows: list[_Row], mine: Mapping[Key, int], claimed: set[int],
-           class_ids: set[int]) -> None:
-    """Check that ``rows`` fit next to everyone else's allocations, then swap generations.
+           class_ids: set[int], lock: bool = False) -> list[tuple[int, int]]:
+    """Check that ``rows`` fit next to everyone else's allocations; the generation swaps
+    to make, as (provider id, generation read), in id order.
 
     ``mine``: what the consumers being written hold now, per (provider, class).
+    ``lock``: read with FOR UPDATE (see apply).
     """
     if not claimed:
-        return
+        return []
     params: dict[str, object] = {}
-    shape = (_bind(params, "id", sorted(claimed)), _bind(params, "k", sorted(class_ids)))
+    shape = (_bind(params, "id", sorted(claimed)), _bind(params, "k", sorted(class_ids)), lock)
     generations: dict[int, int] = {}
     inventories: dict[Key, sa.Row] = {}
     usage: dict[Key, tuple[int, int]] = {}
@@ -453,10 +491,9 @@ def _claim(conn: Connection, rows: list[_Row], mine: Mapping[Key, int], claimed:
         if r.used:
             usage[key] = (int(r.used), int(r.used) - mine.get(key, 0))
     _check(conn, rows, claimed, class_ids, inventories, usage)
-    for provider_id in sorted(claimed):
-        if provider_id not in generations:  # deleted under us
-            raise errors.ConcurrentUpdate(consumers.CONCURRENT)
-        bump_generation(conn, provider_id, expected=generations[provider_id])
+    if not claimed <= generations.keys():  # deleted under us
+        raise errors.ConcurrentUpdate(consumers.CONCURRENT)
+    return [(provider_id, generations[provider_id]) for provider_id in sorted(claimed)]
 
 
 def _check(conn: Connection, rows: list[_Row], claimed: set[int], class_ids: set[int],
@@ -494,7 +531,8 @@ def _names(conn: Connection, table: sa.Table, ids: set[int], column: str = "name
 def replace(conn: Connection, writes: Iterable[ConsumerWrite],
             retries: int = DEFAULT_RETRIES) -> None:
     """PUT and POST /allocations: :func:`apply`, then log the change."""
-    record_change(conn, apply(conn, writes, retries).changed)
+    batch = Batch(conn)
+    record_change(conn, apply(conn, writes, retries, batch).changed, batch)
 
 
 def delete(conn: Connection, uuid: str) -> None:
