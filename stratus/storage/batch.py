@@ -48,6 +48,9 @@ class Outcome:
 
 
 Check = Callable[[Outcome], None]
+# Called with the error a statement raised (as SQLAlchemy wraps it); it may
+# raise the caller's own error instead, or return to let the original propagate.
+OnError = Callable[[sa.exc.StatementError], None]
 Params = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 
 
@@ -72,44 +75,55 @@ class Batch:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self.pipelined = pipelines(conn)
-        self._queued: list[tuple[Executable, Params | None, Check | None]] = []
+        self._queued: list[_Queued] = []
 
     def add(self, statement: Executable, params: Params | None = None,
-            then: Check | None = None) -> None:
+            then: Check | None = None, on_error: OnError | None = None) -> None:
         """Queue ``statement``; a list of ``params`` inserts several rows (INSERT only)."""
-        self._queued.append((statement, params, then))
+        self._queued.append(_Queued(statement, params, then, on_error))
 
     def flush(self) -> None:
         """Run what is queued, then the checks; the batch is empty afterwards."""
         queued, self._queued = self._queued, []
         if self.pipelined and len(queued) > 1:
-            outcomes = _send_together(self.conn, queued)
-            for (_, _, then), outcome in zip(queued, outcomes, strict=True):
-                if then is not None:
-                    then(outcome)
+            for item, outcome in zip(queued, _send_together(self.conn, queued), strict=True):
+                if item.then is not None:
+                    item.then(outcome)
             return
         mysql = self.conn.dialect.name == "mysql"
-        for statement, params, then in queued:
-            result = self.conn.execute(statement, params)
-            if then is not None:
+        for item in queued:
+            try:
+                result = self.conn.execute(item.statement, item.params)
+            except sa.exc.DBAPIError as exc:
+                if item.on_error is not None:
+                    item.on_error(exc)
+                raise
+            if item.then is not None:
                 rowcount = result.rowcount
-                if not isinstance(params, Mapping) and params is not None:
+                if not isinstance(item.params, Mapping) and item.params is not None:
                     # Several rows: some drivers cannot count them (psycopg answers
                     # -1); an INSERT that did not raise inserted every one.
-                    rowcount = len(params)
-                then(Outcome(rowcount, result.lastrowid if mysql else None))
+                    rowcount = len(item.params)
+                item.then(Outcome(rowcount, result.lastrowid if mysql else None))
+
+
+@dataclass(frozen=True)
+class _Queued:
+    statement: Executable
+    params: Params | None
+    then: Check | None
+    on_error: OnError | None
 
 
 # ---- sending several statements as one query ---------------------------------
 
 
-def _send_together(conn: Connection, queued: Sequence[tuple[Executable, Params | None, Any]],
-                   ) -> list[Outcome]:
+def _send_together(conn: Connection, queued: Sequence[_Queued]) -> list[Outcome]:
     dialect = conn.dialect
     texts: list[str] = []
     args: list[Any] = []
-    for statement, params, _ in queued:
-        text, values = _render(dialect, statement, params)
+    for item in queued:
+        text, values = _render(dialect, item.statement, item.params)
         texts.append(text)
         args.extend(values)
     sql = ";\n".join(texts)
@@ -117,15 +131,21 @@ def _send_together(conn: Connection, queued: Sequence[tuple[Executable, Params |
     driver_connection = conn.connection.driver_connection
     assert driver_connection is not None   # an open Connection has one
     cursor = driver_connection.cursor()
+    outcomes: list[Outcome] = []
     try:
         cursor.execute(sql, tuple(args))
-        outcomes = [Outcome(cursor.rowcount, cursor.lastrowid)]
+        outcomes.append(Outcome(cursor.rowcount, cursor.lastrowid))
         # The server stops at the first statement that fails, and the driver raises
         # its error here, for that statement's result.
         while cursor.nextset():
             outcomes.append(Outcome(cursor.rowcount, cursor.lastrowid))
     except error as exc:
-        raise sa.exc.DBAPIError.instance(sql, args, exc, error, dialect=dialect) from exc
+        wrapped = sa.exc.DBAPIError.instance(sql, args, exc, error, dialect=dialect)
+        # The statements before the one that failed each left a result.
+        on_error = queued[len(outcomes)].on_error
+        if on_error is not None:
+            on_error(wrapped)
+        raise wrapped from exc
     finally:
         cursor.close()
     if len(outcomes) != len(queued):

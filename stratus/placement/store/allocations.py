@@ -7,7 +7,11 @@ the request's one transaction it:
    classes, projects, users and consumer types named; checks client-sent
    consumer generations (1.28+), then the names (409s and 400s before any lock);
 2. moves each consumer's generation by compare-and-swap, creating consumers
-   seen for the first time (consumers are locked in uuid order);
+   seen for the first time (consumers are locked in uuid order). On
+   MySQL/MariaDB a write creating one new consumer creates it in step 4
+   instead, after the providers are locked. Only another writer creating the
+   same consumer can hold that row's key, and one of the two gets 409 either way
+   (at worst through a deadlock the database breaks);
 3. *claims* the providers: reads their generations, inventories and usage in
    one statement (one snapshot, so usage is exactly as new as the generation),
    checks every amount, then compare-and-swaps each provider's generation (in
@@ -188,6 +192,9 @@ _OLD = (sa.select(_a.c.consumer_id, _a.c.resource_provider_id, _a.c.resource_cla
         .where(_a.c.consumer_id.in_(_ids("consumers"))))
 _DELETE_OLD = sa.delete(_a).where(_a.c.consumer_id.in_(_ids("consumers")))
 _INSERT = sa.insert(_a)
+# For a consumer inserted by the statement before, in the same query (MySQL/MariaDB):
+# LAST_INSERT_ID() keeps that statement's id for the whole of this one.
+_INSERT_FOR_NEW = sa.insert(_a).values(consumer_id=sa.func.last_insert_id())
 # (SQLite ignores FOR UPDATE; its writers hold the database's write lock anyway.)
 _LOCK_CONSUMER = (sa.select(s.consumers.c.id).where(s.consumers.c.uuid == sa.bindparam("uuid"))
                   .with_for_update())
@@ -381,13 +388,19 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
             for c, rp, rc, amount in wanted]
 
     owners = consumers.resolve_owners(conn, [w.owner for w in writes], found.owners)
+    # A claim for a new server (one consumer, new, given allocations) creates the
+    # consumer in the batch, with the writes, when the batch goes as one query: its
+    # allocation rows then take its id from LAST_INSERT_ID(). The providers are then
+    # locked before the consumer is (see the module docstring on lock order).
+    new_in_batch = (batch.pipelined and len(writes) == 1 and bool(writes[0].allocations)
+                    and writes[0].uuid not in current)
     consumer_ids: dict[str, int] = {}
     for w in sorted(writes, key=lambda w: w.uuid):  # lock order
         existing = current.get(w.uuid)
         if existing is not None:
             consumers.advance(conn, existing, owners[w.owner])
             consumer_ids[w.uuid] = existing.id
-        elif w.allocations:
+        elif w.allocations and not new_in_batch:
             consumer_ids[w.uuid] = consumers.create(conn, w.uuid, owners[w.owner])
         # A consumer never seen, sent with no allocations: nothing to do.
 
@@ -448,7 +461,14 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
         conn.execute(_DELETE_OLD, {"consumers": existed})
     shift_usage(conn, deltas, batch)
     stamp = now()
-    if rows:
+    if new_in_batch:
+        # Right before the rows: nothing between may set LAST_INSERT_ID().
+        consumers.queue_create(batch, writes[0].uuid, owners[writes[0].owner])
+        batch.add(_INSERT_FOR_NEW, [
+            {"resource_provider_id": r.key[0], "resource_class_id": r.key[1],
+             "used": r.used, "created_at": stamp} for r in rows
+        ])
+    elif rows:
         batch.add(_INSERT, [
             {"resource_provider_id": r.key[0], "resource_class_id": r.key[1],
              "consumer_id": consumer_ids[r.consumer_uuid], "used": r.used, "created_at": stamp}

@@ -23,6 +23,7 @@ from sqlalchemy.engine import Connection
 from stratus.placement import errors
 from stratus.placement import schema as s
 from stratus.placement.store.common import ensure_external_id, now
+from stratus.storage.batch import Batch
 
 # What Placement reports as the type of a consumer that never had one (written before 1.38).
 UNKNOWN_TYPE = "unknown"
@@ -170,6 +171,19 @@ def create(conn: Connection, uuid: str, owner: OwnerIds) -> int:
 
 
 _CREATE = sa.insert(s.consumers)
+
+
+def queue_create(batch: Batch, uuid: str, owner: OwnerIds) -> None:
+    """:func:`create`, queued in ``batch``: its id is ``LAST_INSERT_ID()`` for the
+    statement right after it (MySQL/MariaDB; see ``store.allocations.apply``)."""
+    batch.add(_CREATE, {
+        "uuid": uuid, "project_id": owner.project, "user_id": owner.user, "generation": 1,
+        "consumer_type_id": owner.consumer_type, "created_at": now()}, on_error=_taken)
+
+
+def _taken(exc: sa.exc.StatementError) -> None:
+    if isinstance(exc, sa.exc.IntegrityError):   # created meanwhile by another writer
+        raise errors.ConcurrentUpdate(CONCURRENT) from None
 
 
 def advance(conn: Connection, current: Consumer, owner: OwnerIds) -> None:
