@@ -150,3 +150,25 @@ def test_statements_with_expanding_in_lists_run_alone_but_cannot_be_sent_togethe
     with db.read(engine) as conn:
         got = conn.execute(sa.select(rp.c.generation).where(rp.c.id.in_(ids))).scalars()
         assert list(got) == [5, 5]
+
+
+def test_a_statement_may_turn_its_own_failure_into_the_callers_error(engine):
+    with db.write(engine) as conn:
+        pid = _provider(conn, "rp")
+        taken = conn.execute(sa.select(s.resource_providers.c.uuid)
+                             .where(s.resource_providers.c.id == pid)).scalar_one()
+    rp = s.resource_providers
+
+    def taken_name(exc: sa.exc.StatementError) -> None:
+        if isinstance(exc, sa.exc.IntegrityError):
+            raise errors.Conflict("that provider exists") from None
+
+    with pytest.raises(errors.Conflict, match="exists"), db.write(engine) as conn:
+        batch = Batch(conn)
+        batch.add(sa.update(rp).where(rp.c.id == pid).values(name="before"))
+        batch.add(sa.insert(rp), {"uuid": taken, "name": "again", "generation": 0,
+                                  "created_at": now()}, on_error=taken_name)
+        batch.add(sa.update(rp).where(rp.c.id == pid).values(name="after"))
+        batch.flush()
+    with db.read(engine) as conn:
+        assert conn.execute(sa.select(rp.c.name).where(rp.c.id == pid)).scalar_one() == "rp"
