@@ -80,6 +80,8 @@ def requests(world: Any) -> dict[str, Callable[[], dict[str, Any]]]:
     return {
         "root": lambda: environ("GET", "/"),
         "classes": lambda: environ("GET", "/resource_classes/VCPU"),
+        "flavor": lambda: environ("GET", "/allocation_candidates",
+                                  "resources=VCPU:1,DISK_GB:10,MEMORY_MB:256"),
         "limit50": lambda: environ("GET", "/allocation_candidates",
                                    "resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&limit=50"),
         # bench/candidates.py's nested query: 32 candidates at 1,000 providers.
