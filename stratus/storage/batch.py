@@ -80,6 +80,8 @@ class Batch:
     def add(self, statement: Executable, params: Params | None = None,
             then: Check | None = None, on_error: OnError | None = None) -> None:
         """Queue ``statement``; a list of ``params`` inserts several rows (INSERT only)."""
+        if params is not None and not isinstance(params, Mapping) and not params:
+            raise ValueError("batch: an empty list of rows (leave the statement out)")
         self._queued.append(_Queued(statement, params, then, on_error))
 
     def flush(self) -> None:

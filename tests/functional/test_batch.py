@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from stratus.placement import errors
 from stratus.placement import schema as s
+from stratus.placement.store import consumers
 from stratus.placement.store.common import now, queue_swap, record_change
 from stratus.storage import engine as db
 from stratus.storage.batch import Batch, Outcome
@@ -172,3 +173,20 @@ def test_a_statement_may_turn_its_own_failure_into_the_callers_error(engine):
         batch.flush()
     with db.read(engine) as conn:
         assert conn.execute(sa.select(rp.c.name).where(rp.c.id == pid)).scalar_one() == "rp"
+
+
+def test_a_consumer_created_meanwhile_makes_the_queued_creation_a_409(engine):
+    # What a claim for a new server meets when another writer created the same
+    # consumer between its lookup and its writes.
+    owner = consumers.Owner("project", "user")
+    taken = str(uuid.uuid4())
+    with db.write(engine) as conn:
+        ids = consumers.resolve_owners(conn, [owner], consumers.KnownOwners({}, {}, {}))[owner]
+        consumers.create(conn, taken, ids)
+    with pytest.raises(errors.ConcurrentUpdate), db.write(engine) as conn:
+        batch = Batch(conn)
+        consumers.queue_create(batch, str(uuid.uuid4()), ids)
+        consumers.queue_create(batch, taken, ids)
+        batch.flush()
+    with db.read(engine) as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(s.consumers)).scalar() == 1

@@ -60,6 +60,8 @@ test_batch_failed_statement = (
     test_batch.test_a_failed_statement_is_raised_as_sqlalchemys_error_and_leaves_nothing_behind)
 test_batch_insert_rows = test_batch.test_several_rows_go_into_one_insert
 test_batch_own_error = test_batch.test_a_statement_may_turn_its_own_failure_into_the_callers_error
+test_batch_consumer_taken = (
+    test_batch.test_a_consumer_created_meanwhile_makes_the_queued_creation_a_409)
 test_batch_expanding = (
     test_batch.test_statements_with_expanding_in_lists_run_alone_but_cannot_be_sent_together)
 

@@ -464,10 +464,11 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
     if new_in_batch:
         # Right before the rows: nothing between may set LAST_INSERT_ID().
         consumers.queue_create(batch, writes[0].uuid, owners[writes[0].owner])
-        batch.add(_INSERT_FOR_NEW, [
-            {"resource_provider_id": r.key[0], "resource_class_id": r.key[1],
-             "used": r.used, "created_at": stamp} for r in rows
-        ])
+        if rows:
+            batch.add(_INSERT_FOR_NEW, [
+                {"resource_provider_id": r.key[0], "resource_class_id": r.key[1],
+                 "used": r.used, "created_at": stamp} for r in rows
+            ])
     elif rows:
         batch.add(_INSERT, [
             {"resource_provider_id": r.key[0], "resource_class_id": r.key[1],
