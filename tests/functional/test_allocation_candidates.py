@@ -354,6 +354,22 @@ def test_any_of_traits_from_1_39(client, world):
     assert client.get(f"/allocation_candidates?{query}", version="1.38").status_code == 400
 
 
+def test_a_query_asked_again_is_judged_by_each_requests_version(client, world):
+    # Parsed queries are remembered per (query, version): asking the same query at
+    # alternating versions, and a bad one twice, must answer as if asked once.
+    granular_world(world)
+    query = "resources=VCPU:1&required=in:HW_CPU_X86_SSE,HW_CPU_X86_MMX"
+    for _ in range(2):
+        assert answer(client, world, query, "1.39") == {c("cn_middle:VCPU:1"),
+                                                        c("cn_right:VCPU:1")}
+        assert client.get(f"/allocation_candidates?{query}", version="1.38").status_code == 400
+    bad = "resources1=VCPU:1&resources2=VCPU:1"   # two groups and no group_policy
+    for _ in range(2):
+        resp = client.get(f"/allocation_candidates?{bad}", version="1.33")
+        assert resp.status_code == 400
+        assert "group_policy" in resp.json()["errors"][0]["detail"]
+
+
 def test_unknown_names(client, world):
     granular_world(world)
     resp = client.get("/allocation_candidates?resources=MCPU:1")

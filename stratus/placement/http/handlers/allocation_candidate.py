@@ -3,6 +3,7 @@ GET /allocation_candidates/explain (same query; says why providers were left out
 
 from __future__ import annotations
 
+import functools
 import random
 
 import webob
@@ -11,6 +12,7 @@ from stratus.placement import candidates
 from stratus.placement.candidates import explain as explaining
 from stratus.placement.candidates.render import Shape, render
 from stratus.placement.candidates.solve import solve
+from stratus.placement.http.microversion import Version
 from stratus.placement.http.schemas import allocation_candidate as schema
 from stratus.placement.http.wsgi import Req, json_response
 from stratus.storage import engine as db
@@ -20,9 +22,19 @@ def _parse(req: Req, extra: tuple[str, ...] = ()) -> candidates.CandidateRequest
     """The checked request; ``extra`` keys (explain's) are not the query's business."""
     req.require("allocation_candidates")
     req.authorize("placement:allocation_candidates:list")
-    pairs = [(k, v) for k, v in req.webob.GET.items() if k not in extra]
-    schema.validate_query(pairs, req.want.supports)
-    return candidates.parse_query(pairs, req.want.supports)
+    pairs = tuple((k, v) for k, v in req.webob.GET.items() if k not in extra)
+    return _checked(pairs, req.want)
+
+
+# Schedulers ask the same few questions over and over, and checking a query against
+# its version's JSON schema and parsing it cost about as much as answering a
+# limit=50 query from the index. The answer depends on nothing but the query and
+# the version (names are looked up in the index afterwards), so it is remembered.
+# A query that fails raises, and failures are not remembered.
+@functools.lru_cache(maxsize=512)
+def _checked(pairs: tuple[tuple[str, str], ...], want: Version) -> candidates.CandidateRequest:
+    schema.validate_query(list(pairs), want.supports)
+    return candidates.parse_query(pairs, want.supports)
 
 
 def _options(req: Req, request: candidates.CandidateRequest) -> candidates.Options:
