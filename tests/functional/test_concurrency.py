@@ -8,8 +8,10 @@ and a refused multi-consumer write leaving no trace.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
+import time
 from collections import defaultdict
 from typing import Any
 
@@ -352,3 +354,88 @@ def test_one_consumer_deleted_and_rewritten_at_once_keeps_the_totals(live_server
             assert usage == held[rp], (rp, usage, held[rp])
     # And the running totals claims check against are still those sums.
     assert_books_balance(placement_app.engine)
+
+
+def test_moves_in_opposite_directions_both_succeed(live_server, monkeypatch):
+    # A moves from host 0 to host 1 while B moves from host 1 to host 0. Each write
+    # shifts usage off the host it leaves; a write that locked that host's totals
+    # only then, after locking the host it claims, would deadlock with the other
+    # and one of them get a 409. Each write is held just before its usage shift
+    # until the other gets there too, or for two seconds (the other is then
+    # waiting on its locks, as it should).
+    from stratus.placement.store import allocations as store
+
+    hosts = _providers(live_server.url)[:2]
+    a, b = new_uuid(), new_uuid()
+    with httpx.Client(base_url=live_server.url, headers=HEADERS) as http:
+        for consumer, host in ((a, hosts[0]), (b, hosts[1])):
+            resp = http.put(f"/allocations/{consumer}", json=body({host: {"VCPU": 1}}, None))
+            assert resp.status_code == 204, resp.text
+    barrier = threading.Barrier(2, timeout=2)
+    shift = store.shift_usage
+
+    def held_shift(*args: Any, **kwargs: Any) -> None:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            barrier.wait()
+        shift(*args, **kwargs)
+
+    monkeypatch.setattr(store, "shift_usage", held_shift)
+    moves = [(a, hosts[1]), (b, hosts[0])]
+    answers: dict[str, tuple[int, str]] = {}
+
+    def move(n: int) -> None:
+        consumer, host = moves[n]
+        with httpx.Client(base_url=live_server.url, headers=HEADERS, timeout=60) as http:
+            resp = http.put(f"/allocations/{consumer}", json=body({host: {"VCPU": 1}}, 1))
+            answers[consumer] = (resp.status_code, resp.text)
+
+    _run_threads(move, count=2)
+    assert answers[a][0] == 204, answers[a]
+    assert answers[b][0] == 204, answers[b]
+
+
+def test_a_delete_racing_a_move_off_one_of_its_hosts_both_succeed(live_server, monkeypatch):
+    # D holds on hosts 0 and 1; A moves from host 0 to host 1 while D is deleted.
+    # The move locks both hosts' totals first; the delete's usage shift must then
+    # queue behind it, not lock part of a row through another index and deadlock
+    # (MariaDB's optimizer chose the resource-class index for the shift).
+    from stratus.placement.store import allocations as store
+
+    with httpx.Client(base_url=live_server.url) as http:
+        # One class per host: the shape where the optimizer took the class index.
+        client = PlacementClient(http)
+        hosts = [add_provider(client, f"h{i}", {"VCPU": {"total": 8}}) for i in range(2)]
+    a, d = new_uuid(), new_uuid()
+    with httpx.Client(base_url=live_server.url, headers=HEADERS) as http:
+        for consumer, claim in ((a, {hosts[0]: {"VCPU": 1}}),
+                                (d, {hosts[0]: {"VCPU": 1}, hosts[1]: {"VCPU": 1}})):
+            resp = http.put(f"/allocations/{consumer}", json=body(claim, None))
+            assert resp.status_code == 204, resp.text
+    deleting = threading.Event()
+    shift = store.shift_usage
+
+    def held_shift(conn: Any, deltas: Any, *args: Any) -> None:
+        # Runs in the server's threads: the delete is the shift with nothing to add.
+        if all(amount < 0 for amount in deltas.values()):
+            deleting.set()
+        else:
+            # Let the delete reach its shift and wait there on our locks.
+            deleting.wait(timeout=2)
+            time.sleep(0.2)
+        shift(conn, deltas, *args)
+
+    monkeypatch.setattr(store, "shift_usage", held_shift)
+    answers: dict[str, tuple[int, str]] = {}
+
+    def run(n: int) -> None:
+        with httpx.Client(base_url=live_server.url, headers=HEADERS, timeout=60) as http:
+            if n == 0:
+                resp = http.put(f"/allocations/{a}", json=body({hosts[1]: {"VCPU": 1}}, 1))
+            else:
+                time.sleep(0.1)   # after the move has locked its hosts
+                resp = http.delete(f"/allocations/{d}")
+            answers["move" if n == 0 else "delete"] = (resp.status_code, resp.text)
+
+    _run_threads(run, count=2)
+    assert answers["move"][0] == 204, answers["move"]
+    assert answers["delete"][0] == 204, answers["delete"]

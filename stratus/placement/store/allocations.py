@@ -302,8 +302,11 @@ def _state_select(providers: int, classes: int, lock: bool = False) -> sa.Select
         )
         .where(_in(_rp.c.id, "id", providers))
     )
-    # Locking read (MySQL/MariaDB only, see apply): in id order, as the swaps lock.
-    return query.order_by(_rp.c.id).with_for_update() if lock else query
+    if not lock:
+        return query
+    # Locking read (MySQL/MariaDB only, see apply): in id order, as the swaps lock,
+    # and through the index the usage shift locks too (see _BY_PAIR).
+    return query.order_by(_rp.c.id).with_for_update().with_hint(_inv, _BY_PAIR, "mysql")
 
 
 # ---- 4. the running usage totals ---------------------------------------------------
@@ -314,13 +317,22 @@ def _state_select(providers: int, classes: int, lock: bool = False) -> sa.Select
 # refuses a class the provider lacks; an inventory in use cannot be removed), so
 # every (provider, class) pair shifted has its row.
 
+# InnoDB locks the records of the index a statement reads through. Left to choose,
+# MariaDB's optimizer ran the shift below through the resource_class_id index while
+# a claim's locking read had gone through another: two writers then held one index
+# record each of the same row and waited for the other's (a deadlock, 409). Both go
+# through the (provider, class) unique index, so they queue instead.
+_BY_PAIR = "FORCE INDEX (uq_inventories_resource_provider_id_resource_class_id)"
+
+
 @functools.lru_cache(maxsize=256)
 def _shift_statement(pairs: int) -> sa.Update:
     keys = [sa.and_(_inv.c.resource_provider_id == sa.bindparam(f"p{i}"),
                     _inv.c.resource_class_id == sa.bindparam(f"c{i}")) for i in range(pairs)]
     delta = sa.case(*[(key, sa.bindparam(f"d{i}", type_=sa.Integer))
                       for i, key in enumerate(keys)], else_=0)
-    return sa.update(_inv).where(sa.or_(*keys)).values(used=_inv.c.used + delta)
+    return (sa.update(_inv).where(sa.or_(*keys)).values(used=_inv.c.used + delta)
+            .with_hint(_BY_PAIR, dialect_name="mysql"))
 
 
 def _amounts(held: Iterable[sa.Row]) -> dict[Key, int]:
@@ -494,12 +506,19 @@ def _claim(conn: Connection, rows: list[_Row], mine: Mapping[Key, int], claimed:
     to make, as (provider id, generation read), in id order.
 
     ``mine``: what the consumers being written hold now, per (provider, class).
-    ``lock``: read with FOR UPDATE (see apply).
+    ``lock``: read with FOR UPDATE (see apply), and read (so lock) the inventories
+    of ``mine`` too: the usage shift at the end moves them, and taking those rows
+    then, after others were locked here, could deadlock with another writer
+    taking the same rows in id order (a move the other way; a DELETE).
     """
     if not claimed:
         return []
+    providers, classes = set(claimed), set(class_ids)
+    if lock:
+        providers.update(p for p, _c in mine)
+        classes.update(c for _p, c in mine)
     params: dict[str, object] = {}
-    shape = (_bind(params, "id", sorted(claimed)), _bind(params, "k", sorted(class_ids)), lock)
+    shape = (_bind(params, "id", sorted(providers)), _bind(params, "k", sorted(classes)), lock)
     generations: dict[int, int] = {}
     inventories: dict[Key, sa.Row] = {}
     usage: dict[Key, tuple[int, int]] = {}
@@ -519,7 +538,8 @@ def _claim(conn: Connection, rows: list[_Row], mine: Mapping[Key, int], claimed:
 
 def _check(conn: Connection, rows: list[_Row], claimed: set[int], class_ids: set[int],
            inventories: Mapping[Key, sa.Row], usage: Mapping[Key, tuple[int, int]]) -> None:
-    with_inventory = {key[0] for key in inventories}
+    # (The locking read may have read more classes than checked here: see _claim.)
+    with_inventory = {p for p, c in inventories if c in class_ids}
     missing = claimed - with_inventory
     if missing:
         # Placement names every class of the request and every provider lacking all of them.
