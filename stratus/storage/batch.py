@@ -142,7 +142,8 @@ def _send_together(conn: Connection, queued: Sequence[_Queued]) -> list[Outcome]
         while cursor.nextset():
             outcomes.append(Outcome(cursor.rowcount, cursor.lastrowid))
     except error as exc:
-        wrapped = sa.exc.DBAPIError.instance(sql, args, exc, error, dialect=dialect)
+        wrapped = sa.exc.DBAPIError.instance(
+            sql, args, exc, error, hide_parameters=conn.engine.hide_parameters, dialect=dialect)
         # The statements before the one that failed each left a result.
         on_error = queued[len(outcomes)].on_error
         if on_error is not None:
@@ -197,22 +198,20 @@ _compiled_cache: dict[tuple[int, int, tuple[str, ...]], tuple[Any, SQLCompiler]]
 _cache_lock = threading.Lock()
 
 
-_positional_dialects: dict[int, tuple[Dialect, Dialect]] = {}
-
-
 def _positional(dialect: Dialect) -> Dialect:
     """The dialect, rendering ``%s`` placeholders: PyMySQL's dialect names its
     parameters (``%(name)s``), which cannot be joined into one query; both MySQL
-    drivers take positional ones."""
+    drivers take positional ones. The clone is kept on the dialect itself, so it
+    goes when its engine does."""
     if dialect.paramstyle == "format":
         return dialect
-    hit = _positional_dialects.get(id(dialect))
-    if hit is None:
+    clone: Dialect | None = getattr(dialect, "_stratus_positional", None)
+    if clone is None:
         clone = copy.copy(dialect)
         clone.paramstyle = "format"
         clone.positional = True
-        hit = _positional_dialects[id(dialect)] = (dialect, clone)
-    return hit[1]
+        dialect._stratus_positional = clone  # type: ignore[attr-defined]
+    return clone
 
 
 def _compiled(dialect: Dialect, statement: Executable, keys: tuple[str, ...]) -> SQLCompiler:
