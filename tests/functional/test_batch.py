@@ -41,6 +41,15 @@ def _provider(conn: sa.Connection, name: str) -> int:
     return int(row_id)
 
 
+def _existing_provider(engine: sa.Engine) -> tuple[int, str]:
+    """A committed provider "rp": its id and uuid (for writes that collide with it)."""
+    with db.write(engine) as conn:
+        pid = _provider(conn, "rp")
+        uuid_ = conn.execute(sa.select(s.resource_providers.c.uuid)
+                             .where(s.resource_providers.c.id == pid)).scalar_one()
+    return pid, uuid_
+
+
 def _counter(conn: sa.Connection) -> int:
     return int(conn.execute(sa.select(s.change_counter.c.value)).scalar_one())
 
@@ -101,10 +110,7 @@ def test_a_failed_check_leaves_nothing_behind(engine):
 
 
 def test_a_failed_statement_is_raised_as_sqlalchemys_error_and_leaves_nothing_behind(engine):
-    with db.write(engine) as conn:
-        pid = _provider(conn, "rp")
-        taken = conn.execute(sa.select(s.resource_providers.c.uuid)
-                             .where(s.resource_providers.c.id == pid)).scalar_one()
+    pid, taken = _existing_provider(engine)
     rp = s.resource_providers
     duplicate = {"uuid": taken, "name": "again", "generation": 0, "created_at": now()}
     with pytest.raises(sa.exc.IntegrityError), db.write(engine) as conn:
@@ -154,10 +160,7 @@ def test_statements_with_expanding_in_lists_run_alone_but_cannot_be_sent_togethe
 
 
 def test_a_statement_may_turn_its_own_failure_into_the_callers_error(engine):
-    with db.write(engine) as conn:
-        pid = _provider(conn, "rp")
-        taken = conn.execute(sa.select(s.resource_providers.c.uuid)
-                             .where(s.resource_providers.c.id == pid)).scalar_one()
+    pid, taken = _existing_provider(engine)
     rp = s.resource_providers
 
     def taken_name(exc: sa.exc.StatementError) -> None:

@@ -50,12 +50,18 @@ def test_a_deadlock_behind_a_lost_savepoint_is_found():
     assert db.is_contention(lost)
 
 
-def test_the_api_answers_a_broken_deadlock_with_409(client, monkeypatch):
-    def deadlocked(conn):
-        raise _wrapped(_MySQLError(1213, "Deadlock found when trying to get lock"))
+def _answer_when_the_database_raises(client, monkeypatch, code: int, message: str):
+    """GET /resource_classes with the read failing with MySQL error ``code``."""
+    def failing(conn):
+        raise _wrapped(_MySQLError(code, message))
 
-    monkeypatch.setattr(resource_classes, "list_all", deadlocked)
-    resp = client.get("/resource_classes", version="1.23")
+    monkeypatch.setattr(resource_classes, "list_all", failing)
+    return client.get("/resource_classes", version="1.23")
+
+
+def test_the_api_answers_a_broken_deadlock_with_409(client, monkeypatch):
+    resp = _answer_when_the_database_raises(client, monkeypatch, 1213,
+                                            "Deadlock found when trying to get lock")
     assert resp.status_code == 409
     error = resp.json()["errors"][0]
     assert error["code"] == "placement.concurrent_update"
@@ -63,10 +69,7 @@ def test_the_api_answers_a_broken_deadlock_with_409(client, monkeypatch):
 
 
 def test_other_database_errors_stay_500(client, monkeypatch):
-    def broken(conn):
-        raise _wrapped(_MySQLError(2013, "Lost connection to server during query"))
-
-    monkeypatch.setattr(resource_classes, "list_all", broken)
-    resp = client.get("/resource_classes", version="1.23")
+    resp = _answer_when_the_database_raises(client, monkeypatch, 2013,
+                                            "Lost connection to server during query")
     assert resp.status_code == 500
     assert "Lost connection" not in resp.text   # the log has it, the client does not

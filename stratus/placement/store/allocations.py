@@ -34,6 +34,7 @@ reshaper) records them last.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import itertools
@@ -454,10 +455,7 @@ def apply(conn: Connection, writes: Iterable[ConsumerWrite],
         # have landed, so the attempt runs inside a savepoint.
         for attempt in itertools.count(1):
             try:
-                if len(claimed) > 1:
-                    with conn.begin_nested():
-                        _swap_now(conn, _claim(conn, rows, mine, claimed, checked_classes))
-                else:
+                with conn.begin_nested() if len(claimed) > 1 else contextlib.nullcontext():
                     _swap_now(conn, _claim(conn, rows, mine, claimed, checked_classes))
                 break
             except errors.ConcurrentUpdate:

@@ -162,23 +162,25 @@ def create(conn: Connection, uuid: str, owner: OwnerIds) -> int:
     # No savepoint: a duplicate ends the whole write (409), so nothing after the
     # failed INSERT needs the transaction.
     try:
-        result = conn.execute(_CREATE, {
-            "uuid": uuid, "project_id": owner.project, "user_id": owner.user, "generation": 1,
-            "consumer_type_id": owner.consumer_type, "created_at": now()})
-    except sa.exc.IntegrityError:
-        raise errors.ConcurrentUpdate(CONCURRENT) from None
+        result = conn.execute(_CREATE, _new_row(uuid, owner))
+    except sa.exc.IntegrityError as exc:
+        _taken(exc)
+        raise
     return int(result.inserted_primary_key[0])
 
 
 _CREATE = sa.insert(s.consumers)
 
 
+def _new_row(uuid: str, owner: OwnerIds) -> dict[str, object]:
+    return {"uuid": uuid, "project_id": owner.project, "user_id": owner.user, "generation": 1,
+            "consumer_type_id": owner.consumer_type, "created_at": now()}
+
+
 def queue_create(batch: Batch, uuid: str, owner: OwnerIds) -> None:
     """:func:`create`, queued in ``batch``: its id is ``LAST_INSERT_ID()`` for the
     statement right after it (MySQL/MariaDB; see ``store.allocations.apply``)."""
-    batch.add(_CREATE, {
-        "uuid": uuid, "project_id": owner.project, "user_id": owner.user, "generation": 1,
-        "consumer_type_id": owner.consumer_type, "created_at": now()}, on_error=_taken)
+    batch.add(_CREATE, _new_row(uuid, owner), on_error=_taken)
 
 
 def _taken(exc: sa.exc.StatementError) -> None:
