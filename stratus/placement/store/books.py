@@ -33,8 +33,17 @@ def _sums() -> sa.Select:
             .group_by(a.c.resource_provider_id, a.c.resource_class_id))
 
 
-def drift(conn: Connection, lock: bool = False) -> tuple[list[Drift], list[Drift]]:
-    """Totals that differ from their allocations, and allocations with no inventory row.
+Key = tuple[int, int]   # (provider id, resource class id)
+
+
+def drift(conn: Connection) -> tuple[list[Drift], list[Drift]]:
+    """Totals that differ from their allocations, and allocations with no inventory row."""
+    wrong, orphans = _drift(conn, lock=False)
+    return [d for _key, d in wrong], orphans
+
+
+def _drift(conn: Connection, lock: bool) -> tuple[list[tuple[Key, Drift]], list[Drift]]:
+    """:func:`drift`, each differing total with its (provider id, class id).
 
     With ``lock`` the inventory rows are locked first: a claim or delete that has
     written allocations but not yet moved the totals then waits, and its relative
@@ -49,11 +58,11 @@ def drift(conn: Connection, lock: bool = False) -> tuple[list[Drift], list[Drift
     uuids = dict(conn.execute(sa.select(rp.c.id, rp.c.uuid)).tuples().all())
     names = dict(conn.execute(sa.select(rc.c.id, rc.c.name)).tuples().all())
 
-    def row(key: tuple[int, int], kept_value: int, allocated_value: int) -> Drift:
+    def row(key: Key, kept_value: int, allocated_value: int) -> Drift:
         return Drift(uuids.get(key[0], f"#{key[0]}"), names.get(key[1], f"#{key[1]}"),
                      kept_value, allocated_value)
 
-    wrong = [row(k, v, allocated.get(k, 0)) for k, v in sorted(kept.items())
+    wrong = [(k, row(k, v, allocated.get(k, 0))) for k, v in sorted(kept.items())
              if v != allocated.get(k, 0)]
     orphans = [row(k, 0, v) for k, v in sorted(allocated.items()) if k not in kept]
     return wrong, orphans
@@ -63,19 +72,14 @@ def repair(conn: Connection) -> tuple[list[Drift], list[Drift]]:
     """Set every differing total to what its allocations add up to; what was changed,
     and the allocations with no inventory row, which are left for the operator (there
     is no total to correct; the inventory or the allocations have to be put back)."""
-    wrong, orphans = drift(conn, lock=True)
+    wrong, orphans = _drift(conn, lock=True)
     if not wrong:
         return [], orphans
-    inv, rp, rc = s.inventories, s.resource_providers, s.resource_classes
-    touched = set()
-    for d in wrong:
-        provider_id = conn.execute(sa.select(rp.c.id).where(rp.c.uuid == d.provider_uuid)
-                                   ).scalar_one()
-        class_id = conn.execute(sa.select(rc.c.id).where(rc.c.name == d.resource_class)
-                                ).scalar_one()
+    inv = s.inventories
+    for (provider_id, class_id), d in wrong:
         conn.execute(sa.update(inv).where(inv.c.resource_provider_id == provider_id,
                                           inv.c.resource_class_id == class_id)
                      .values(used=d.allocated))
-        touched.add(provider_id)
-    record_change(conn, touched)   # candidate indexes reload these providers
-    return wrong, orphans
+    # Candidate indexes reload these providers.
+    record_change(conn, {provider_id for (provider_id, _class), _d in wrong})
+    return [d for _key, d in wrong], orphans
