@@ -132,3 +132,12 @@ def test_resourceless_group_allowed_in_same_subtree_from_1_36() -> None:
 def test_root_required_splits_required_and_forbidden() -> None:
     req = parse("resources=VCPU:1&root_required=A,!B", "1.35")
     assert (req.root_required, req.root_forbidden) == ({"A"}, {"B"})
+
+
+def test_a_parsed_request_cannot_be_changed_in_place() -> None:
+    # The HTTP handler caches parsed requests and shares them between requests.
+    req = parse("resources=VCPU:2&resources1=MEMORY_MB:512")
+    for group in req.groups:
+        with pytest.raises(TypeError):
+            group.resources["VCPU"] = 99  # type: ignore[index]
+    assert [dict(g.resources) for g in req.groups] == [{"VCPU": 2}, {"MEMORY_MB": 512}]

@@ -23,8 +23,9 @@ unknown name in a later group only if the earlier groups found something.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from stratus.placement import errors
 from stratus.placement.http import query as qs
@@ -42,12 +43,17 @@ class RequestGroup:
     trait is a set of one); every set must be met."""
 
     suffix: str
-    resources: dict[str, int] = field(default_factory=dict)
+    resources: Mapping[str, int] = field(default_factory=dict)
     required: tuple[frozenset[str], ...] = ()
     forbidden: frozenset[str] = frozenset()
     member_of: tuple[frozenset[str], ...] = ()
     forbidden_aggs: frozenset[str] = frozenset()
     in_tree: str | None = None
+
+    def __post_init__(self) -> None:
+        # Parsed requests are cached and shared between requests (the handler's
+        # _checked): nothing may change one in place.
+        object.__setattr__(self, "resources", MappingProxyType(dict(self.resources)))
 
     @property
     def same_provider(self) -> bool:

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import uuid as uuidlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import webob
 
 from stratus.placement import errors
 from stratus.placement.http import microversion
 from stratus.placement.http.errors import HTTPError
+from stratus.placement.http.validation import validate
 
 if TYPE_CHECKING:
     from stratus.placement.http.app import PlacementApp
@@ -97,48 +96,6 @@ class Req:
     def url(self, path: str) -> str:
         """A link to ``path`` relative to where this API is mounted."""
         return self.webob.script_name + path
-
-
-_FORMAT_CHECKER = jsonschema.FormatChecker()
-
-
-@_FORMAT_CHECKER.checks("uuid")
-def _is_uuid(instance: object) -> bool:
-    if not isinstance(instance, str):
-        return True
-    try:
-        uuidlib.UUID(instance)
-    except ValueError:
-        return False
-    # Placement accepts both dashed and undashed 32-hex forms, nothing else.
-    return len(instance.replace("-", "")) == 32 and len(instance) in (32, 36)
-
-
-# Schemas are module-level constants, so a validator built once per schema object
-# serves every request (building one per request showed up in profiles of claims).
-_VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
-
-
-def _validator(schema: dict[str, Any]) -> Any:
-    cached = _VALIDATORS.get(id(schema))
-    if cached is not None and cached[0] is schema:
-        return cached[1]
-    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft4Validator)
-    validator = validator_cls(schema, format_checker=_FORMAT_CHECKER)
-    if len(_VALIDATORS) > 512:   # a caller building schemas per request must not grow it
-        _VALIDATORS.clear()
-    _VALIDATORS[id(schema)] = (schema, validator)
-    return validator
-
-
-def validate(data: Any, schema: dict[str, Any]) -> None:
-    """Validate ``data`` against a JSON schema, raising 400 with the schema's complaint."""
-    validator = _validator(schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
-    if error is not None:
-        # The whole of jsonschema's report, as Placement gives it: clients and Placement's
-        # own tests look for "Failed validating '<keyword>' in schema[...]".
-        raise errors.BadRequest(f"JSON does not validate: {error}")
 
 
 # ---- output ----------------------------------------------------------------
