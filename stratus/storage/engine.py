@@ -114,14 +114,31 @@ def _with_multi_statements(url: str) -> str:
 def _add_server_pool_events(engine: Engine) -> None:
     """Fewer round trips per request than the pool's defaults, with the same safety.
 
-    - Ping a connection only when it has been idle in the pool for more than
-      PING_AFTER_IDLE_SECONDS (a dead one is replaced, as pool_pre_ping does).
+    - Ping only connections that sat idle (:func:`_add_idle_ping`).
     - On return, roll back unless :func:`read`/:func:`write` just committed the
       connection's transaction: the pool's default ROLLBACK after our COMMIT was a
       second wasted round trip per request. (A ``Connection`` closed with its
       transaction open rolls it back itself; the reset is for what SQLAlchemy
       cannot see, such as a raw DBAPI connection's work, and stays for that.)
     """
+    _add_idle_ping(engine)
+
+    @event.listens_for(engine, "reset")
+    def _on_reset(dbapi_conn: Any, record: Any, state: Any) -> None:
+        if state.terminate_only:
+            return
+        if record is not None and record.info.pop(_ENDED, False):
+            return
+        dbapi_conn.rollback()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.info.pop(_ENDED, None)
+
+
+def _add_idle_ping(engine: Engine) -> None:
+    """Ping a connection only when it has been idle in the pool for more than
+    PING_AFTER_IDLE_SECONDS (a dead one is replaced, as pool_pre_ping does)."""
     dialect = engine.dialect
 
     @event.listens_for(engine, "checkout")
@@ -139,18 +156,6 @@ def _add_server_pool_events(engine: Engine) -> None:
     def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
         if record is not None:
             record.info[_RETURNED_AT] = time.monotonic()
-
-    @event.listens_for(engine, "reset")
-    def _on_reset(dbapi_conn: Any, record: Any, state: Any) -> None:
-        if state.terminate_only:
-            return
-        if record is not None and record.info.pop(_ENDED, False):
-            return
-        dbapi_conn.rollback()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        conn.info.pop(_ENDED, None)
 
 
 def _create_sqlite_engine(url: str, **kwargs: Any) -> Engine:
@@ -323,6 +328,58 @@ def read(engine: Engine) -> Iterator[Connection]:
         with conn.begin():
             yield conn
         conn.info[_ENDED] = True
+
+
+@contextlib.contextmanager
+def read_latest(engine: Engine) -> Iterator[Connection]:
+    """Reads outside any transaction, for callers that need no snapshot across
+    statements: each statement sees what was committed when it ran.
+
+    On PostgreSQL and MariaDB (at READ COMMITTED, as Stratus runs them) that is
+    what statements inside a :func:`read` transaction see too; what this saves is
+    the transaction's end, a round trip (COMMIT) per request. The candidates index
+    reads through it on every query. On SQLite, where ending a transaction costs
+    no round trip, it is :func:`read`.
+    """
+    if is_sqlite(engine):
+        with read(engine) as conn:
+            yield conn
+        return
+    with _autocommit_twin(engine).connect() as conn:
+        yield conn
+
+
+_TWINS: dict[int, tuple[Engine, Engine]] = {}
+_TWINS_LOCK = threading.Lock()
+
+
+def _autocommit_twin(engine: Engine) -> Engine:
+    """An engine on the same database whose connections are in autocommit mode
+    (its own small pool, disposed with ``engine``'s)."""
+    found = _TWINS.get(id(engine))
+    if found is not None and found[0] is engine:
+        return found[1]
+    with _TWINS_LOCK:
+        found = _TWINS.get(id(engine))
+        if found is not None and found[0] is engine:
+            return found[1]
+        twin = sa.create_engine(engine.url, isolation_level="AUTOCOMMIT",
+                                pool_reset_on_return=None, pool_size=2, max_overflow=8,
+                                pool_recycle=getattr(engine.pool, "_recycle", -1),
+                                hide_parameters=engine.hide_parameters)
+        # A connection in autocommit mode has no transaction to end; the drivers'
+        # commit() and rollback() would still send one to the server (mysqlclient
+        # does), and SQLAlchemy calls them when a Connection closes.
+        twin.dialect.do_commit = lambda _dbapi_conn: None  # type: ignore[method-assign]
+        twin.dialect.do_rollback = lambda _dbapi_conn: None  # type: ignore[method-assign]
+        _add_idle_ping(twin)
+        _TWINS[id(engine)] = (engine, twin)
+
+        @event.listens_for(engine, "engine_disposed")
+        def _dispose_twin(_conn: Any) -> None:
+            twin.dispose()
+
+        return twin
 
 
 def wait_for(engine: Engine, seconds: float = 30.0) -> None:

@@ -8,6 +8,8 @@ transaction some other code left open is still rolled back on return.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import sqlalchemy as sa
 
@@ -95,3 +97,59 @@ def test_a_failed_write_leaves_nothing_on_the_connection(database_url):
         assert _test_rows(engine) == {-4}
     finally:
         engine.dispose()
+
+
+def _in_transaction(admin: sa.Engine, backend_id: int) -> bool:
+    """Whether that server connection has a transaction open (as seen from another)."""
+    with admin.connect() as conn:
+        if conn.dialect.name == "mysql":
+            return bool(conn.exec_driver_sql(
+                "SELECT COUNT(*) FROM information_schema.innodb_trx "
+                f"WHERE trx_mysql_thread_id = {backend_id}").scalar_one())
+        state = conn.exec_driver_sql(
+            f"SELECT state FROM pg_stat_activity WHERE pid = {backend_id}").scalar_one()
+        return state != "idle"
+
+
+def test_read_latest_sees_each_commit_and_leaves_no_transaction_open(database_url):
+    # The candidates index reads through read_latest on every query: a transaction
+    # it left open in the pool would hold locks (and block migrations) while idle.
+    engine = db.create_engine(database_url)
+    admin = db.create_engine(database_url)
+    marker = sa.select(sa.func.count()).select_from(s.provider_changes).where(
+        s.provider_changes.c.seq == -5)
+    try:
+        with db.read_latest(engine) as conn:
+            backend = _backend_id(conn)
+            assert conn.execute(marker).scalar_one() == 0
+            with db.write(admin) as other:
+                other.execute(sa.insert(s.provider_changes).values(seq=-5))
+            assert conn.execute(marker).scalar_one() == 1
+            assert not _in_transaction(admin, backend)
+        assert not _in_transaction(admin, backend)
+        with db.read_latest(engine) as conn:   # the same pooled connection, still usable
+            assert _backend_id(conn) == backend
+            assert conn.execute(marker).scalar_one() == 1
+    finally:
+        engine.dispose()
+        admin.dispose()
+
+
+def test_read_latest_connections_close_with_their_engine(database_url):
+    engine = db.create_engine(database_url)
+    admin = db.create_engine(database_url)
+    try:
+        with db.read_latest(engine) as conn:
+            backend = _backend_id(conn)
+        engine.dispose()
+        with admin.connect() as check:
+            if check.dialect.name == "mysql":
+                query = f"SELECT COUNT(*) FROM information_schema.processlist WHERE id = {backend}"
+            else:
+                query = f"SELECT COUNT(*) FROM pg_stat_activity WHERE pid = {backend}"
+            deadline = time.monotonic() + 10
+            while check.exec_driver_sql(query).scalar_one() and time.monotonic() < deadline:
+                time.sleep(0.05)   # the server notices a closed socket a moment later
+            assert check.exec_driver_sql(query).scalar_one() == 0
+    finally:
+        admin.dispose()

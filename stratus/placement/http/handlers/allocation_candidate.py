@@ -68,7 +68,7 @@ def list_allocation_candidates(req: Req) -> webob.Response:
     request = _parse(req)
     options = _options(req, request)
     classes, traits = _names(request)
-    with db.read(req.app.engine) as conn, req.app.candidates.current(conn) as index:
+    with db.read_latest(req.app.engine) as conn, req.app.candidates.current(conn) as index:
         candidates.ensure_names(index, conn, classes, traits)
         solution = solve(index, request, options)
         requested = {index.names.rc_id[c] for c in classes if c in index.names.rc_id}
@@ -86,7 +86,7 @@ def explain_allocation_candidates(req: Req) -> webob.Response:
     options = _options(req, request)
     classes, traits = _names(request)
     named = req.webob.GET.getall("provider")
-    with db.read(req.app.engine) as conn, req.app.candidates.current(conn) as index:
+    with db.read_latest(req.app.engine) as conn, req.app.candidates.current(conn) as index:
         candidates.ensure_names(index, conn, classes, traits)
         body = explaining.explain(index, request, options, named)
     return json_response(req, body)
