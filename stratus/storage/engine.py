@@ -350,6 +350,10 @@ def read_latest(engine: Engine) -> Iterator[Connection]:
 
 
 _TWINS: dict[int, tuple[Engine, Engine]] = {}
+
+
+def _nothing_to_end(_dbapi_conn: Any) -> None:
+    """A commit or rollback of an autocommit connection: no transaction to end."""
 _TWINS_LOCK = threading.Lock()
 
 
@@ -370,8 +374,8 @@ def _autocommit_twin(engine: Engine) -> Engine:
         # A connection in autocommit mode has no transaction to end; the drivers'
         # commit() and rollback() would still send one to the server (mysqlclient
         # does), and SQLAlchemy calls them when a Connection closes.
-        twin.dialect.do_commit = lambda _dbapi_conn: None  # type: ignore[method-assign]
-        twin.dialect.do_rollback = lambda _dbapi_conn: None  # type: ignore[method-assign]
+        setattr(twin.dialect, "do_commit", _nothing_to_end)  # noqa: B010
+        setattr(twin.dialect, "do_rollback", _nothing_to_end)  # noqa: B010
         _add_idle_ping(twin)
         _TWINS[id(engine)] = (engine, twin)
 
