@@ -85,7 +85,12 @@ def create_engine(url: str, **kwargs: Any) -> Engine:
     if backend == "sqlite":
         return _create_sqlite_engine(url, **kwargs)
     # The pool's own reset (a ROLLBACK on every return) is replaced by _on_reset.
-    opts: dict[str, Any] = {"future": True, "pool_reset_on_return": None}
+    # No cap on the pool's overflow: request threads bound the connections (a
+    # request holds at most two: a write that creates aggregates commits them on a
+    # second), and with a cap, enough threads each holding one and asking for a
+    # second would wait on each other until the pool's timeout.
+    opts: dict[str, Any] = {"future": True, "pool_reset_on_return": None,
+                            "max_overflow": -1}
     if backend == "mysql":
         # READ COMMITTED so a retried compare-and-swap sees the winner's commit.
         opts["isolation_level"] = "READ COMMITTED"
@@ -170,6 +175,8 @@ def _create_sqlite_engine(url: str, **kwargs: Any) -> Engine:
     if memory:
         # One shared connection, or every checkout would see a new empty database.
         opts["poolclass"] = sa.pool.StaticPool
+    else:
+        opts["max_overflow"] = -1   # as for server databases (create_engine)
     opts.update(kwargs)
     engine = sa.create_engine(url, **opts)
 
@@ -368,7 +375,7 @@ def _autocommit_twin(engine: Engine) -> Engine:
         if found is not None and found[0] is engine:
             return found[1]
         twin = sa.create_engine(engine.url, isolation_level="AUTOCOMMIT",
-                                pool_reset_on_return=None, pool_size=2, max_overflow=8,
+                                pool_reset_on_return=None, pool_size=2, max_overflow=-1,
                                 pool_recycle=getattr(engine.pool, "_recycle", -1),
                                 hide_parameters=engine.hide_parameters)
         # A connection in autocommit mode has no transaction to end; the drivers'

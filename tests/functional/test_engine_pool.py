@@ -153,3 +153,4 @@ def test_read_latest_connections_close_with_their_engine(database_url):
             assert check.exec_driver_sql(query).scalar_one() == 0
     finally:
         admin.dispose()
+
