@@ -182,7 +182,7 @@ def _driver_note(db: str) -> str:
 
 
 def markdown(results: dict[int, list[ServerRun]], args: argparse.Namespace, db: str) -> str:
-    out = [f"Machine: {machine()}.  ", f"Code: {revision()}; reference: openstack-placement "
+    out = [f"Machine: {machine()}.  ", f"Code: {args.code}; reference: openstack-placement "
            f"{peer_tool.PEER_VERSION} under gunicorn.  ",
            f"Database: {db}{_driver_note(db)}; workers: Stratus {args.workers}, reference "
            f"{1 if db == 'sqlite' else args.workers}; microversion {VERSION}; "
@@ -260,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="time the reference only (its rows do not depend on Stratus's code)")
     p.add_argument("--markdown", metavar="PATH", help="also write the tables to PATH")
     args = p.parse_args(argv)
+    args.code = revision()   # what the servers start with, not what is there at the end
     procs.install_signal_cleanup()
 
     db = args.db

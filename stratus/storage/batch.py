@@ -173,6 +173,10 @@ def _render(dialect: Dialect, statement: Executable, params: Params | None,
             raise TypeError("batch: several parameter rows are only for INSERT")
         # One VALUES group per row, as the MySQL drivers' executemany does.
         head, sep, group = text.partition(" VALUES ")
+        if not sep or not _one_group(group):
+            # INSERT ... SELECT, or a clause after the group (ON DUPLICATE KEY
+            # UPDATE, RETURNING) that repeating the group would repeat too.
+            raise TypeError("batch: several parameter rows need a plain INSERT ... VALUES")
         text = head + sep + ", ".join([group] * len(rows))
     # Type conversions SQLAlchemy applies before the driver sees a value (none for
     # the claim's integers, strings and datetimes on MySQL, but kept general).
@@ -187,6 +191,19 @@ def _render(dialect: Dialect, statement: Executable, params: Params | None,
             values.append(process(value) if process is not None and value is not None
                           else value)
     return text, values
+
+
+def _one_group(text: str) -> bool:
+    """Whether ``text`` is one parenthesised group and nothing after it."""
+    depth = 0
+    for i, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return i == len(text) - 1
+    return False
 
 
 # Compiling costs more than the server spends running these statements, and the
