@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from stratus.placement.candidates.index import ProviderIndex, quote
 from stratus.placement.candidates.solve import Candidate, Solution
+from stratus.placement.candidates.tree import Layout
 
 
 @dataclass(frozen=True)
@@ -84,39 +87,75 @@ def _requests(index: ProviderIndex, solution: Solution, shape: Shape) -> bytes:
 
 def _candidates_text(index: ProviderIndex, found: list[Candidate], shape: Shape) -> bytes:
     """Tree candidates in the 1.12+ shape, written directly (json.dumps would
-    need a dict per provider per candidate)."""
+    need a dict per provider per candidate).
+
+    Most candidates put each slot on a provider of its own: then a provider's
+    entry is its slot's part, whose text is made once per layout. A candidate
+    with two slots on one provider has their amounts added up first."""
     names = index.names.rc_name
     # Quoted on first use: the index knows every class (a few hundred), a query a few.
     rc_text: dict[int, str] = {}
     uuid_text: dict[int, str] = {}
+    layouts: dict[int, tuple[Layout, list[str], list[tuple[str, tuple[int, ...]]]]] = {}
 
     def uuid(p: int) -> str:
         text = uuid_text.get(p)
         if text is None:
-            text = uuid_text[p] = json.dumps(index.uuids[p])
+            text = uuid_text[p] = _quoted(index.uuids[p] or "")
         return text
 
-    def resources(res: dict[int, int]) -> str:
+    def resources(res: Iterable[tuple[int, int]]) -> str:
         parts = []
-        for rc, amount in res.items():
+        for rc, amount in res:
             name = rc_text.get(rc)
             if name is None:
                 name = rc_text[rc] = json.dumps(names[rc])
             parts.append(f"{name}: {amount}")
         return ", ".join(parts)
 
+    def texts(layout: Layout) -> tuple[list[str], list[tuple[str, tuple[int, ...]]]]:
+        """Per slot, its part's resources as text ('' for a resourceless group); per
+        group, its suffix quoted and its slots (the order of ``Candidate.mappings``)."""
+        known = layouts.get(id(layout))
+        if known is None or known[0] is not layout:
+            slots: dict[str, list[int]] = {}
+            for i, s in enumerate(layout.suffixes):
+                slots.setdefault(s, []).append(i)
+            known = layouts[id(layout)] = (
+                layout, [resources(part) for part in layout.parts],
+                [(json.dumps(s), tuple(i)) for s, i in slots.items()])
+        return known[1], known[2]
+
     out = []
     for c in found:
-        allocations = ", ".join(
-            f'{uuid(p)}: {{"resources": {{{resources(res)}}}}}'
-            for p, res in c.allocations.items())
+        parts, groups = texts(c.layout)
+        chosen = c.chosen
+        used = [p for p, part in zip(chosen, parts, strict=True) if part]
+        if len(set(used)) == len(used):
+            allocations = ", ".join(
+                f'{uuid(p)}: {{"resources": {{{part}}}}}'
+                for p, part in zip(chosen, parts, strict=True) if part)
+        else:
+            allocations = ", ".join(
+                f'{uuid(p)}: {{"resources": {{{resources(res.items())}}}}}'
+                for p, res in c.allocations.items())
         text = f'{{"allocations": {{{allocations}}}'
         if shape.mappings:
-            mapped = ", ".join(f"{json.dumps(s)}: [{', '.join(uuid(p) for p in ps)}]"
-                               for s, ps in c.mappings.items())
-            text += f', "mappings": {{{mapped}}}'
+            mapped = []
+            for quoted, at in groups:
+                ps = (chosen[at[0]],) if len(at) == 1 else sorted({chosen[i] for i in at})
+                mapped.append(f"{quoted}: [{', '.join(uuid(p) for p in ps)}]")
+            text += f', "mappings": {{{", ".join(mapped)}}}'
         out.append(text + "}")
     return ", ".join(out).encode()
+
+
+_PLAIN = re.compile(r"[0-9A-Za-z-]*")
+
+
+def _quoted(text: str) -> str:
+    """``json.dumps(text)``, without its cost for the usual uuid (nothing to escape)."""
+    return f'"{text}"' if _PLAIN.fullmatch(text) else json.dumps(text)
 
 
 def _same_template(index: ProviderIndex, slots: list[int], template: list[bytes]) -> bytes:
