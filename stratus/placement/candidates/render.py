@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,9 +89,8 @@ def _candidates_text(index: ProviderIndex, found: list[Candidate], shape: Shape)
     """Tree candidates in the 1.12+ shape, written directly (json.dumps would
     need a dict per provider per candidate).
 
-    Most candidates put each slot on a provider of its own: then a provider's
-    entry is its slot's part, whose text is made once per layout. A candidate
-    with two slots on one provider has their amounts added up first."""
+    Each slot's part is written once per layout; a provider's entry is its
+    slot's part, or its slots' parts joined (``_merged``)."""
     names = index.names.rc_name
     # Quoted on first use: the index knows every class (a few hundred), a query a few.
     rc_text: dict[int, str] = {}
@@ -130,15 +129,18 @@ def _candidates_text(index: ProviderIndex, found: list[Candidate], shape: Shape)
     for c in found:
         parts, groups = texts(c.layout)
         chosen = c.chosen
-        used = [p for p, part in zip(chosen, parts, strict=True) if part]
-        if len(set(used)) == len(used):
-            allocations = ", ".join(
-                f'{uuid(p)}: {{"resources": {{{part}}}}}'
-                for p, part in zip(chosen, parts, strict=True) if part)
-        else:
-            allocations = ", ".join(
-                f'{uuid(p)}: {{"resources": {{{resources(res.items())}}}}}'
-                for p, res in c.allocations.items())
+        held: dict[int, list[int]] = {}   # provider -> its slots with resources, in order
+        for i, p in enumerate(chosen):
+            if parts[i]:
+                held.setdefault(p, []).append(i)
+        entries = []
+        for p, slots in held.items():
+            if len(slots) == 1:
+                res = parts[slots[0]]
+            else:
+                res = _merged(c.layout, slots, parts, resources)
+            entries.append(f'{uuid(p)}: {{"resources": {{{res}}}}}')
+        allocations = ", ".join(entries)
         text = f'{{"allocations": {{{allocations}}}'
         if shape.mappings:
             mapped = []
@@ -148,6 +150,20 @@ def _candidates_text(index: ProviderIndex, found: list[Candidate], shape: Shape)
             text += f', "mappings": {{{", ".join(mapped)}}}'
         out.append(text + "}")
     return ", ".join(out).encode()
+
+
+def _merged(layout: Layout, slots: list[int], parts: list[str],
+            resources: Callable[[Iterable[tuple[int, int]]], str]) -> str:
+    """One provider's resources over several slots (a group spread over the tree
+    puts each class in a slot of its own): their texts joined when their classes
+    differ, else the amounts added up, in the order ``Candidate.allocations`` has."""
+    pairs = [pair for i in slots for pair in layout.parts[i]]
+    if len({rc for rc, _amount in pairs}) == len(pairs):
+        return ", ".join(parts[i] for i in slots)
+    total: dict[int, int] = {}
+    for rc, amount in pairs:
+        total[rc] = total.get(rc, 0) + amount
+    return resources(total.items())
 
 
 _PLAIN = re.compile(r"[0-9A-Za-z-]*")
