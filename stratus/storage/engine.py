@@ -396,6 +396,11 @@ def _autocommit_twin(engine: Engine) -> Engine:
 
         @event.listens_for(engine, "engine_disposed")
         def _dispose_twin(_conn: Any) -> None:
+            # Forgotten too (an engine used again after dispose gets a new twin), so
+            # that engines made and disposed by the hundred, as tests do, are freed.
+            with _TWINS_LOCK:
+                if _TWINS.get(id(engine), (None,))[0] is engine:
+                    del _TWINS[id(engine)]
             twin.dispose()
 
         return twin

@@ -129,7 +129,7 @@ def test_read_latest_leaves_no_transaction_open(database_url):
         admin.dispose()
 
 
-def test_read_latest_connections_close_with_their_engine(database_url):
+def test_read_latest_connections_close_with_their_engine_and_reopen(database_url):
     engine = db.create_engine(database_url)
     admin = db.create_engine(database_url)
     try:
@@ -145,6 +145,10 @@ def test_read_latest_connections_close_with_their_engine(database_url):
             while check.exec_driver_sql(query).scalar_one() and time.monotonic() < deadline:
                 time.sleep(0.05)   # the server notices a closed socket a moment later
             assert check.exec_driver_sql(query).scalar_one() == 0
+        # A disposed engine may be used again, as SQLAlchemy allows: so may its reads.
+        with db.read_latest(engine) as conn:
+            assert _backend_id(conn) != backend
+        engine.dispose()
     finally:
         admin.dispose()
 
