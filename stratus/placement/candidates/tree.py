@@ -87,6 +87,10 @@ class TreeSearch:
         self.layout = Layout(tuple(g.suffix for g, _k in slots),
                              tuple(tuple(g.part(key).items()) for g, key in slots))
         self.numbered = [not g.spread for g, _k in slots]
+        # Capacity across slots matters only where two slots ask for one class
+        # (each slot's own amount was checked when its choices were made).
+        classes = [rc for part in self.layout.parts for rc, _amount in part]
+        self.shares_classes = len(set(classes)) < len(classes)
         self.isolate = group_policy == "isolate"
         self.spread = [i for i, (g, _k) in enumerate(slots) if g.spread]
         self.required = next((g.required for g in groups if g.spread), [])
@@ -113,6 +117,7 @@ class TreeSearch:
         parts = self.layout.parts
         last = len(choices)
         tries = 0
+        track = self.shares_classes
 
         def extend(depth: int) -> Iterator[Candidate]:
             nonlocal tries
@@ -121,7 +126,7 @@ class TreeSearch:
                 tries += 1
                 if budget is not None and tries > budget:
                     return
-                if not self._add(load, p, part):
+                if track and not self._add(load, p, part):
                     continue
                 chosen.append(p)
                 if self._ok(depth, chosen):
@@ -130,8 +135,9 @@ class TreeSearch:
                     else:
                         yield from extend(depth + 1)
                 chosen.pop()
-                for rc, amount in part:
-                    load[(p, rc)] -= amount
+                if track:
+                    for rc, amount in part:
+                        load[(p, rc)] -= amount
 
         yield from extend(0)
 
