@@ -365,11 +365,11 @@ def read_latest(engine: Engine) -> Iterator[Connection]:
 
 
 _TWINS: dict[int, tuple[Engine, Engine]] = {}
+_TWINS_LOCK = threading.Lock()
 
 
 def _nothing_to_end(_dbapi_conn: Any) -> None:
     """A commit or rollback of an autocommit connection: no transaction to end."""
-_TWINS_LOCK = threading.Lock()
 
 
 def _autocommit_twin(engine: Engine) -> Engine:
