@@ -16,6 +16,7 @@ mutated bodies for every schema the API uses.
 
 from __future__ import annotations
 
+import json
 import uuid as uuidlib
 from collections.abc import Callable
 from typing import Any
@@ -66,6 +67,20 @@ def _subschemas(key: str, value: Any) -> list[Any]:
     return []
 
 
+def _patterns(schema: Any, pattern: set[str], keys: set[str]) -> None:
+    """Every ``pattern`` value in ``schema``, and the ``patternProperties`` keys of
+    objects that do not refuse other properties."""
+    if not isinstance(schema, dict):
+        return
+    for key, value in schema.items():
+        if key == "pattern":
+            pattern.add(value)
+        elif key == "patternProperties" and schema.get("additionalProperties") is not False:
+            keys.update(value)
+        for sub in _subschemas(key, value):
+            _patterns(sub, pattern, keys)
+
+
 def _vetted(schema: Any) -> bool:
     if isinstance(schema, bool):
         return True
@@ -81,6 +96,15 @@ def _vetted(schema: Any) -> bool:
 def _compiled(schema: dict[str, Any], validator_cls: type) -> Check | None:
     """fastjsonschema's check for ``schema``, or None when it is not to be trusted."""
     if not _vetted(schema):
+        return None
+    pattern: set[str] = set()
+    keys: set[str] = set()
+    _patterns(schema, pattern, keys)
+    if pattern & keys:
+        # fastjsonschema compiles a ``pattern`` with "$" made "\Z" and caches it by
+        # its text, and a ``patternProperties`` key of the same text then gets that
+        # regex: a key such as "VCPU\n", which jsonschema matches, would go
+        # unmatched, so unchecked, unless the object refuses other properties.
         return None
     if validator_cls is jsonschema.Draft4Validator:
         draft = _DRAFT4
@@ -106,23 +130,34 @@ def _compiled(schema: dict[str, Any], validator_cls: type) -> Check | None:
     return passes
 
 
-# Schemas are module-level constants, so what is built once per schema object
-# serves every request. Keyed by id with the schema kept, so a recycled id is
-# noticed; a caller building schemas per request must not grow it for ever.
-_CACHE: dict[int, tuple[dict[str, Any], Any, Check | None]] = {}
+# Most schemas are module-level constants: what is built for one serves every
+# request, found by id (the schema is kept, so a recycled id is noticed). Some
+# are built per request (POST /allocations, POST /reshaper): those are found by
+# their JSON text, so that compiling one (milliseconds) happens once, not on
+# every request. Both maps are bounded.
+_BY_ID: dict[int, tuple[dict[str, Any], Any, Check | None]] = {}
+_BY_TEXT: dict[str, tuple[Any, Check | None]] = {}
+_LIMIT = 512
 
 
 def _validators(schema: dict[str, Any]) -> tuple[Any, Check | None]:
-    cached = _CACHE.get(id(schema))
+    cached = _BY_ID.get(id(schema))
     if cached is not None and cached[0] is schema:
         return cached[1], cached[2]
-    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft4Validator)
-    validator = validator_cls(schema, format_checker=_FORMAT_CHECKER)
-    fast = _compiled(schema, validator_cls)
-    if len(_CACHE) > 512:
-        _CACHE.clear()
-    _CACHE[id(schema)] = (schema, validator, fast)
-    return validator, fast
+    text = json.dumps(schema, sort_keys=True, default=repr)
+    built = _BY_TEXT.get(text)
+    if built is None:
+        validator_cls = jsonschema.validators.validator_for(
+            schema, default=jsonschema.Draft4Validator)
+        built = (validator_cls(schema, format_checker=_FORMAT_CHECKER),
+                 _compiled(schema, validator_cls))
+        if len(_BY_TEXT) >= _LIMIT:
+            _BY_TEXT.clear()
+        _BY_TEXT[text] = built
+    if len(_BY_ID) >= _LIMIT:
+        _BY_ID.clear()
+    _BY_ID[id(schema)] = (schema, *built)
+    return built
 
 
 def validate(data: Any, schema: dict[str, Any]) -> None:
