@@ -195,8 +195,7 @@ def _create_sqlite_engine(url: str, **kwargs: Any) -> Engine:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         mode = conn.info.pop("stratus_begin", "DEFERRED")
-        if mode is not None:
-            conn.exec_driver_sql(f"BEGIN {mode}")
+        conn.exec_driver_sql(f"BEGIN {mode}")
 
     return engine
 
@@ -346,19 +345,12 @@ def read_latest(engine: Engine) -> Iterator[Connection]:
     On PostgreSQL and MariaDB (at READ COMMITTED, as Stratus runs them) that is
     what statements inside a :func:`read` transaction see too; what this saves is
     the transaction's end, a round trip (COMMIT) per request. The candidates index
-    reads through it on every query. On SQLite no BEGIN is sent: each statement
-    runs in a read transaction of its own (a WAL snapshot), and the BEGIN and
-    COMMIT statements cost about as much as the change-log read itself.
+    reads through it on every query. On SQLite, where ending a transaction costs
+    no round trip, it is :func:`read`: one snapshot for all its statements.
     """
     if is_sqlite(engine):
-        with engine.connect() as conn:
-            # conn.info lives as long as the pooled connection: the mark must not
-            # outlast this use if no statement consumed it.
-            conn.info["stratus_begin"] = None   # SQLAlchemy's autobegin: no BEGIN sent
-            try:
-                yield conn
-            finally:
-                conn.info.pop("stratus_begin", None)
+        with read(engine) as conn:
+            yield conn
         return
     with _autocommit_twin(engine).connect() as conn:
         yield conn

@@ -82,3 +82,48 @@ def test_an_index_within_the_log_follows_it(client, placement_app, short_log):
                       json=body({host: {"VCPU": 8}}, generation=None, consumer_type="INSTANCE"))
     assert resp.status_code == 204, resp.text
     assert _candidates(client) == set()
+
+
+# Reads that do not hang together: on PostgreSQL and MariaDB each statement of a
+# refresh sees the latest commits, so a write can land between two of them. The
+# tests below make that happen on every backend by altering what one read returns.
+
+def test_a_provider_read_under_a_parent_deleted_meanwhile_leads_to_a_full_reload(
+        client, placement_app, monkeypatch):
+    from stratus.placement.candidates import changes
+    host = add_provider(client, "host", {"VCPU": {"total": 4}})
+    assert _candidates(client) == {host}
+    other = add_provider(client, "other", {"VCPU": {"total": 4}})   # logged: a partial refresh
+    real = changes._records_where
+    calls = []
+
+    def parent_gone(conn, ids):
+        calls.append(ids)
+        if len(calls) > 20:
+            raise AssertionError("the refresh keeps asking for the missing parent")
+        # As if "other" had been moved under a new parent that was then deleted.
+        return [r if r.uuid != other else
+                changes.ProviderRecord(r.id, r.uuid, 10**9, 10**9, r.inventories,
+                                       r.trait_ids, r.aggregate_ids)
+                for r in real(conn, ids)]
+
+    monkeypatch.setattr(changes, "_records_where", parent_gone)
+    assert _candidates(client) == {host, other}    # read again in full, and consistent
+    assert len(calls) <= 3
+
+
+def test_rows_of_a_provider_deleted_between_the_reads_of_a_full_load_are_dropped(
+        client, placement_app, monkeypatch):
+    from stratus.placement.candidates import changes
+    host = add_provider(client, "host", {"VCPU": {"total": 4}})
+    real = changes._raw
+
+    def stale_rows(conn, sql):
+        rows = real(conn, sql)
+        if "FROM inventories" in sql or "FROM resource_provider_traits" in sql:
+            rows = [*rows, (10**9, rows[0][1] if rows else 1, *rows[0][2:])] if rows else rows
+        return rows
+
+    monkeypatch.setattr(changes, "_raw", stale_rows)
+    placement_app.candidates._index = None          # the next query loads everything
+    assert _candidates(client) == {host}

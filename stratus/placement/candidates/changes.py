@@ -83,9 +83,8 @@ def refresh(index: ProviderIndex | None, conn: Connection) -> ProviderIndex:
     if value == index.seq:
         return index
     ids = {rp for _value, _pruned, seq, rp in rows if seq is not None}
-    if None in ids:
+    if None in ids or not _partial(index, conn, {int(i) for i in ids}):
         return load(conn, value)
-    _partial(index, conn, {int(i) for i in ids})
     index.seq = value
     return index
 
@@ -109,6 +108,13 @@ def load(conn: Connection, value: int) -> ProviderIndex:
                             "FROM resource_provider_aggregates")
     providers = _raw(conn, "SELECT id, uuid, parent_provider_id, root_provider_id "
                            "FROM resource_providers")
+    # Read in separate statements, so on PostgreSQL and MariaDB maybe at different
+    # moments: rows of a provider deleted meanwhile are dropped (the change log
+    # names it, so the next refresh settles it either way).
+    known = {row[0] for row in providers}
+    inventories = [row for row in inventories if row[0] in known]
+    traits = [row for row in traits if row[0] in known]
+    aggregates = [row for row in aggregates if row[0] in known]
     if any(t not in names.trait_name for _p, t in traits) or any(
             row[1] not in names.rc_name for row in inventories):
         # A class or trait created while we were reading: read the names again.
@@ -132,23 +138,39 @@ def _raw(conn: Connection, sql: str) -> list[tuple]:
         cursor.close()
 
 
-def _partial(index: ProviderIndex, conn: Connection, ids: set[int]) -> None:
+def _partial(index: ProviderIndex, conn: Connection, ids: set[int]) -> bool:
+    """Reload these providers into ``index``; False (and nothing changed) when what
+    was read does not hang together, which the caller answers with a full load.
+
+    On PostgreSQL and MariaDB each statement reads the latest commits: a provider
+    read here may name a parent that a later statement no longer finds (moved
+    away and deleted meanwhile). Each id is asked for once, so this ends."""
     wanted = set(ids)
+    asked: set[int] = set()
     records: dict[int, ProviderRecord] = {}
     while wanted:
+        asked |= wanted
         for rec in _records(conn, sorted(wanted)):
             records[rec.id] = rec
         # A new child may hang under providers the index has not seen yet.
         referenced = {r.parent_id for r in records.values() if r.parent_id is not None}
         referenced |= {r.root_id for r in records.values()}
-        wanted = {i for i in referenced if i not in records and i not in index.slot_of_id}
+        wanted = {i for i in referenced
+                  if i not in records and i not in index.slot_of_id and i not in asked}
     removed = [i for i in ids if i not in records]
+    gone = set(removed)
+    for rec in records.values():
+        for other in (rec.parent_id, rec.root_id):
+            if other is not None and other not in records and (
+                    other not in index.slot_of_id or other in gone):
+                return False
     if any(name_missing(index.names, rec) for rec in records.values()):
         fresh = load_names(conn)
         fresh.agg_uuid, fresh.agg_id = index.names.agg_uuid, index.names.agg_id
         index.names = fresh
     _add_aggregate_names(index.names, conn, records.values())
     index.apply(sorted(records.values(), key=lambda r: r.id), removed)
+    return True
 
 
 def ensure_names(index: ProviderIndex, conn: Connection, classes: Iterable[str],
