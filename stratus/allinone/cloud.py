@@ -101,7 +101,7 @@ class AllInOne:
         from stratus.placement.http.app import PlacementApp, build_wsgi
 
         t0 = time.monotonic()
-        placement_engine = db.create_engine(self.layout.placement_db_url)
+        placement_engine = db.create_engine(self.layout.placement_db_url, uncapped_pool=True)
         self.started.closers.append(placement_engine.dispose)
         placement_db.sync(placement_engine)
         self.placement_app = PlacementApp(self.config, placement_engine)

@@ -32,7 +32,7 @@ ENV_OVERRIDES = "STRATUS_CONFIG_OVERRIDES"
 
 
 def make_placement(config: configuration.Config, sync: bool | None = None) -> PlacementApp:
-    engine = db.create_engine(config.placement_db_url)
+    engine = db.create_engine(config.placement_db_url, uncapped_pool=True)
     if sync if sync is not None else config.get("placement_database", "sync_on_startup"):
         placement_db.sync(engine)
     return PlacementApp(config, engine)

@@ -78,19 +78,24 @@ def normalize_url(url: str) -> str:
     return u.render_as_string(hide_password=False)
 
 
-def create_engine(url: str, **kwargs: Any) -> Engine:
-    """Create an engine with the settings Stratus relies on for ``url``'s backend."""
+def create_engine(url: str, uncapped_pool: bool = False, **kwargs: Any) -> Engine:
+    """Create an engine with the settings Stratus relies on for ``url``'s backend.
+
+    ``uncapped_pool``: no cap on the pool's overflow, for Placement. Its request
+    threads bound its connections (a request holds at most two: a write that
+    creates aggregates commits them on a second), and with a cap, enough threads
+    each holding one and asking for a second would wait on each other until the
+    pool's timeout. Other services keep the cap, so a burst of their work queues
+    for connections instead of opening ever more of them.
+    """
     url = normalize_url(url)
     backend = sa.engine.make_url(url).get_backend_name()
     if backend == "sqlite":
-        return _create_sqlite_engine(url, **kwargs)
+        return _create_sqlite_engine(url, uncapped_pool, **kwargs)
     # The pool's own reset (a ROLLBACK on every return) is replaced by _on_reset.
-    # No cap on the pool's overflow: request threads bound the connections (a
-    # request holds at most two: a write that creates aggregates commits them on a
-    # second), and with a cap, enough threads each holding one and asking for a
-    # second would wait on each other until the pool's timeout.
-    opts: dict[str, Any] = {"future": True, "pool_reset_on_return": None,
-                            "max_overflow": -1}
+    opts: dict[str, Any] = {"future": True, "pool_reset_on_return": None}
+    if uncapped_pool:
+        opts["max_overflow"] = -1
     if backend == "mysql":
         # READ COMMITTED so a retried compare-and-swap sees the winner's commit.
         opts["isolation_level"] = "READ COMMITTED"
@@ -163,7 +168,7 @@ def _add_idle_ping(engine: Engine) -> None:
             record.info[_RETURNED_AT] = time.monotonic()
 
 
-def _create_sqlite_engine(url: str, **kwargs: Any) -> Engine:
+def _create_sqlite_engine(url: str, uncapped_pool: bool, **kwargs: Any) -> Engine:
     u = sa.engine.make_url(url)
     memory = u.database in (None, "", ":memory:")
     if not memory and u.database:
@@ -175,7 +180,7 @@ def _create_sqlite_engine(url: str, **kwargs: Any) -> Engine:
     if memory:
         # One shared connection, or every checkout would see a new empty database.
         opts["poolclass"] = sa.pool.StaticPool
-    else:
+    elif uncapped_pool:
         opts["max_overflow"] = -1   # as for server databases (create_engine)
     opts.update(kwargs)
     engine = sa.create_engine(url, **opts)

@@ -6,17 +6,21 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
+from stratus import config as configuration
 from stratus.placement import schema as s
+from stratus.placement.service import make_placement
 from stratus.storage import engine as db
 
 pytestmark = pytest.mark.all_backends
 
 
-def test_the_pool_does_not_make_requests_wait_on_each_other(database_url):
+def test_placements_pool_does_not_make_requests_wait_on_each_other(database_url):
     # Request threads bound the connections, not the pool: a write creating new
     # aggregates takes a second connection while it holds its first, so a capped
     # pool could leave every thread waiting for one another.
-    engine = db.create_engine(database_url, pool_timeout=1)
+    config = configuration.load([], overrides={("placement_database", "connection"):
+                                               database_url})
+    engine = make_placement(config, sync=False).engine   # what Placement's workers use
     held: list[sa.Connection] = []
     try:
         for _ in range(40):
