@@ -168,3 +168,16 @@ def test_a_schema_built_per_request_is_compiled_once() -> None:
     supports = Version(1, 38).supports
     first = validation._validators(allocation.post_schema(supports))
     assert validation._validators(allocation.post_schema(supports))[1] is first[1]
+
+
+def test_a_key_one_pattern_misses_and_another_takes_in_is_still_checked() -> None:
+    # The same collision in a closed object with a second pattern: the key would
+    # pass under "^V" alone, unchecked against the first pattern's schema.
+    pattern = "^VCPU$"
+    schema = {"type": "object", "properties": {
+        "inv": {"type": "object", "patternProperties": {pattern: {"maximum": 1}, "^V": {}},
+                "additionalProperties": False},
+        "name": {"type": "string", "pattern": pattern}}}
+    body = {"name": "VCPU", "inv": {"VCPU\n": 5}}
+    assert not validation.slow_verdict(body, schema)
+    assert not _accepted(body, schema)

@@ -69,13 +69,17 @@ def _subschemas(key: str, value: Any) -> list[Any]:
 
 def _patterns(schema: Any, pattern: set[str], keys: set[str]) -> None:
     """Every ``pattern`` value in ``schema``, and the ``patternProperties`` keys of
-    objects that do not refuse other properties."""
+    objects where a key the compiled check leaves unmatched could still pass: all
+    but those that refuse other properties and have that one pattern alone (no
+    second pattern, no named property, could then take the key in)."""
     if not isinstance(schema, dict):
         return
+    closed = (schema.get("additionalProperties") is False and "properties" not in schema
+              and len(schema.get("patternProperties", ())) == 1)
     for key, value in schema.items():
         if key == "pattern":
             pattern.add(value)
-        elif key == "patternProperties" and schema.get("additionalProperties") is not False:
+        elif key == "patternProperties" and not closed:
             keys.update(value)
         for sub in _subschemas(key, value):
             _patterns(sub, pattern, keys)
