@@ -361,7 +361,6 @@ def read_latest(engine: Engine) -> Iterator[Connection]:
         yield conn
 
 
-_TWINS: dict[int, tuple[Engine, Engine]] = {}
 _TWINS_LOCK = threading.Lock()
 
 
@@ -371,14 +370,15 @@ def _nothing_to_end(_dbapi_conn: Any) -> None:
 
 def _autocommit_twin(engine: Engine) -> Engine:
     """An engine on the same database whose connections are in autocommit mode
-    (its own small pool, disposed with ``engine``'s)."""
-    found = _TWINS.get(id(engine))
-    if found is not None and found[0] is engine:
-        return found[1]
+    (its own small pool, disposed with ``engine``'s). Kept on the engine itself,
+    so it goes when the engine does."""
+    twin: Engine | None = getattr(engine, "_stratus_twin", None)
+    if twin is not None:
+        return twin
     with _TWINS_LOCK:
-        found = _TWINS.get(id(engine))
-        if found is not None and found[0] is engine:
-            return found[1]
+        twin = getattr(engine, "_stratus_twin", None)
+        if twin is not None:
+            return twin
         twin = sa.create_engine(engine.url, isolation_level="AUTOCOMMIT",
                                 pool_reset_on_return=None, pool_size=2, max_overflow=-1,
                                 pool_recycle=getattr(engine.pool, "_recycle", -1),
@@ -389,17 +389,9 @@ def _autocommit_twin(engine: Engine) -> Engine:
         setattr(twin.dialect, "do_commit", _nothing_to_end)  # noqa: B010
         setattr(twin.dialect, "do_rollback", _nothing_to_end)  # noqa: B010
         _add_idle_ping(twin)
-        _TWINS[id(engine)] = (engine, twin)
-
-        @event.listens_for(engine, "engine_disposed")
-        def _dispose_twin(_conn: Any) -> None:
-            # Forgotten too (an engine used again after dispose gets a new twin), so
-            # that engines made and disposed by the hundred, as tests do, are freed.
-            with _TWINS_LOCK:
-                if _TWINS.get(id(engine), (None,))[0] is engine:
-                    del _TWINS[id(engine)]
-            twin.dispose()
-
+        # Disposing an engine closes its pooled connections; both stay usable after.
+        event.listen(engine, "engine_disposed", lambda _conn: twin.dispose())
+        engine._stratus_twin = twin  # type: ignore[attr-defined]
         return twin
 
 

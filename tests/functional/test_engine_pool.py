@@ -25,6 +25,14 @@ def _server_only(database_url: str) -> None:
         pytest.skip("the pool events are for server databases")
 
 
+@pytest.fixture
+def admin(database_url: str):
+    """A second engine, to look at the tested engine's connections from outside."""
+    engine = db.create_engine(database_url)
+    yield engine
+    engine.dispose()
+
+
 def _backend_id(conn: sa.Connection) -> int:
     if conn.dialect.name == "mysql":
         return int(conn.exec_driver_sql("SELECT CONNECTION_ID()").scalar_one())
@@ -46,10 +54,9 @@ def _test_rows(engine: sa.Engine) -> set[int]:
         return set(conn.execute(sa.select(s.provider_changes.c.seq)
                                 .where(s.provider_changes.c.seq < 0)).scalars())
 
-def test_a_connection_killed_while_idle_is_replaced(database_url, monkeypatch):
+def test_a_connection_killed_while_idle_is_replaced(database_url, admin, monkeypatch):
     monkeypatch.setattr(db, "PING_AFTER_IDLE_SECONDS", 0.0)
     engine = db.create_engine(database_url, pool_size=1, max_overflow=0)
-    admin = db.create_engine(database_url)
     try:
         with db.read(engine) as conn:
             first = _backend_id(conn)
@@ -59,7 +66,6 @@ def test_a_connection_killed_while_idle_is_replaced(database_url, monkeypatch):
             assert conn.execute(sa.select(s.change_counter.c.value)).scalar_one() >= 0
     finally:
         engine.dispose()
-        admin.dispose()
 
 
 def test_a_transaction_left_open_is_rolled_back_on_return(database_url):
@@ -111,11 +117,10 @@ def _in_transaction(admin: sa.Engine, backend_id: int) -> bool:
         return state != "idle"
 
 
-def test_read_latest_leaves_no_transaction_open(database_url):
+def test_read_latest_leaves_no_transaction_open(database_url, admin):
     # The candidates index reads through read_latest on every query: a transaction
     # it left open in the pool would hold locks (and block migrations) while idle.
     engine = db.create_engine(database_url)
-    admin = db.create_engine(database_url)
     try:
         with db.read_latest(engine) as conn:
             backend = _backend_id(conn)
@@ -126,29 +131,24 @@ def test_read_latest_leaves_no_transaction_open(database_url):
             assert _backend_id(conn) == backend
     finally:
         engine.dispose()
-        admin.dispose()
 
 
-def test_read_latest_connections_close_with_their_engine_and_reopen(database_url):
+def test_read_latest_connections_close_with_their_engine_and_reopen(database_url, admin):
     engine = db.create_engine(database_url)
-    admin = db.create_engine(database_url)
-    try:
-        with db.read_latest(engine) as conn:
-            backend = _backend_id(conn)
-        engine.dispose()
-        with admin.connect() as check:
-            if check.dialect.name == "mysql":
-                query = f"SELECT COUNT(*) FROM information_schema.processlist WHERE id = {backend}"
-            else:
-                query = f"SELECT COUNT(*) FROM pg_stat_activity WHERE pid = {backend}"
-            deadline = time.monotonic() + 10
-            while check.exec_driver_sql(query).scalar_one() and time.monotonic() < deadline:
-                time.sleep(0.05)   # the server notices a closed socket a moment later
-            assert check.exec_driver_sql(query).scalar_one() == 0
-        # A disposed engine may be used again, as SQLAlchemy allows: so may its reads.
-        with db.read_latest(engine) as conn:
-            assert _backend_id(conn) != backend
-        engine.dispose()
-    finally:
-        admin.dispose()
+    with db.read_latest(engine) as conn:
+        backend = _backend_id(conn)
+    engine.dispose()
+    with admin.connect() as check:
+        if check.dialect.name == "mysql":
+            query = f"SELECT COUNT(*) FROM information_schema.processlist WHERE id = {backend}"
+        else:
+            query = f"SELECT COUNT(*) FROM pg_stat_activity WHERE pid = {backend}"
+        deadline = time.monotonic() + 10
+        while check.exec_driver_sql(query).scalar_one() and time.monotonic() < deadline:
+            time.sleep(0.05)   # the server notices a closed socket a moment later
+        assert check.exec_driver_sql(query).scalar_one() == 0
+    # A disposed engine may be used again, as SQLAlchemy allows: so may its reads.
+    with db.read_latest(engine) as conn:
+        assert _backend_id(conn) != backend
+    engine.dispose()
 

@@ -7,6 +7,7 @@ See :mod:`.index` for how they fit together.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -96,9 +97,18 @@ class SetInterner:
         return any(ok and n for ok, n in zip(table.tolist(), self.used, strict=False))
 
 
+_PLAIN = re.compile(r"[0-9A-Za-z-]*")
+
+
+def quote_text(text: str) -> str:
+    """``text`` as a JSON string: ``json.dumps``, without its cost for the usual
+    uuid or name (nothing to escape)."""
+    return f'"{text}"' if _PLAIN.fullmatch(text) else json.dumps(text)
+
+
 def quote(text: str) -> bytes:
-    """``text`` as a JSON string."""
-    return json.dumps(text).encode()
+    """``text`` as a JSON string, encoded."""
+    return quote_text(text).encode()
 
 
 def resized(array: np.ndarray, size: int, fill: object) -> np.ndarray:

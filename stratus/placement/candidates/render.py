@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
+from stratus.placement.candidates.columns import quote_text
 from stratus.placement.candidates.index import ProviderIndex, quote
 from stratus.placement.candidates.solve import Candidate, Solution
 from stratus.placement.candidates.tree import Layout
@@ -95,12 +95,13 @@ def _candidates_text(index: ProviderIndex, found: list[Candidate], shape: Shape)
     # Quoted on first use: the index knows every class (a few hundred), a query a few.
     rc_text: dict[int, str] = {}
     uuid_text: dict[int, str] = {}
-    layouts: dict[int, tuple[Layout, list[str], list[tuple[str, tuple[int, ...]]]]] = {}
+    # Keyed by id: every layout is held by a candidate in ``found`` while this runs.
+    layouts: dict[int, tuple[list[str], list[tuple[str, tuple[int, ...]]]]] = {}
 
     def uuid(p: int) -> str:
         text = uuid_text.get(p)
         if text is None:
-            text = uuid_text[p] = _quoted(index.uuids[p] or "")
+            text = uuid_text[p] = quote_text(index.uuids[p] or "")
         return text
 
     def resources(res: Iterable[tuple[int, int]]) -> str:
@@ -116,14 +117,14 @@ def _candidates_text(index: ProviderIndex, found: list[Candidate], shape: Shape)
         """Per slot, its part's resources as text ('' for a resourceless group); per
         group, its suffix quoted and its slots (the order of ``Candidate.mappings``)."""
         known = layouts.get(id(layout))
-        if known is None or known[0] is not layout:
+        if known is None:
             slots: dict[str, list[int]] = {}
             for i, s in enumerate(layout.suffixes):
                 slots.setdefault(s, []).append(i)
             known = layouts[id(layout)] = (
-                layout, [resources(part) for part in layout.parts],
+                [resources(part) for part in layout.parts],
                 [(json.dumps(s), tuple(i)) for s, i in slots.items()])
-        return known[1], known[2]
+        return known
 
     out = []
     for c in found:
@@ -164,14 +165,6 @@ def _merged(layout: Layout, slots: list[int], parts: list[str],
     for rc, amount in pairs:
         total[rc] = total.get(rc, 0) + amount
     return resources(total.items())
-
-
-_PLAIN = re.compile(r"[0-9A-Za-z-]*")
-
-
-def _quoted(text: str) -> str:
-    """``json.dumps(text)``, without its cost for the usual uuid (nothing to escape)."""
-    return f'"{text}"' if _PLAIN.fullmatch(text) else json.dumps(text)
 
 
 def _same_template(index: ProviderIndex, slots: list[int], template: list[bytes]) -> bytes:

@@ -16,7 +16,6 @@ mutated bodies for every schema the API uses.
 
 from __future__ import annotations
 
-import json
 import uuid as uuidlib
 from collections.abc import Callable
 from typing import Any
@@ -134,13 +133,11 @@ def _compiled(schema: dict[str, Any], validator_cls: type) -> Check | None:
     return passes
 
 
-# Most schemas are module-level constants: what is built for one serves every
-# request, found by id (the schema is kept, so a recycled id is noticed). Some
-# are built per request (POST /allocations, POST /reshaper): those are found by
-# their JSON text, so that compiling one (milliseconds) happens once, not on
-# every request. Both maps are bounded.
+# Schemas are module-level constants or built once per version's shape
+# (schemas.allocation.post_schema_for): what is built for one serves every request,
+# found by id (the schema is kept, so a recycled id is noticed). Compiling costs
+# milliseconds; a caller building schemas per request must not grow this for ever.
 _BY_ID: dict[int, tuple[dict[str, Any], Any, Check | None]] = {}
-_BY_TEXT: dict[str, tuple[Any, Check | None]] = {}
 _LIMIT = 512
 
 
@@ -148,20 +145,13 @@ def _validators(schema: dict[str, Any]) -> tuple[Any, Check | None]:
     cached = _BY_ID.get(id(schema))
     if cached is not None and cached[0] is schema:
         return cached[1], cached[2]
-    text = json.dumps(schema, sort_keys=True, default=repr)
-    built = _BY_TEXT.get(text)
-    if built is None:
-        validator_cls = jsonschema.validators.validator_for(
-            schema, default=jsonschema.Draft4Validator)
-        built = (validator_cls(schema, format_checker=_FORMAT_CHECKER),
-                 _compiled(schema, validator_cls))
-        if len(_BY_TEXT) >= _LIMIT:
-            _BY_TEXT.clear()
-        _BY_TEXT[text] = built
+    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft4Validator)
+    validator = validator_cls(schema, format_checker=_FORMAT_CHECKER)
+    fast = _compiled(schema, validator_cls)
     if len(_BY_ID) >= _LIMIT:
         _BY_ID.clear()
-    _BY_ID[id(schema)] = (schema, *built)
-    return built
+    _BY_ID[id(schema)] = (schema, validator, fast)
+    return validator, fast
 
 
 def validate(data: Any, schema: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ is an integer.
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 # Placement matches provider and consumer keys loosely (any 36 of hex and dashes).
@@ -178,17 +179,24 @@ def put_schema(supports: Any) -> dict[str, Any]:
     return _top(PUT_V1_0)
 
 
+# What post_schema reads of a request's version.
+POST_FEATURES = tuple(feature for feature, _schema in _POST)
+
+
 def post_schema(supports: Any, min_consumers: int = 1, top: bool = True) -> dict[str, Any]:
     """The POST /allocations body schema.
 
     The reshaper embeds it (``top=False``) for its allocations, where zero
-    consumers is fine (``min_consumers=0``).
+    consumers is fine (``min_consumers=0``). The same object for every request of
+    one shape, so its validators are built once (http/validation.py).
     """
-    schema = POST_V1_13
-    for feature, candidate in _POST:
-        if supports(feature):
-            schema = candidate
-            break
+    return post_schema_for(tuple(supports(f) for f in POST_FEATURES), min_consumers, top)
+
+
+@functools.cache
+def post_schema_for(flags: tuple[bool, ...], min_consumers: int, top: bool) -> dict[str, Any]:
+    """:func:`post_schema` for the version supporting ``POST_FEATURES`` as ``flags`` say."""
+    schema = next((s for (_f, s), on in zip(_POST, flags, strict=True) if on), POST_V1_13)
     schema = copy.deepcopy(schema)
     schema.pop("$schema", None)
     schema["minProperties"] = min_consumers

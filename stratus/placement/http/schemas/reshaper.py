@@ -6,10 +6,17 @@ The allocations are POST /allocations' body for the same microversion
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from stratus.placement.http.schemas import inventory
-from stratus.placement.http.schemas.allocation import DRAFT, RC_NAME, UUID_KEY, post_schema
+from stratus.placement.http.schemas.allocation import (
+    DRAFT,
+    POST_FEATURES,
+    RC_NAME,
+    UUID_KEY,
+    post_schema_for,
+)
 
 _PROVIDER_INVENTORIES = {
     "type": "object",
@@ -26,7 +33,13 @@ _PROVIDER_INVENTORIES = {
 
 
 def body_schema(supports: Any) -> dict[str, Any]:
-    """The schema for a request; ``supports`` is ``req.want.supports``."""
+    """The schema for a request; ``supports`` is ``req.want.supports``. The same
+    object for every request of one shape, so its validators are built once."""
+    return _body_schema(tuple(supports(f) for f in POST_FEATURES))
+
+
+@functools.cache
+def _body_schema(flags: tuple[bool, ...]) -> dict[str, Any]:
     return {
         "$schema": DRAFT,
         "type": "object",
@@ -38,7 +51,7 @@ def body_schema(supports: Any) -> dict[str, Any]:
                 "minProperties": 1,
                 "additionalProperties": False,
             },
-            "allocations": post_schema(supports, min_consumers=0, top=False),
+            "allocations": post_schema_for(flags, min_consumers=0, top=False),
         },
         "required": ["inventories", "allocations"],
         "additionalProperties": False,
