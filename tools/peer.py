@@ -146,12 +146,15 @@ class PeerServer:
     def __init__(self, db: str = "sqlite", workers: int = 1, port: int | None = None,
                  venv: str | Path | None = None, randomize: bool = False,
                  mysql_admin: str = MYSQL_ADMIN, extra_env: dict[str, str] | None = None,
-                 mysql_driver: str = "pymysql") -> None:
+                 mysql_driver: str = "pymysql", threads: int = 1) -> None:
         self.db = db
         # "pymysql" (Placement's documented choice) or "mysqldb" (mysqlclient, added
         # to the venv on first use): benches give it the driver Stratus runs with.
         self.mysql_driver = mysql_driver
         self.workers = workers
+        # Threads per worker: above 1, gunicorn's gthread worker (the issue quotes the
+        # reference at 5 processes x 25 threads, as a uwsgi deployment runs it).
+        self.threads = threads
         self.port = port or procs.free_port()
         self.venv_arg = venv
         self.randomize = randomize
@@ -202,6 +205,7 @@ class PeerServer:
         argv = [
             str(venv / "bin" / "python"), "-m", "gunicorn",
             "-w", str(self.workers), "-b", f"127.0.0.1:{self.port}",
+            *(["--threads", str(self.threads)] if self.threads > 1 else []),
             # Migrations and trait sync run once in the master before forking, so
             # several workers never race on them.
             "--preload",

@@ -396,6 +396,18 @@ def test_randomized_order_is_the_same_set() -> None:
     assert plain.items != shuffled.items
 
 
+def test_randomized_queries_each_get_a_fresh_order() -> None:
+    # Requests share one generator (no reseeding per request): it must move on, so
+    # two identical queries are not shuffled the same way.
+    world = [P(f"h{i}", None, {"VCPU": (4, 0, 1, 4, 1, 1.0, 0)}) for i in range(50)]
+    index = build_index(world)
+    req = CandidateRequest(groups=(RequestGroup("", {"VCPU": 1}),))
+    first = solve(index, req, Options(randomize=True))
+    second = solve(index, req, Options(randomize=True))
+    assert sorted(first.items) == sorted(second.items)  # type: ignore[type-var]
+    assert first.items != second.items
+
+
 def test_breadth_first_takes_one_per_tree_first() -> None:
     # Two trees, each with two children able to take the request.
     world = []

@@ -84,8 +84,22 @@ class Req:
                 {"rel": "bookmark", "href": f"{base}{path}"}]
 
 
+# The request schemas are module-level constants: one validator each, made on first
+# use (checking the schema and building its validator cost more than validating a
+# body). Keyed by id, with the schema kept so that an id cannot be reused.
+_VALIDATORS: dict[int, tuple[dict[str, Any], jsonschema.Draft202012Validator]] = {}
+
+
+def _validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+    cached = _VALIDATORS.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        cached = (schema, jsonschema.Draft202012Validator(schema))
+        _VALIDATORS[id(schema)] = cached
+    return cached[1]
+
+
 def validate(data: Any, schema: dict[str, Any]) -> None:
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _validator(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is None:
         return

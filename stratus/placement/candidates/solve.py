@@ -44,6 +44,7 @@ from stratus.placement.candidates.tree import Candidate, TreeSearch
 # With a limit, a tree whose search passes this many choices without finding
 # anything is abandoned for the next one (what is returned stays exact).
 TREE_BUDGET = 20_000
+_SHARED_RNG = random.Random()
 FIRST_CHUNK = 2048
 
 
@@ -54,7 +55,9 @@ class Options:
     nested_aware: bool = True
     breadth_first: bool = False
     max_candidates: int = -1
-    rng: random.Random = field(default_factory=random.Random)
+    # One generator shared by every request: seeding a new one from the OS costs
+    # more than a small query's solve (CPython's generator is safe across threads).
+    rng: random.Random = field(default_factory=lambda: _SHARED_RNG)
     # How many slots the first chunk, and trees the first block, take (the
     # defaults suit large clouds; tests use tiny ones to exercise the seams).
     first_chunk: int | None = None

@@ -4,7 +4,6 @@ GET /allocation_candidates/explain (same query; says why providers were left out
 from __future__ import annotations
 
 import functools
-import random
 
 import webob
 
@@ -46,7 +45,6 @@ def _options(req: Req, request: candidates.CandidateRequest) -> candidates.Optio
         breadth_first=config.get("placement", "allocation_candidates_generation_strategy")
         == "breadth-first",
         max_candidates=int(config.get("placement", "max_allocation_candidates")),
-        rng=random.Random(),
     )
 
 
