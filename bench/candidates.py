@@ -7,8 +7,8 @@ For each size, the same perfload-shaped world (``tools.worlds.perfload_world``)
 goes into each server through the same HTTP client, then every query is timed
 (median and p95 over repeats, after warm-up), then claims are timed. Servers run
 one at a time so they never compete for the two cores. The reference runs only
-up to ``--peer-max-size``; above ``--http-load-max`` Stratus is filled by direct
-SQL (its HTTP load rate is the one measured at the smaller sizes). See bench/README.md.
+up to ``--peer-max-size``; above ``--http-load-max`` both are filled by direct
+SQL (their HTTP load rates are the ones measured at the smaller sizes). See bench/README.md.
 """
 
 from __future__ import annotations
@@ -101,7 +101,12 @@ def run_server(name: str, server, world: World, args: argparse.Namespace, direct
     run = ServerRun(name)
     n = len(world.providers)
     try:
-        if direct_sql:
+        if direct_sql and isinstance(server, peer_tool.PeerServer):
+            server.start()   # it makes its own schema, classes and traits when it starts
+            log(f"[{name} {n}] direct-SQL load...")
+            run.load_seconds = loader.load_world_peer_sql(server.url, server.db_url, world)
+            run.load_method = "direct SQL"
+        elif direct_sql:
             log(f"[{name} {n}] direct-SQL load...")
             run.load_seconds = loader.load_world_sql(server.create_database(), world)
             run.load_method = "direct SQL"
@@ -249,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--peer-max-size", type=int, default=10000,
                    help="largest size the reference is run at (default 10000)")
     p.add_argument("--http-load-max", type=int, default=20000,
-                   help="above this, Stratus is loaded by direct SQL (default 20000)")
+                   help="above this, both servers are loaded by direct SQL (default 20000)")
     p.add_argument("--db", choices=["auto", "sqlite", "mysql"], default="auto",
                    help="auto: MariaDB at 127.0.0.1:3306 when reachable, else SQLite")
     p.add_argument("--workers", type=int, default=2,
@@ -295,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
             ref = peer_tool.PeerServer(db, workers=_peer_workers(args, db),
                                        threads=args.peer_threads,
                                        mysql_driver=engine.mysql_driver())
-            runs.append(run_server("reference", ref, world, args, False, hot))
+            runs.append(run_server("reference", ref, world, args, size > args.http_load_max,
+                                   hot))
         results[size] = runs
         print(markdown({size: runs}, args, db), flush=True)
     table = markdown(results, args, db)

@@ -6,19 +6,22 @@
 Trees load concurrently (one tree per task, parents before children); then
 consumers' allocations. The same client code loads Stratus and the reference,
 so both get exactly the same requests. ``load_world_sql`` is a much faster,
-Stratus-only path that writes the rows directly (the benchmark uses it for the
-largest worlds, and says so).
+path that writes the rows directly, into Stratus's database
+(``load_world_sql``) or the reference's (``load_world_peer_sql``): the benchmark
+uses it for the largest worlds, and says so.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -207,8 +210,78 @@ def wipe(base_url: str, threads: int = 4) -> None:
         raise LoadError(f"wipe left {len(left)} providers behind at {base_url}")
 
 
+@dataclass
+class _Rows:
+    """A world's provider rows, in the column names Stratus and Placement share."""
+
+    providers: list[dict[str, Any]]
+    inventories: list[dict[str, Any]]
+    traits: list[dict[str, Any]]
+    aggregates: list[dict[str, Any]]            # placement_aggregates
+    provider_aggregates: list[dict[str, Any]]
+
+
+def _world_rows(world: World, rc_ids: dict[str, int], trait_ids: dict[str, int],
+                first_provider_id: int, aggregate_ids: dict[str, int], first_aggregate_id: int,
+                stamp: Any) -> _Rows:
+    """Rows for the world's providers. ``aggregate_ids``: aggregates the database has
+    already (a provider deleted leaves its aggregates behind); the others are new."""
+    ids = {p.uuid: first_provider_id + i for i, p in enumerate(world.providers)}
+    new = [a for a in world.aggregates if a not in aggregate_ids]
+    agg_ids = {**aggregate_ids, **{a: first_aggregate_id + i for i, a in enumerate(new)}}
+    rows = _Rows([], [], [], [{"id": agg_ids[a], "uuid": a} for a in new], [])
+    root: dict[str, int] = {}
+    for p in world.providers:
+        root[p.uuid] = root[p.parent] if p.parent else ids[p.uuid]
+        rows.providers.append({
+            "id": ids[p.uuid], "uuid": p.uuid, "name": p.name, "generation": 1,
+            "root_provider_id": root[p.uuid],
+            "parent_provider_id": ids[p.parent] if p.parent else None, "created_at": stamp})
+        rows.inventories += [{"resource_provider_id": ids[p.uuid], "resource_class_id": rc_ids[rc],
+                              "created_at": stamp, **inv} for rc, inv in p.inventories.items()]
+        rows.traits += [{"resource_provider_id": ids[p.uuid], "trait_id": trait_ids[t],
+                         "created_at": stamp} for t in p.traits]
+        rows.provider_aggregates += [{"resource_provider_id": ids[p.uuid],
+                                      "aggregate_id": agg_ids[a], "created_at": stamp}
+                                     for a in p.aggregates]
+    return rows
+
+
+def _insert_rows(conn: Any, tables: Mapping[str, Any], rows: _Rows) -> None:
+    """Insert ``rows`` into ``tables`` (by Placement's table names), 5,000 at a time."""
+    import sqlalchemy as sa
+
+    for name, batch in (("placement_aggregates", rows.aggregates),
+                        ("resource_providers", rows.providers),
+                        ("inventories", rows.inventories),
+                        ("resource_provider_traits", rows.traits),
+                        ("resource_provider_aggregates", rows.provider_aggregates)):
+        for i in range(0, len(batch), 5000):
+            conn.execute(sa.insert(tables[name]), batch[i:i + 5000])
+    if conn.dialect.name == "postgresql":
+        for name in ("resource_providers", "placement_aggregates"):
+            conn.exec_driver_sql(f"SELECT setval(pg_get_serial_sequence('{name}', 'id'), "
+                                 f"(SELECT max(id) FROM {name}))")
+
+
+def _rows_for(conn: Any, world: World, tables: Mapping[str, Any], stamp: Any) -> _Rows:
+    """The world's rows, with the ids this database has or will give them."""
+    import sqlalchemy as sa
+
+    def ids(name: str, key: str) -> dict[str, int]:
+        table = tables[name]
+        return dict(conn.execute(sa.select(table.c[key], table.c.id)).all())
+
+    def next_id(name: str) -> int:
+        return (conn.execute(sa.select(sa.func.max(tables[name].c.id))).scalar() or 0) + 1
+
+    return _world_rows(world, ids("resource_classes", "name"), ids("traits", "name"),
+                       next_id("resource_providers"), ids("placement_aggregates", "uuid"),
+                       next_id("placement_aggregates"), stamp)
+
+
 def load_world_sql(db_url: str, world: World) -> float:
-    """Stratus only: write the world's rows straight into a migrated Stratus database.
+    """Stratus: write the world's rows straight into a (migrated here) Stratus database.
 
     Orders of magnitude faster than HTTP for 100,000 providers. Records one global
     change so a running server's candidates index reloads everything.
@@ -220,6 +293,8 @@ def load_world_sql(db_url: str, world: World) -> float:
     from stratus.placement.store.common import now, record_change
     from stratus.storage import engine as db
 
+    if world.consumers:
+        raise LoadError("load_world_sql does not load consumers; use load_world")
     started = time.monotonic()
     engine = db.create_engine(db_url)
     placement_db.sync(engine)
@@ -233,43 +308,48 @@ def load_world_sql(db_url: str, world: World) -> float:
             if conn.execute(sa.select(s.traits.c.id).where(s.traits.c.name == name)).first() \
                     is None:
                 conn.execute(sa.insert(s.traits).values(name=name, created_at=stamp))
-        rc_ids = dict(conn.execute(sa.select(s.resource_classes.c.name,
-                                             s.resource_classes.c.id)).all())
-        trait_ids = dict(conn.execute(sa.select(s.traits.c.name, s.traits.c.id)).all())
-        base = conn.execute(sa.select(sa.func.max(s.resource_providers.c.id))).scalar() or 0
-        ids = {p.uuid: base + i + 1 for i, p in enumerate(world.providers)}
-        root: dict[str, int] = {}
-        rp_rows, inv_rows, trait_rows, agg_rows = [], [], [], []
-        agg_base = conn.execute(sa.select(sa.func.max(s.placement_aggregates.c.id))).scalar() or 0
-        agg_ids = {a: agg_base + i + 1 for i, a in enumerate(world.aggregates)}
-        for p in world.providers:
-            root[p.uuid] = root[p.parent] if p.parent else ids[p.uuid]
-            rp_rows.append({"id": ids[p.uuid], "uuid": p.uuid, "name": p.name, "generation": 1,
-                            "root_provider_id": root[p.uuid],
-                            "parent_provider_id": ids[p.parent] if p.parent else None,
-                            "created_at": stamp})
-            inv_rows += [{"resource_provider_id": ids[p.uuid], "resource_class_id": rc_ids[rc],
-                          "created_at": stamp, **inv} for rc, inv in p.inventories.items()]
-            trait_rows += [{"resource_provider_id": ids[p.uuid], "trait_id": trait_ids[t],
-                            "created_at": stamp} for t in p.traits]
-            agg_rows += [{"resource_provider_id": ids[p.uuid], "aggregate_id": agg_ids[a],
-                          "created_at": stamp} for a in p.aggregates]
-        if agg_ids:
-            conn.execute(sa.insert(s.placement_aggregates),
-                         [{"id": i, "uuid": a} for a, i in agg_ids.items()])
-        for table, rows in ((s.resource_providers, rp_rows), (s.inventories, inv_rows),
-                            (s.resource_provider_traits, trait_rows),
-                            (s.resource_provider_aggregates, agg_rows)):
-            for i in range(0, len(rows), 5000):
-                conn.execute(sa.insert(table), rows[i:i + 5000])
-        if engine.dialect.name == "postgresql":
-            for table in ("resource_providers", "placement_aggregates"):
-                conn.exec_driver_sql(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
-                                     f"(SELECT max(id) FROM {table}))")
-        if world.consumers:
-            raise LoadError("load_world_sql does not load consumers; use load_world")
+        tables = {t.name: t for t in s.metadata.sorted_tables}
+        _insert_rows(conn, tables, _rows_for(conn, world, tables, stamp))
         record_change(conn, [None])
     engine.dispose()
+    return time.monotonic() - started
+
+
+def load_world_peer_sql(base_url: str, db_url: str, world: World) -> float:
+    """The reference: write the world's rows straight into its (running) database.
+
+    Its custom classes and traits go through its API first, so that its own
+    caches and syncs know them; providers, inventories, traits and aggregates are
+    then inserted into its tables, read from the database itself (they share
+    Placement's names and columns, but not all of Stratus's). It keeps nothing of
+    providers in memory between requests, so the next request sees them all.
+    """
+    import sqlalchemy as sa
+
+    if world.consumers:
+        raise LoadError("load_world_peer_sql does not load consumers; use load_world")
+    started = time.monotonic()
+    client = Client(base_url)
+    try:
+        for rc in world.custom_classes:
+            client.call("PUT", f"/resource_classes/{rc}", (201, 204))
+        for trait in world.custom_traits:
+            client.call("PUT", f"/traits/{trait}", (201, 204))
+    finally:
+        client.close()
+    engine = sa.create_engine(db_url)
+    try:
+        names = ["resource_classes", "traits", "resource_providers", "inventories",
+                 "resource_provider_traits", "placement_aggregates",
+                 "resource_provider_aggregates"]
+        metadata = sa.MetaData()
+        metadata.reflect(engine, only=names)
+        with engine.begin() as conn:
+            stamp = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+            rows = _rows_for(conn, world, metadata.tables, stamp)
+            _insert_rows(conn, metadata.tables, rows)
+    finally:
+        engine.dispose()
     return time.monotonic() - started
 
 
