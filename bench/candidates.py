@@ -190,7 +190,7 @@ def markdown(results: dict[int, list[ServerRun]], args: argparse.Namespace, db: 
     out = [f"Machine: {machine()}.  ", f"Code: {args.code}; reference: openstack-placement "
            f"{peer_tool.PEER_VERSION} under gunicorn.  ",
            f"Database: {db}{_driver_note(db)}; workers: Stratus {args.workers}, reference "
-           f"{_peer_workers(args, db)}{_threads_note(args)}; microversion {VERSION}; "
+           f"{_peer_workers(args, db)}{_threads_note(args, db)}; microversion {VERSION}; "
            f"{args.repeats} timed repeats per query after one warm-up; client: "
            "http.client, one keep-alive connection (bench/client.py). Load: the one-minute "
            "load average when the row's measurement ended (Stratus / reference).", "",
@@ -242,8 +242,50 @@ def _peer_workers(args: argparse.Namespace, db: str) -> int:
     return 1 if db == "sqlite" else (args.peer_workers or args.workers)
 
 
-def _threads_note(args: argparse.Namespace) -> str:
-    return f" x {args.peer_threads} threads" if args.peer_threads > 1 else ""
+def _peer_threads(args: argparse.Namespace, db: str) -> int:
+    # One thread on SQLite too: "database is locked" again otherwise.
+    return 1 if db == "sqlite" else args.peer_threads
+
+
+def _threads_note(args: argparse.Namespace, db: str) -> str:
+    threads = _peer_threads(args, db)
+    return f" x {threads} threads" if threads > 1 else ""
+
+
+def _databases(choice: str) -> list[str]:
+    """The databases a run covers: ``both`` is SQLite, then MariaDB when it is reachable."""
+    reachable = peer_tool.mysql_reachable()
+    if choice == "both":
+        if not reachable:
+            log("MariaDB at 127.0.0.1:3306 is not reachable: SQLite only")
+        return ["sqlite", "mysql"] if reachable else ["sqlite"]
+    if choice == "auto":
+        return ["mysql" if reachable else "sqlite"]
+    return [choice]
+
+
+def _run_on(db: str, args: argparse.Namespace) -> str:
+    """Every size on one database; the tables as markdown."""
+    log(f"database: {db}")
+    results: dict[int, list[ServerRun]] = {}
+    for size in [int(s) for s in args.sizes.split(",")]:
+        world = perfload_world(size)
+        hot = [p.uuid for p in world.providers if p.name.startswith("cn")][: 2 * args.hot_hosts]
+        log(world.summary())
+        runs = []
+        if not args.no_stratus:
+            ours = StratusServer(db, workers=args.workers)
+            runs.append(run_server("Stratus", ours, world, args, size > args.http_load_max, hot))
+        if not args.no_peer and size <= args.peer_max_size:
+            # The reference gets the MySQL driver Stratus takes (engine.mysql_driver).
+            ref = peer_tool.PeerServer(db, workers=_peer_workers(args, db),
+                                       threads=_peer_threads(args, db),
+                                       mysql_driver=engine.mysql_driver())
+            runs.append(run_server("reference", ref, world, args, size > args.http_load_max,
+                                   hot))
+        results[size] = runs
+        print(markdown({size: runs}, args, db), flush=True)
+    return markdown(results, args, db)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -255,8 +297,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="largest size the reference is run at (default 10000)")
     p.add_argument("--http-load-max", type=int, default=20000,
                    help="above this, both servers are loaded by direct SQL (default 20000)")
-    p.add_argument("--db", choices=["auto", "sqlite", "mysql"], default="auto",
-                   help="auto: MariaDB at 127.0.0.1:3306 when reachable, else SQLite")
+    p.add_argument("--db", choices=["auto", "sqlite", "mysql", "both"], default="auto",
+                   help="auto: MariaDB at 127.0.0.1:3306 when reachable, else SQLite; both: "
+                   "SQLite, then MariaDB when reachable")
     p.add_argument("--workers", type=int, default=2,
                    help="API worker processes per server (reference on SQLite: always 1)")
     p.add_argument("--peer-workers", type=int, default=None,
@@ -282,32 +325,12 @@ def main(argv: list[str] | None = None) -> int:
     args.code = revision()   # what the servers start with, not what is there at the end
     procs.install_signal_cleanup()
 
-    db = args.db
-    if db == "auto":
-        db = "mysql" if peer_tool.mysql_reachable() else "sqlite"
-    log(f"database: {db}; {machine()}")
-    results: dict[int, list[ServerRun]] = {}
-    for size in [int(s) for s in args.sizes.split(",")]:
-        world = perfload_world(size)
-        hot = [p.uuid for p in world.providers if p.name.startswith("cn")][: 2 * args.hot_hosts]
-        log(world.summary())
-        runs = []
-        if not args.no_stratus:
-            ours = StratusServer(db, workers=args.workers)
-            runs.append(run_server("Stratus", ours, world, args, size > args.http_load_max, hot))
-        if not args.no_peer and size <= args.peer_max_size:
-            # The reference gets the MySQL driver Stratus takes (engine.mysql_driver).
-            ref = peer_tool.PeerServer(db, workers=_peer_workers(args, db),
-                                       threads=args.peer_threads,
-                                       mysql_driver=engine.mysql_driver())
-            runs.append(run_server("reference", ref, world, args, size > args.http_load_max,
-                                   hot))
-        results[size] = runs
-        print(markdown({size: runs}, args, db), flush=True)
-    table = markdown(results, args, db)
-    print(table)
+    log(machine())
+    tables = [_run_on(db, args) for db in _databases(args.db)]
+    text = "\n".join(tables)
+    print(text)
     if args.markdown:
-        Path(args.markdown).write_text(table)
+        Path(args.markdown).write_text(text)
     return 0
 
 
