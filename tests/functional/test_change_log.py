@@ -127,3 +127,32 @@ def test_rows_of_a_provider_deleted_between_the_reads_of_a_full_load_are_dropped
     monkeypatch.setattr(changes, "_raw", stale_rows)
     placement_app.candidates._index = None          # the next query loads everything
     assert _candidates(client) == {host}
+
+
+def test_a_provider_left_under_a_parent_deleted_meanwhile_leads_to_a_full_reload(
+        client, placement_app, monkeypatch):
+    # The child was moved away from its parent, then the parent deleted, both after the
+    # refresh read the log but before it read the parent: the parent reads as gone while
+    # the child, which the log it read does not name, still hangs under it in the index.
+    from stratus.placement.candidates import changes
+    parent = add_provider(client, "parent", {"DISK_GB": {"total": 100}})
+    child = add_provider(client, "child", {"VCPU": {"total": 4}}, parent=parent)
+    query = "/allocation_candidates?resources=VCPU:1,DISK_GB:10"
+    assert len(client.get(query).json()["allocation_requests"]) == 1   # index built
+    resp = client.put(f"/resource_providers/{parent}/inventories/DISK_GB", json={
+        "resource_provider_generation": client.get(f"/resource_providers/{parent}")
+        .json()["generation"], "total": 200})                          # logged: partial
+    assert resp.status_code == 200, resp.text
+    real = changes._records_where
+
+    def parent_gone(conn, ids):
+        return [r for r in real(conn, ids) if r.uuid != parent]
+
+    monkeypatch.setattr(changes, "_records_where", parent_gone)
+    resp = client.get(query)
+    assert resp.status_code == 200, resp.text
+    # Read again in full (the database still has both): the tree is whole, not a child
+    # under a freed slot.
+    assert [sorted(r["allocations"]) for r in resp.json()["allocation_requests"]] == [
+        sorted([parent, child])]
+    assert resp.json()["provider_summaries"][parent]["resources"]["DISK_GB"]["capacity"] == 200

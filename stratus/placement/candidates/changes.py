@@ -25,6 +25,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -164,6 +165,8 @@ def _partial(index: ProviderIndex, conn: Connection, ids: set[int]) -> bool:
             if other is not None and other not in records and (
                     other not in index.slot_of_id or other in gone):
                 return False
+    if gone and _left_under(index, gone, records.keys()):
+        return False
     if any(name_missing(index.names, rec) for rec in records.values()):
         fresh = load_names(conn)
         fresh.agg_uuid, fresh.agg_id = index.names.agg_uuid, index.names.agg_id
@@ -171,6 +174,21 @@ def _partial(index: ProviderIndex, conn: Connection, ids: set[int]) -> bool:
     _add_aggregate_names(index.names, conn, records.values())
     index.apply(sorted(records.values(), key=lambda r: r.id), removed)
     return True
+
+
+def _left_under(index: ProviderIndex, gone: set[int], reloaded: Iterable[int]) -> bool:
+    """Whether a provider this reload leaves as it is hangs under one it removes.
+
+    Placement deletes no provider with children, so such a child was moved away
+    first; both writes committed after the log was read (it names neither) and
+    before the parent was: only a full load sees the child where it is now."""
+    slots = [index.slot_of_id[i] for i in gone if i in index.slot_of_id]
+    if not slots:
+        return False
+    under = np.flatnonzero(index.alive & (np.isin(index.parent, slots)
+                                          | np.isin(index.root, slots)))
+    keep = gone.union(reloaded)
+    return any(int(index.db_id[slot]) not in keep for slot in under.tolist())
 
 
 def ensure_names(index: ProviderIndex, conn: Connection, classes: Iterable[str],
