@@ -240,7 +240,9 @@ def _anchor_streams(index: ProviderIndex, plan: Plan, options: Options
                 block *= 2
             tree_choices = choices[root]
             if tree_choices is not None:
-                yield _unseen(index, search.run(tree_choices, rng, budget), seen)
+                found = search.run(tree_choices, rng, budget)
+                # Repeats come only from sharing providers (see _unseen).
+                yield _unseen(index, found, seen) if index.sharing else found
         if start < len(singles):
             yield slots[singles[start:]].tolist()
 
@@ -289,26 +291,31 @@ def tree_options(index: ProviderIndex, plan: Plan, roots: list[int]
     None for a root where some slot has no choice."""
     trees = [index.tree(r) for r in roots]
     flat = np.fromiter(itertools.chain.from_iterable(trees), np.int64)
-    bounds = np.cumsum([0] + [len(t) for t in trees]).tolist()
-    ok_by_slot = []
+    bounds = np.fromiter(itertools.accumulate(map(len, trees), initial=0), np.int64)
+    # Per slot, the providers that pass, and where each tree's run of them starts
+    # and ends: one vector pass per slot, then list slices per tree (trees are small,
+    # and a numpy call per tree per slot cost more than the slot's whole check).
+    by_slot: list[tuple[list[int], list[int], list[tuple[int, frozenset[int]]]]] = []
     for g in plan.groups:
         base = filters.base_ok(index, g, flat)
         for key in g.choice_keys():
             ok = filters.option_ok(index, g, key, flat, base)
-            ok_by_slot.append((ok, g.lenders.get(key, ())))
+            passed = np.flatnonzero(ok)
+            cuts = np.searchsorted(passed, bounds).tolist()
+            by_slot.append((flat[passed].tolist(), cuts, g.lenders.get(key, [])))
     out: dict[int, list[list[int]] | None] = {}
     for i, root in enumerate(roots):
-        lo, hi = bounds[i], bounds[i + 1]
         choices: list[list[int]] = []
-        for ok, lenders in ok_by_slot:
-            found = flat[lo:hi][ok[lo:hi]].tolist()
-            extra = [s for s, lent in lenders if root in lent and s not in found]
-            if extra:
-                found = sorted(found + extra)
+        for hits, cuts, lenders in by_slot:
+            found = hits[cuts[i]:cuts[i + 1]]
+            if lenders:
+                extra = [s for s, lent in lenders if root in lent and s not in found]
+                if extra:
+                    found = sorted(found + extra)
             if not found:
                 break
             choices.append(found)
-        out[root] = choices if len(choices) == len(ok_by_slot) else None
+        out[root] = choices if len(choices) == len(by_slot) else None
     return out
 
 
@@ -378,9 +385,8 @@ def _whole_trees(index: ProviderIndex, items: list[int | Candidate]) -> list[int
     # A single-provider candidate's provider is a whole tree by itself.
     out = {i for i in items if type(i) is int}
     if len(out) < len(items):
-        root = index.root
-        roots = {int(root[p]) for c in items if type(c) is Candidate
-                 for p in c.used()}
+        used = [p for c in items if type(c) is Candidate for p in c.used()]
+        roots = set(index.root[np.array(used, np.int64)].tolist())
         out = out.union(*(index.tree(r) for r in roots))
     return sorted(out)
 
