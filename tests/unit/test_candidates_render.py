@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stratus.placement.candidates.render import Shape, _request, render
+from stratus.placement.candidates.request import CandidateRequest, RequestGroup
 from stratus.placement.candidates.solve import Options, solve
 from tests.unit.test_candidates_solve import P, build_index, requests, worlds
 
@@ -66,3 +67,25 @@ def test_the_text_is_the_json_of_the_answer(data: st.DataObject, shape: Shape) -
         expected.append(one)
     assert body["allocation_requests"] == expected
     assert set(body["provider_summaries"]) == {index.uuids[p] for p in solution.summary_slots}
+
+
+def test_a_group_spread_over_providers_maps_to_all_of_them() -> None:
+    # The unsuffixed group's classes on two children of one root: its mapping lists both,
+    # next to another group's one provider (the shape the per-layout template
+    # cannot write, since a spread group's mapping depends on what was chosen).
+    inv = (8, 0, 1, 8, 1, 1.0, 0)
+    world = [P("root", None, {}), P("b-numa", "root", {"VCPU": inv}),
+             P("a-numa", "root", {"MEMORY_MB": inv}), P("c-nic", "root", {"SRIOV_NET_VF": inv})]
+    index = build_index(world)
+    req = CandidateRequest(groups=(RequestGroup("", {"VCPU": 1, "MEMORY_MB": 1}),
+                                   RequestGroup("_NET", {"SRIOV_NET_VF": 1})),
+                           group_policy="isolate")
+    solution = solve(index, req, Options())
+    requested = {index.names.rc_id[c] for c in req.resource_classes()}
+    body = json.loads(b"".join(render(index, solution, SHAPES[0], requested)))
+    [answer] = body["allocation_requests"]
+    assert answer["allocations"] == {"b-numa": {"resources": {"VCPU": 1}},
+                                     "a-numa": {"resources": {"MEMORY_MB": 1}},
+                                     "c-nic": {"resources": {"SRIOV_NET_VF": 1}}}
+    assert sorted(answer["mappings"][""]) == ["a-numa", "b-numa"]
+    assert answer["mappings"]["_NET"] == ["c-nic"]

@@ -89,14 +89,16 @@ def _candidates_text(index: ProviderIndex, found: list[Candidate], shape: Shape)
     """Tree candidates in the 1.12+ shape, written directly (json.dumps would
     need a dict per provider per candidate).
 
-    Each slot's part is written once per layout; a provider's entry is its
+    Each layout is written once: most candidates are its template with their
+    providers' uuids filled in; when two slots with resources share a provider
+    (or a group spread over slots needs its mapping), a provider's entry is its
     slot's part, or its slots' parts joined (``_merged``)."""
     names = index.names.rc_name
     # Quoted on first use: the index knows every class (a few hundred), a query a few.
     rc_text: dict[int, str] = {}
     uuid_text: dict[int, str] = {}
     # Keyed by id: every layout is held by a candidate in ``found`` while this runs.
-    layouts: dict[int, tuple[list[str], list[tuple[str, tuple[int, ...]]]]] = {}
+    layouts: dict[int, _LayoutText] = {}
 
     def uuid(p: int) -> str:
         text = uuid_text.get(p)
@@ -113,7 +115,7 @@ def _candidates_text(index: ProviderIndex, found: list[Candidate], shape: Shape)
             parts.append(f"{name}: {amount}")
         return ", ".join(parts)
 
-    def texts(layout: Layout) -> tuple[list[str], list[tuple[str, tuple[int, ...]]]]:
+    def texts(layout: Layout) -> _LayoutText:
         """Per slot, its part's resources as text ('' for a resourceless group); per
         group, its suffix quoted and its slots (the order of ``Candidate.mappings``)."""
         known = layouts.get(id(layout))
@@ -121,15 +123,23 @@ def _candidates_text(index: ProviderIndex, found: list[Candidate], shape: Shape)
             slots: dict[str, list[int]] = {}
             for i, s in enumerate(layout.suffixes):
                 slots.setdefault(s, []).append(i)
-            known = layouts[id(layout)] = (
-                [resources(part) for part in layout.parts],
-                [(json.dumps(s), tuple(i)) for s, i in slots.items()])
+            parts = [resources(part) for part in layout.parts]
+            groups = [(json.dumps(s), tuple(i)) for s, i in slots.items()]
+            known = layouts[id(layout)] = _LayoutText(parts, groups,
+                                                      _template(parts, groups, shape))
         return known
 
     out = []
     for c in found:
-        parts, groups = texts(c.layout)
+        laid = texts(c.layout)
         chosen = c.chosen
+        fast = laid.template
+        if fast is not None:
+            template, fill, held_slots = fast
+            if len(held_slots) < 2 or len({chosen[i] for i in held_slots}) == len(held_slots):
+                out.append(template % tuple([uuid(chosen[i]) for i in fill]))
+                continue
+        parts, groups = laid.parts, laid.groups
         held: dict[int, list[int]] = {}   # provider -> its slots with resources, in order
         for i, p in enumerate(chosen):
             if parts[i]:
@@ -151,6 +161,39 @@ def _candidates_text(index: ProviderIndex, found: list[Candidate], shape: Shape)
             text += f', "mappings": {{{", ".join(mapped)}}}'
         out.append(text + "}")
     return ", ".join(out).encode()
+
+
+# A candidate's text as a %-template over its providers' quoted uuids, the slots whose
+# uuids fill it (in order), and the slots with resources: usable when each of those
+# slots has a provider of its own (nothing to merge).
+_Template = tuple[str, tuple[int, ...], tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class _LayoutText:
+    parts: list[str]                          # per slot, its resources as text
+    groups: list[tuple[str, tuple[int, ...]]]  # per group, its suffix quoted and its slots
+    template: _Template | None
+
+
+def _template(parts: list[str], groups: list[tuple[str, tuple[int, ...]]],
+              shape: Shape) -> _Template | None:
+    """The layout's template, when every group has one slot (so each mapping names
+    one provider, in slot order); None when a group is spread over several slots,
+    whose mapping is a sorted set of what was chosen."""
+    if shape.mappings and any(len(at) > 1 for _quoted, at in groups):
+        return None
+    held = tuple(i for i, part in enumerate(parts) if part)
+    entries = ", ".join('%s: {"resources": {' + parts[i].replace("%", "%%") + "}}"
+                        for i in held)
+    text = '{"allocations": {' + entries + "}"
+    fill = held
+    if shape.mappings:
+        text += (', "mappings": {'
+                 + ", ".join(quoted.replace("%", "%%") + ": [%s]" for quoted, _at in groups)
+                 + "}")
+        fill += tuple(at[0] for _quoted, at in groups)
+    return text + "}", fill, held
 
 
 def _merged(layout: Layout, slots: list[int], parts: list[str],
