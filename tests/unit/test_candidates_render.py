@@ -11,9 +11,11 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from stratus.placement.candidates import render as render_module
 from stratus.placement.candidates.render import Shape, _request, render
 from stratus.placement.candidates.request import CandidateRequest, RequestGroup
 from stratus.placement.candidates.solve import Options, solve
@@ -89,3 +91,54 @@ def test_a_group_spread_over_providers_maps_to_all_of_them() -> None:
                                      "c-nic": {"resources": {"SRIOV_NET_VF": 1}}}
     assert sorted(answer["mappings"][""]) == ["a-numa", "b-numa"]
     assert answer["mappings"]["_NET"] == ["c-nic"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), shape=st.sampled_from(SHAPES[:3]))
+def test_a_layout_template_writes_what_the_general_path_writes(
+        data: st.DataObject, shape: Shape) -> None:
+    # The parsed-JSON test above would not see a change of key order or spacing; here the
+    # bytes with per-layout templates must be the bytes without them.
+    world = data.draw(renamed_worlds())
+    req = data.draw(requests(world))
+    index = build_index(world)
+    solution = solve(index, req, Options())
+    requested = {index.names.rc_id[c] for c in req.resource_classes()}
+    with_templates = b"".join(render(index, solution, shape, requested))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(render_module, "_template", lambda *args: None)
+        general = b"".join(render(index, solution, shape, requested))
+    assert with_templates == general
+
+
+def _bytes_both_ways(world: list[P], req: CandidateRequest, shape: Shape) -> tuple[bytes, bytes]:
+    index = build_index(world)
+    solution = solve(index, req, Options())
+    assert any(not isinstance(item, int) for item in solution.items)
+    requested = {index.names.rc_id[c] for c in req.resource_classes()}
+    with_templates = b"".join(render(index, solution, shape, requested))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(render_module, "_template", lambda *args: None)
+        return with_templates, b"".join(render(index, solution, shape, requested))
+
+
+@pytest.mark.parametrize("shape", SHAPES[:3])
+@pytest.mark.parametrize("policy", ["isolate", "none"])
+def test_a_nested_request_is_written_the_same_with_and_without_templates(
+        shape: Shape, policy: str) -> None:
+    # What the random worlds above rarely draw: trees whose candidates put several groups
+    # on distinct providers (the template's case) next to candidates that share one.
+    inv = (8, 0, 1, 8, 1, 1.0, 0)
+    world = []
+    for host in ("h1", "h2"):
+        world += [P(host, None, {"DISK_GB": inv}),
+                  P(f"{host}-numa0", host, {"VCPU": inv, "MEMORY_MB": inv}),
+                  P(f"{host}-numa1", host, {"VCPU": inv, "MEMORY_MB": inv}),
+                  P(f"{host}-nic", f"{host}-numa0", {"SRIOV_NET_VF": inv, "VCPU": inv})]
+    req = CandidateRequest(groups=(RequestGroup("", {"DISK_GB": 1}),
+                                   RequestGroup("_NUMA", {"VCPU": 1, "MEMORY_MB": 1}),
+                                   RequestGroup("_NET", {"SRIOV_NET_VF": 1}),
+                                   RequestGroup("_CPU", {"VCPU": 1})),
+                           group_policy=policy)
+    with_templates, general = _bytes_both_ways(world, req, shape)
+    assert with_templates == general
