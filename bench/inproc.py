@@ -104,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", help="profile this kind (root, classes, limit50, nested, claim)")
     p.add_argument("--only", help="comma-separated kinds to time")
     p.add_argument("--profile-out", metavar="PATH", help="also save the profile (pstats)")
+    p.add_argument("--gap", type=float, default=0.0, metavar="MS",
+                   help="sleep this long between timed requests, as a server waits between "
+                   "a client's requests (the CPU then runs the next one cold)")
     args = p.parse_args(argv)
 
     world = perfload_world(args.size)
@@ -132,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
                 cpu += time.process_time() - c0
                 if not status.startswith("20"):
                     raise RuntimeError(f"{name}: {status}")
+                if args.gap:
+                    time.sleep(args.gap / 1000)
             print(f"{name:8} median {statistics.median(samples) * 1e6:8.0f} us   "
                   f"mean {statistics.fmean(samples) * 1e6:8.0f} us   "
                   f"CPU (this process) {cpu / args.n * 1e6:6.0f} us", flush=True)
