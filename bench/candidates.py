@@ -254,14 +254,14 @@ def _threads_note(args: argparse.Namespace, db: str) -> str:
 
 def _databases(choice: str) -> list[str]:
     """The databases a run covers: ``both`` is SQLite, then MariaDB when it is reachable."""
+    if choice in ("sqlite", "mysql"):
+        return [choice]
     reachable = peer_tool.mysql_reachable()
-    if choice == "both":
-        if not reachable:
-            log("MariaDB at 127.0.0.1:3306 is not reachable: SQLite only")
-        return ["sqlite", "mysql"] if reachable else ["sqlite"]
     if choice == "auto":
         return ["mysql" if reachable else "sqlite"]
-    return [choice]
+    if not reachable:
+        log("MariaDB at 127.0.0.1:3306 is not reachable: SQLite only")
+    return ["sqlite", "mysql"] if reachable else ["sqlite"]
 
 
 def _run_on(db: str, args: argparse.Namespace) -> str:

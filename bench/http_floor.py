@@ -25,7 +25,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.client import Client
-from tools import procs
 
 BODY = b'{"allocation_requests": [], "provider_summaries": {}}'
 RESPONSE = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
@@ -46,9 +45,9 @@ class _Fixed(asyncio.Protocol):
             self.transport.write(RESPONSE)
 
 
-def _serve(port: int) -> None:
+def _serve(listener: socket.socket) -> None:
     async def main() -> None:
-        server = await asyncio.get_running_loop().create_server(_Fixed, "127.0.0.1", port)
+        server = await asyncio.get_running_loop().create_server(_Fixed, sock=listener)
         await server.serve_forever()
 
     asyncio.run(main())
@@ -56,19 +55,13 @@ def _serve(port: int) -> None:
 
 def measure(n: int, warmup: int = 300) -> list[float]:
     """Seconds per exchange, ``n`` of them, after ``warmup`` untimed ones."""
-    port = procs.free_port()
-    server = multiprocessing.Process(target=_serve, args=(port,), daemon=True)
+    # Listening before the server process starts: the client's first connection
+    # waits in the backlog instead of being refused.
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    server = multiprocessing.Process(target=_serve, args=(listener,), daemon=True)
     server.start()
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
         with Client(f"http://127.0.0.1:{port}") as client:
             for _ in range(warmup):
                 client.get(QUERY)
@@ -81,6 +74,7 @@ def measure(n: int, warmup: int = 300) -> list[float]:
     finally:
         server.terminate()
         server.join()
+        listener.close()
 
 
 def main(argv: list[str] | None = None) -> int:

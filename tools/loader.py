@@ -5,10 +5,10 @@
 
 Trees load concurrently (one tree per task, parents before children); then
 consumers' allocations. The same client code loads Stratus and the reference,
-so both get exactly the same requests. ``load_world_sql`` is a much faster,
-path that writes the rows directly, into Stratus's database
-(``load_world_sql``) or the reference's (``load_world_peer_sql``): the benchmark
-uses it for the largest worlds, and says so.
+so both get exactly the same requests. A much faster path writes the rows
+directly, into Stratus's database (``load_world_sql``) or the reference's
+(``load_world_peer_sql``): the benchmark uses it for the largest worlds, and
+says so.
 """
 
 from __future__ import annotations
@@ -141,10 +141,8 @@ def _run(base_url: str, threads: int, items: list, work: Callable[[Client, Any],
             c.close()
 
 
-def load_world(base_url: str, world: World, threads: int = 8,
-               out: Callable[[str], None] | None = None) -> dict[str, float]:
-    """Create the world's classes, traits, providers and allocations; return timings."""
-    started = time.monotonic()
+def _create_names(base_url: str, world: World) -> None:
+    """The world's custom resource classes and traits, through the API."""
     client = Client(base_url)
     try:
         for rc in world.custom_classes:
@@ -153,6 +151,13 @@ def load_world(base_url: str, world: World, threads: int = 8,
             client.call("PUT", f"/traits/{trait}", (201, 204))
     finally:
         client.close()
+
+
+def load_world(base_url: str, world: World, threads: int = 8,
+               out: Callable[[str], None] | None = None) -> dict[str, float]:
+    """Create the world's classes, traits, providers and allocations; return timings."""
+    started = time.monotonic()
+    _create_names(base_url, world)
     _run(base_url, threads, trees(world), _load_tree,
          _Progress("providers", len(world.providers), out))
     providers_done = time.monotonic()
@@ -329,14 +334,7 @@ def load_world_peer_sql(base_url: str, db_url: str, world: World) -> float:
     if world.consumers:
         raise LoadError("load_world_peer_sql does not load consumers; use load_world")
     started = time.monotonic()
-    client = Client(base_url)
-    try:
-        for rc in world.custom_classes:
-            client.call("PUT", f"/resource_classes/{rc}", (201, 204))
-        for trait in world.custom_traits:
-            client.call("PUT", f"/traits/{trait}", (201, 204))
-    finally:
-        client.close()
+    _create_names(base_url, world)
     engine = sa.create_engine(db_url)
     try:
         names = ["resource_classes", "traits", "resource_providers", "inventories",
