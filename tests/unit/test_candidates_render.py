@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from stratus.placement.candidates import render as render_module
 from stratus.placement.candidates.render import Shape, _request, render
 from stratus.placement.candidates.request import CandidateRequest, RequestGroup
-from stratus.placement.candidates.solve import Options, solve
+from stratus.placement.candidates.solve import Options, Solution, solve
 from tests.unit.test_candidates_solve import P, build_index, requests, worlds
 
 SHAPES = [
@@ -93,6 +93,18 @@ def test_a_group_spread_over_providers_maps_to_all_of_them() -> None:
     assert answer["mappings"]["_NET"] == ["c-nic"]
 
 
+def _bytes_both_ways(world: list[P], req: CandidateRequest, shape: Shape
+                     ) -> tuple[bytes, bytes, Solution]:
+    """The body with per-layout templates, the body without them, and the solution."""
+    index = build_index(world)
+    solution = solve(index, req, Options())
+    requested = {index.names.rc_id[c] for c in req.resource_classes()}
+    with_templates = b"".join(render(index, solution, shape, requested))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(render_module, "_template", lambda *args: None)
+        return with_templates, b"".join(render(index, solution, shape, requested)), solution
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), shape=st.sampled_from(SHAPES[:3]))
 def test_a_layout_template_writes_what_the_general_path_writes(
@@ -100,26 +112,9 @@ def test_a_layout_template_writes_what_the_general_path_writes(
     # The parsed-JSON test above would not see a change of key order or spacing; here the
     # bytes with per-layout templates must be the bytes without them.
     world = data.draw(renamed_worlds())
-    req = data.draw(requests(world))
-    index = build_index(world)
-    solution = solve(index, req, Options())
-    requested = {index.names.rc_id[c] for c in req.resource_classes()}
-    with_templates = b"".join(render(index, solution, shape, requested))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(render_module, "_template", lambda *args: None)
-        general = b"".join(render(index, solution, shape, requested))
+    with_templates, general, _solution = _bytes_both_ways(world, data.draw(requests(world)),
+                                                          shape)
     assert with_templates == general
-
-
-def _bytes_both_ways(world: list[P], req: CandidateRequest, shape: Shape) -> tuple[bytes, bytes]:
-    index = build_index(world)
-    solution = solve(index, req, Options())
-    assert any(not isinstance(item, int) for item in solution.items)
-    requested = {index.names.rc_id[c] for c in req.resource_classes()}
-    with_templates = b"".join(render(index, solution, shape, requested))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(render_module, "_template", lambda *args: None)
-        return with_templates, b"".join(render(index, solution, shape, requested))
 
 
 @pytest.mark.parametrize("shape", SHAPES[:3])
@@ -140,5 +135,6 @@ def test_a_nested_request_is_written_the_same_with_and_without_templates(
                                    RequestGroup("_NET", {"SRIOV_NET_VF": 1}),
                                    RequestGroup("_CPU", {"VCPU": 1})),
                            group_policy=policy)
-    with_templates, general = _bytes_both_ways(world, req, shape)
+    with_templates, general, solution = _bytes_both_ways(world, req, shape)
+    assert any(not isinstance(item, int) for item in solution.items)
     assert with_templates == general
