@@ -140,6 +140,18 @@ OPTIONS: list[Option] = [
            "that no conductor finished (one crashed mid-move) and drives it to an end: "
            "rolled back before it finished, confirm or revert done again after.",
            minimum=0),
+    Option("network_database", "connection", str, "", "Network database URL (networks, "
+           "ports, QoS policies, bindings); default: network.db in data_dir."),
+    Option("network_database", "sync_on_startup", bool, True,
+           "Run the network database's migrations when the network API starts."),
+    Option("network", "legacy_resource_request", bool, False,
+           "Answer ports' resource_request in Neutron's old single-group format (no "
+           "port-resource-request-groups extension, bandwidth only), as a Neutron before "
+           "Xena does."),
+    Option("network_client", "endpoint", str, "http://127.0.0.1:9696",
+           "Where the compute plane (API, conductor, computes) reaches the network API."),
+    Option("network_client", "token", str, "admin",
+           "Token the compute plane sends to the network API (noauth2: 'admin' is admin)."),
     Option("api_database", "connection", str, "", "API database URL (cell mappings, "
            "flavors, aggregates, request specs); default: api.db in data_dir."),
     Option("placement_client", "endpoint", str, "http://127.0.0.1:8778",

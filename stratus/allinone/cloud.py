@@ -4,6 +4,8 @@
 
     placement.db ─ Placement app ──┬─ HTTP on --port (uvicorn thread)
                                    └─ in-process clients (the WSGI app, called directly)
+    network.db ─ network API ──────┬─ HTTP on --network-port (uvicorn thread)
+                                   └─ in-process clients (API, conductor, computes)
     api.db ─ compute API ── HTTP on --api-port (uvicorn thread)
             scheduler, conductor ── inproc://stratus (the API-level bus)
     cellN.db ─ compute services of cell N ── inproc://stratus-cellN (one bus per cell)
@@ -14,7 +16,8 @@ cell's services use the bus and database its cell mapping names, so an
 operator's ``cell_v2 update_cell`` is honoured at the next start.
 
 Start-up order: databases and mappings, default flavors, the fleet's
-aggregates and zones, the bulk first pass (:mod:`.seed`), host discovery, the
+aggregates and zones, one shared provider network per physnet of the fleet,
+the bulk first pass (:mod:`.seed`), host discovery, the
 scheduler and conductor, the computes (with progress), and last the HTTP
 APIs, so a URL that answers means everything behind it is running.
 :meth:`AllInOne.stop` undoes it in reverse and joins every thread it started.
@@ -33,7 +36,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from stratus import config as configuration
-from stratus.allinone import seed
+from stratus.allinone import networks, seed
 from stratus.allinone.computes import FleetCompute, Heartbeats
 from stratus.allinone.http import ThreadedServer
 from stratus.allinone.layout import Layout, ensure_cells, open_api_db
@@ -50,6 +53,7 @@ from stratus.compute.fleet import Fleet
 from stratus.compute.rpcapi import ComputeRPC, service_version
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.recovery import recover_moves
+from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
 from stratus.storage import engine as db
 
@@ -76,9 +80,11 @@ class Started:
 class AllInOne:
     def __init__(self, config: configuration.Config, topology: Topology, *,
                  listen: str = "127.0.0.1", placement_port: int = 8778, api_port: int = 8774,
-                 bus_prefix: str = "stratus") -> None:
+                 network_port: int = 9696, bus_prefix: str = "stratus") -> None:
         self.config, self.topology = config, topology
         self.listen, self.placement_port, self.api_port = listen, placement_port, api_port
+        self.network_port = network_port
+        self.network_url = ""
         self.layout = Layout.from_config(config, bus_prefix)
         self.started = Started()
         self.cells: dict[str, CellMapping] = {}
@@ -106,6 +112,7 @@ class AllInOne:
         placement_db.sync(placement_engine)
         self.placement_app = PlacementApp(self.config, placement_engine)
         self.placement_wsgi = build_wsgi(self.placement_app)
+        self._network_service()
         api_engine = open_api_db(self.layout)
         self.started.closers.append(api_engine.dispose)
         self.api_engine = api_engine
@@ -114,6 +121,7 @@ class AllInOne:
         self.started.closers.append(self.engines.dispose)
         self._default_flavors()
         self._fleet_aggregates(self.topology.fleet)
+        networks.seed_provider_networks(self.network_client(), self.topology.fleet)
         self.timings["databases"] = time.monotonic() - t0
 
         drivers_by_cell = self._drivers()
@@ -138,6 +146,21 @@ class AllInOne:
         client = PlacementClient("http://placement.allinone",
                                  token=str(self.config.get("placement_client", "token")),
                                  wsgi_app=self.placement_wsgi)
+        self.started.closers.append(client.close)
+        return client
+
+    def _network_service(self) -> None:
+        from stratus.network import service as network_service
+
+        engine = db.create_engine(network_service.db_url(self.config))
+        self.started.closers.append(engine.dispose)
+        deps = network_service.make_deps(self.config, engine)
+        self.network_wsgi = network_service.make_app(self.config, deps)
+
+    def network_client(self) -> NetworkClient:
+        client = NetworkClient("http://network.allinone",
+                               token=str(self.config.get("network_client", "token")),
+                               wsgi_app=self.network_wsgi)
         self.started.closers.append(client.close)
         return client
 
@@ -250,7 +273,8 @@ class AllInOne:
                                scheduler=api_bus.client(SchedulerRPC),
                                compute=buses.compute_client,
                                max_attempts=config.get("scheduler", "max_attempts"),
-                               claim_retries=config.get("scheduler", "claim_retries"))
+                               claim_retries=config.get("scheduler", "claim_retries"),
+                               network=self.network_client())
         conductor = ConductorManager(ctx)
         api_bus.serve(ConductorRPC, conductor, server="allinone")
         for cell in self.cells.values():
@@ -268,6 +292,7 @@ class AllInOne:
                   progress: Progress) -> None:
         config = self.config
         placement = self.placement_client()
+        network = self.network_client()
         beats = Heartbeats(float(config.get("compute", "report_interval")))
         total = sum(len(v) for v in by_cell.values())
         done = 0
@@ -279,7 +304,7 @@ class AllInOne:
                 svc = FleetCompute(driver.host, driver, bus, engine, placement,
                                    tracker_interval=config.get("compute",
                                                                "resource_tracker_interval"),
-                                   first_pass_done=driver.host in skip)
+                                   first_pass_done=driver.host in skip, network=network)
                 svc.start()
                 self.started.computes.append(svc)
                 beats.add(engine, svc)
@@ -298,7 +323,13 @@ class AllInOne:
         self.started.servers.append(placement)
         placement.start()
         self.placement_url = placement.url + "/"
-        deps = make_deps(self.config, bus=api_bus, placement=self.placement_client())
+        network = ThreadedServer("network-api", self.network_wsgi, self.listen,
+                                 self.network_port, log_level=level)
+        self.started.servers.append(network)
+        network.start()
+        self.network_url = network.url + "/"
+        deps = make_deps(self.config, bus=api_bus, placement=self.placement_client(),
+                         network=self.network_client())
         self.started.closers.append(deps.close)
         compute = ThreadedServer("compute-api", build_compute_wsgi(deps, self.config),
                                  self.listen, self.api_port, log_level=level)

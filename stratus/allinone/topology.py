@@ -21,14 +21,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from stratus.compute.fleet import Fleet, FleetError, HostSpec, load_fleet, parse_fleet
-from stratus.compute.shapes import LibvirtShape
+from stratus.compute.shapes import LibvirtShape, NetworkDevice
 
 STATE_FILE = "serve.json"
 DEFAULT_HOSTS = 4
 DEFAULT_CELLS = 1
 HOST_NAME = "compute{n:04d}"
-# The same machine `stratus compute` simulates by default.
-DEFAULT_SHAPE = LibvirtShape("standard", vcpus=16, memory_mb=65536, disk_gb=1000)
+# The same machine `stratus compute` simulates by default: 16 vCPU, 64 GiB, 1000 GB, and
+# a 10 Gbit/s NIC on physnet1 (normal and direct vNICs), whose bandwidth ports reserve.
+DEFAULT_NIC = NetworkDevice("ens1", "physnet1", ("normal", "direct"),
+                            egress_kbps=10_000_000, ingress_kbps=10_000_000)
+DEFAULT_SHAPE = LibvirtShape("standard", vcpus=16, memory_mb=65536, disk_gb=1000,
+                             network_devices=(DEFAULT_NIC,))
 CELL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 

@@ -13,6 +13,7 @@ from stratus.bus import Bus, RPCClient
 from stratus.cells import services
 from stratus.cells.mappings import CellMapping
 from stratus.conductor.manager import CellBuses
+from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
 
 DEFAULT_AZ = "nova"
@@ -31,6 +32,8 @@ class ComputeAPIDeps:
     internal_az: str = INTERNAL_AZ
     allow_resize_to_same_host: bool = False
     clock: Callable[[], dt.datetime] = services.utcnow
+    # The network service (ports, QoS, bindings); None: servers boot without ports.
+    network: NetworkClient | None = None
     _buses: CellBuses | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -56,5 +59,7 @@ class ComputeAPIDeps:
         if self._buses is not None:
             self._buses.close()
         self.placement.close()
+        if self.network is not None:
+            self.network.close()
         self.dbs.engines.dispose()
         self.dbs.api.dispose()

@@ -145,3 +145,19 @@ build_requests = sa.Table(
     sa.Column("name", columns.name(255), nullable=False),
     *columns.timestamps(),
 )
+
+# Added by migration 0004: the ports of each server, in the order it got them, and
+# whether the port is the user's (kept, unbound, when the server goes) or was made
+# for the server from a network (deleted with it). The network service says which
+# ports a server has (device_id); this says what to do with them.
+instance_ports = sa.Table(
+    "instance_ports",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("instance_uuid", columns.name(36), nullable=False, index=True),
+    sa.Column("port_id", columns.name(36), nullable=False, unique=True),
+    sa.Column("preserve_on_delete", sa.Boolean, nullable=False),
+    # The requested_networks entry it was made for (None: attached later, or brought).
+    sa.Column("position", sa.Integer, nullable=True),
+    *columns.timestamps(),
+)

@@ -21,6 +21,7 @@ from stratus.api.http.app import ComputeApp, WSGIApp
 from stratus.api.store.cells import CellDBs
 from stratus.bus import Bus
 from stratus.cells.engines import CellEngines
+from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
 from stratus.storage import engine as db
 from stratus.storage import migrate
@@ -38,7 +39,8 @@ def api_db_url(config: configuration.Config) -> str:
 
 
 def make_deps(config: configuration.Config, *, bus: Bus | None = None,
-              placement: PlacementClient | None = None, sync: bool = False,
+              placement: PlacementClient | None = None,
+              network: NetworkClient | None = None, sync: bool = False,
               identity: str | None = None) -> ComputeAPIDeps:
     """Everything the API needs; ``bus`` and ``placement`` may be passed in (all-in-one)."""
     engine = db.create_engine(api_db_url(config))
@@ -60,7 +62,11 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
     if placement is None:
         placement = PlacementClient(str(config.get("placement_client", "endpoint")),
                                     token=str(config.get("placement_client", "token")))
+    if network is None and config.get("network_client", "endpoint"):
+        network = NetworkClient(str(config.get("network_client", "endpoint")),
+                                token=str(config.get("network_client", "token")))
     return ComputeAPIDeps(
+        network=network,
         dbs=CellDBs(engine, CellEngines(), timeout=float(config.get("scheduler",
                                                                     "cell_timeout"))),
         placement=placement, bus=bus,

@@ -45,6 +45,9 @@ def add_commands(sub: Any) -> None:
                    help="Placement API endpoint ([placement_client] endpoint)")
     p.add_argument("--placement-token", metavar="TOKEN",
                    help="token for Placement ([placement_client] token)")
+    p.add_argument("--network-url", metavar="URL",
+                   help="network API endpoint ([network_client] endpoint, default "
+                   "http://127.0.0.1:9696): ports for servers booted with networks")
     p.set_defaults(func=cmd_api)
 
 
@@ -62,6 +65,7 @@ def cmd_api(args: argparse.Namespace) -> int:
         ("api_database", "connection"): args.api_db,
         ("placement_client", "endpoint"): args.placement_url,
         ("placement_client", "token"): args.placement_token,
+        ("network_client", "endpoint"): args.network_url,
     })
     debug = bool(config.get("DEFAULT", "debug"))
     common.setup_logging(debug)

@@ -2,7 +2,9 @@
 
 It speaks HTTP only: to the compute API (``--api-url``, ``$STRATUS_API_URL``,
 default http://127.0.0.1:8774) and, for ``host usage``, to Placement
-(``--placement-url``, ``$STRATUS_PLACEMENT_URL``, default http://127.0.0.1:8778),
+(``--placement-url``, ``$STRATUS_PLACEMENT_URL``, default http://127.0.0.1:8778), for
+``network``, ``port`` and ``qos`` to the network API (``--network-url``,
+``$STRATUS_NETWORK_URL``, default http://127.0.0.1:9696),
 with a noauth2 token (``--token``, ``$STRATUS_TOKEN``, default ``admin``). Every
 command prints a table, or JSON with ``--json``. A failure is one line on stderr
 (``error: ...``, the API's own message) and exit status 1; a warning the API
@@ -28,6 +30,7 @@ API_VERSION = "2.88"
 PLACEMENT_VERSION = "1.39"
 DEFAULT_API_URL = "http://127.0.0.1:8774"
 DEFAULT_PLACEMENT_URL = "http://127.0.0.1:8778"
+DEFAULT_NETWORK_URL = "http://127.0.0.1:9696"
 COMPUTE_BINARY = "stratus-compute"
 
 
@@ -295,6 +298,11 @@ def connection_options() -> argparse.ArgumentParser:
                    or DEFAULT_PLACEMENT_URL,
                    help="Placement endpoint, for host usage ($STRATUS_PLACEMENT_URL, "
                    "default %(default)s)")
+    p.add_argument("--network-url", default=os.environ.get("STRATUS_NETWORK_URL")
+                   or DEFAULT_NETWORK_URL,
+                   help="network API endpoint, for network, port and qos commands and "
+                   "server create --port/--network ($STRATUS_NETWORK_URL, default "
+                   "%(default)s)")
     p.add_argument("--token", default=os.environ.get("STRATUS_TOKEN") or "admin",
                    help="noauth2 token user[:project] ($STRATUS_TOKEN, default admin)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -333,7 +341,7 @@ def run_client(args: argparse.Namespace, func: Command) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    from stratus.cli import client_resources
+    from stratus.cli import client_network, client_resources
 
     conn = [connection_options()]
     services = area(sub, "service", "list, disable, enable, force down or delete services")
@@ -357,6 +365,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("service", metavar="HOST_OR_ID")
 
     client_resources.add_commands(sub, conn)
+    client_network.add_commands(sub, conn)
 
     hosts = area(sub, "host", "compute hosts")
     leaf(hosts, "usage", host_usage, "per host VCPU, MEMORY_MB and DISK_GB used/capacity, "

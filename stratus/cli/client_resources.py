@@ -56,6 +56,8 @@ def server_create(args: argparse.Namespace, api: HTTP) -> None:
         server.update(min_count=min_count, max_count=max_count)
     if args.availability_zone:
         server["availability_zone"] = args.availability_zone
+    if args.nics:
+        server["networks"] = _networks(args)
     body: dict[str, Any] = {"server": server}
     if args.group:
         body["os:scheduler_hints"] = {"group": find_group(api, args.group)["id"]}
@@ -73,6 +75,37 @@ def server_create(args: argparse.Namespace, api: HTTP) -> None:
         raise ClientError(f"{len(failed)} of {len(servers)} server(s) did not become "
                           f"ACTIVE; {first['name']} ({first['id']}) is {first['status']}"
                           + (f": {first['fault_message']}" if first["fault_message"] else ""))
+
+
+def _networks(args: argparse.Namespace) -> list[dict[str, str]] | str:
+    """--port/--network/--nic, in the order given, as the boot's ``networks``."""
+    from stratus.cli.client_network import find, network_http
+
+    plain = [v for kind, v in args.nics if kind == "nic"]
+    if plain:
+        if len(args.nics) > 1:
+            raise ClientError("--nic none|auto cannot be combined with --port or --network")
+        return plain[0]
+    net = network_http(args)
+    try:
+        out = []
+        for kind, ident in args.nics:
+            if kind == "port":
+                out.append({"port": find(net, "ports", ident, "port")["id"]})
+            else:
+                out.append({"uuid": find(net, "networks", ident, "network")["id"]})
+        return out
+    finally:
+        net.close()
+
+
+class _Nic(argparse.Action):
+    """--port X / --network Y / --nic none|auto, kept in the order given."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        kind = {"--port": "port", "--network": "network", "--nic": "nic"}[str(option_string)]
+        getattr(namespace, self.dest).append((kind, values))
 
 
 def _wait(api: HTTP, ids: list[str], timeout: float) -> list[dict[str, Any]]:
@@ -293,6 +326,14 @@ def add_commands(sub: Any, conn: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--max-count", type=common.positive_int)
     p.add_argument("--availability-zone", metavar="ZONE")
     p.add_argument("--group", help="server group name or id (scheduler hint)")
+    p.add_argument("--port", dest="nics", action=_Nic, default=[], metavar="NAME_OR_ID",
+                   help="attach this port (repeatable; one server only); its QoS minimum "
+                   "bandwidth or packet rate is guaranteed on the host chosen")
+    p.add_argument("--network", dest="nics", action=_Nic, metavar="NAME_OR_ID",
+                   help="a new port on this network (repeatable), deleted with the server")
+    p.add_argument("--nic", dest="nics", action=_Nic, choices=("none", "auto"),
+                   help="none: no ports (the default); auto: a port on the one network "
+                   "the project may use")
     p.add_argument("--wait", action="store_true",
                    help="wait until every server is ACTIVE or ERROR; exit 1 unless all "
                    "are ACTIVE")

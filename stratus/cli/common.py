@@ -68,6 +68,17 @@ def port_number(text: str) -> int:
     return port
 
 
+def non_negative_int(text: str) -> int:
+    """argparse type for an amount that may be 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: not a number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"invalid value {value}: must be at least 0")
+    return value
+
+
 def positive_int(text: str) -> int:
     """argparse type for a count that must be at least 1."""
     try:
@@ -163,7 +174,7 @@ def db_error(exc: BaseException) -> str:
     return text.split(" (Background on this error at:")[0]
 
 
-def connect(url: str, seconds: float) -> Any:
+def connect(url: str, seconds: float, what: str = "placement") -> Any:
     """An engine for ``url`` that has answered a query, or a one-line failure.
 
     Waits up to ``seconds`` for a server that is still starting (connection
@@ -185,7 +196,7 @@ def connect(url: str, seconds: float) -> Any:
         db.wait_for(engine, seconds=seconds)
     except Exception as exc:
         engine.dispose()
-        fail(f"cannot connect to the placement database at {shown}: {db_error(exc)}")
+        fail(f"cannot connect to the {what} database at {shown}: {db_error(exc)}")
     return engine
 
 

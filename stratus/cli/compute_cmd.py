@@ -17,7 +17,8 @@ from typing import Any
 from stratus.cli import common
 
 DB_WAIT_SECONDS = 10.0
-DEFAULT_SHAPES = {"libvirt": "16 vCPU, 64 GiB, 1000 GB", "ironic": "4 nodes 'baremetal'"}
+DEFAULT_SHAPES = {"libvirt": "16 vCPU, 64 GiB, 1000 GB, a 10 Gbit/s NIC on physnet1",
+                  "ironic": "4 nodes 'baremetal'"}
 
 
 def add_commands(sub: Any) -> None:
@@ -40,6 +41,9 @@ def add_commands(sub: Any) -> None:
                    help="token for Placement ([placement_client] token)")
     p.add_argument("--transport-url", metavar="URL",
                    help="message bus ([DEFAULT] transport_url): amqp://... or inproc://NAME")
+    p.add_argument("--network-url", metavar="URL",
+                   help="network API endpoint ([network_client] endpoint, default "
+                   "http://127.0.0.1:9696): where this host binds its servers' ports")
     p.add_argument("--driver", choices=("libvirt", "ironic"),
                    help="simulated hypervisor when no --fleet names this host: "
                    + "; ".join(f"{k}: {v}" for k, v in DEFAULT_SHAPES.items())
@@ -59,7 +63,7 @@ def add_commands(sub: Any) -> None:
 def _driver(args: argparse.Namespace) -> Any:
     from stratus.cells.aggregates import cell_aggregate_uuid
     from stratus.compute import drivers, fleet
-    from stratus.compute.shapes import BaremetalNodes, IronicShape, LibvirtShape
+    from stratus.compute.shapes import BaremetalNodes, IronicShape
 
     cell_aggs = [cell_aggregate_uuid(args.cell_uuid)] if args.cell_uuid else []
     if args.fleet:
@@ -78,8 +82,9 @@ def _driver(args: argparse.Namespace) -> Any:
     if args.driver == "ironic":
         return drivers.create_driver(args.host, IronicShape(
             "default-ironic", (BaremetalNodes(4, "baremetal"),)), cell_aggs)
-    return drivers.create_driver(args.host, LibvirtShape(
-        "default", vcpus=16, memory_mb=65536, disk_gb=1000), cell_aggs)
+    from stratus.allinone.topology import DEFAULT_SHAPE
+
+    return drivers.create_driver(args.host, DEFAULT_SHAPE, cell_aggs)
 
 
 def _cell_engine(url: str, sync: bool) -> Any:
@@ -90,13 +95,14 @@ def _cell_engine(url: str, sync: bool) -> Any:
 
 def cmd_compute(args: argparse.Namespace) -> int:
     from stratus.bus import Version
-    from stratus.cli.scheduler_cmd import open_bus, placement_client
+    from stratus.cli.scheduler_cmd import network_client, open_bus, placement_client
     from stratus.compute.rpcapi import ComputeRPC
     from stratus.compute.service import ComputeService
 
     config = common.load_config(args, {("DEFAULT", "transport_url"): args.transport_url,
                                        ("placement_client", "endpoint"): args.placement_url,
-                                       ("placement_client", "token"): args.placement_token})
+                                       ("placement_client", "token"): args.placement_token,
+                                       ("network_client", "endpoint"): args.network_url})
     common.setup_logging(bool(config.get("DEFAULT", "debug")))
     if not config.get("DEFAULT", "debug"):
         logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per Placement request
@@ -117,8 +123,9 @@ def cmd_compute(args: argparse.Namespace) -> int:
     engine = _cell_engine(cell_url, args.sync_db)
     bus = open_bus(config, f"compute:{args.host}")
     placement = placement_client(config)
+    network = network_client(config)
     service = ComputeService(
-        args.host, driver, bus, engine, placement, rpc_version=rpc_version,
+        args.host, driver, bus, engine, placement, rpc_version=rpc_version, network=network,
         report_interval=config.get("compute", "report_interval"),
         tracker_interval=config.get("compute", "resource_tracker_interval"))
     stop = threading.Event()
@@ -137,6 +144,8 @@ def cmd_compute(args: argparse.Namespace) -> int:
         service.stop()
         bus.close()
         placement.close()
+        if network is not None:
+            network.close()
         engine.dispose()
     print(f"compute {args.host} stopped", flush=True)
     return 0

@@ -13,8 +13,10 @@ from typing import Any
 
 from stratus.cli import common
 from stratus.cli.scheduler_cmd import (
+    add_network_arg,
     add_service_args,
     api_engine,
+    network_client,
     open_bus,
     placement_client,
     server_name,
@@ -32,6 +34,7 @@ def add_commands(sub: Any) -> None:
         "no host would take in ERROR in cell0. Stops cleanly on SIGTERM or Ctrl-C.",
     )
     add_service_args(p)
+    add_network_arg(p)
     p.set_defaults(func=cmd_conductor)
 
 
@@ -48,13 +51,15 @@ def cmd_conductor(args: argparse.Namespace) -> int:
     engine = api_engine(config, args.sync_db)
     name = server_name(args)
     placement = placement_client(config)
+    network = network_client(config)
     bus: Bus = open_bus(config, f"conductor:{name}")
     buses = CellBuses(bus, identity=f"conductor:{name}")
     engines = CellEngines()
     ctx = ConductorContext(api_engine=engine, engines=engines, placement=placement,
                            scheduler=bus.client(SchedulerRPC), compute=buses.compute_client,
                            max_attempts=config.get("scheduler", "max_attempts"),
-                           claim_retries=config.get("scheduler", "claim_retries"))
+                           claim_retries=config.get("scheduler", "claim_retries"),
+                           network=network)
     try:
         bus.serve(ConductorRPC, ConductorManager(ctx), server=name)
         recovered = recover_moves(ctx, dt.timedelta(
@@ -70,6 +75,8 @@ def cmd_conductor(args: argparse.Namespace) -> int:
         buses.close()
         bus.close()
         placement.close()
+        if network is not None:
+            network.close()
         engines.dispose()
         engine.dispose()
     print(f"conductor {name} stopped", flush=True)

@@ -11,7 +11,16 @@ import sys
 
 from stratus import __version__
 from stratus import config as configuration
-from stratus.cli import api_cmd, client, common, compute_cmd, conductor_cmd, scheduler_cmd, serve
+from stratus.cli import (
+    api_cmd,
+    client,
+    common,
+    compute_cmd,
+    conductor_cmd,
+    network_cmd,
+    scheduler_cmd,
+    serve,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     scheduler_cmd.add_commands(sub)
     conductor_cmd.add_commands(sub)
     api_cmd.add_commands(sub)
+    network_cmd.add_commands(sub)
     client.add_commands(sub)
     return parser
 

@@ -64,6 +64,7 @@ def service_config(args: argparse.Namespace) -> configuration.Config:
         ("api_database", "connection"): args.api_db,
         ("placement_client", "endpoint"): args.placement_url,
         ("placement_client", "token"): args.placement_token,
+        ("network_client", "endpoint"): getattr(args, "network_url", None),
     })
     common.setup_logging(bool(config.get("DEFAULT", "debug")))
     if not config.get("DEFAULT", "debug"):
@@ -103,6 +104,21 @@ def placement_client(config: configuration.Config) -> Any:
 
     return PlacementClient(str(config.get("placement_client", "endpoint")),
                            token=str(config.get("placement_client", "token")))
+
+
+def network_client(config: configuration.Config) -> Any:
+    """The network API's client, or None when ``[network_client] endpoint`` is empty
+    (servers then boot without ports)."""
+    from stratus.network.client import NetworkClient
+
+    url = str(config.get("network_client", "endpoint"))
+    return NetworkClient(url, token=str(config.get("network_client", "token"))) if url else None
+
+
+def add_network_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--network-url", metavar="URL",
+                   help="network API endpoint ([network_client] endpoint, default "
+                   "http://127.0.0.1:9696): ports, QoS and bindings")
 
 
 def server_name(args: argparse.Namespace) -> str:

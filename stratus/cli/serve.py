@@ -33,9 +33,11 @@ def add_commands(sub: Any) -> None:
         sub, "serve",
         help="run all of Stratus in one process on SQLite (no other services needed)",
         description="Run every Stratus role in one process: the Placement API (--port), the "
-        "compute API (--api-port), the scheduler, the conductor and simulated libvirt-like "
-        "compute hosts spread over cells, with SQLite files under the data directory "
-        "(placement.db, api.db, cell0.db, cell1.db, ...) and an in-process bus per cell. "
+        "compute API (--api-port), the network API (--network-port; one shared provider "
+        "network per physnet of the hosts is made on first start), the scheduler, the "
+        "conductor and simulated libvirt-like compute hosts spread over cells, with SQLite "
+        "files under the data directory (placement.db, api.db, network.db, cell0.db, "
+        "cell1.db, ...) and an in-process bus per cell. "
         "The first start records the topology in the data directory; a restart with the "
         "same directory runs the same hosts. SIGHUP reloads the cell list (stratus-manage "
         "cell_v2 sends it). Stops cleanly on Ctrl-C or SIGTERM.",
@@ -47,9 +49,12 @@ def add_commands(sub: Any) -> None:
                    help="Placement API port (default 8778, Placement's; 0 picks a free port)")
     p.add_argument("--api-port", type=_port_or_zero, default=8774,
                    help="compute API port (default 8774, Nova's; 0 picks a free port)")
+    p.add_argument("--network-port", type=_port_or_zero, default=9696,
+                   help="network API port (default 9696, Neutron's; 0 picks a free port)")
     p.add_argument("--hosts", type=common.positive_int, metavar="N",
                    help=f"simulated compute hosts (default {topology.DEFAULT_HOSTS}): "
-                   f"16 vCPU, 64 GiB, 1000 GB each, named compute0001...")
+                   f"16 vCPU, 64 GiB, 1000 GB and a 10 Gbit/s NIC on physnet1 each, named "
+                   "compute0001...")
     p.add_argument("--cells", type=common.positive_int, metavar="K",
                    help=f"cells to spread the hosts over, round robin (default "
                    f"{topology.DEFAULT_CELLS})")
@@ -168,13 +173,24 @@ def _progress(started: float) -> Callable[[int, int], None]:
     return show
 
 
-def _hint(placement_url: str, api_url: str) -> str:
+def _hint(placement_url: str, api_url: str, network_url: str, physnet: str | None) -> str:
     api, placement = api_url.removesuffix("/v2.1"), placement_url.rstrip("/")
-    try_ = "stratus server create vm1 --flavor m1.tiny --wait   (then: stratus server list; " \
-        "stratus service list)"
-    if (api, placement) == (client.DEFAULT_API_URL, client.DEFAULT_PLACEMENT_URL):
-        return f"Try: {try_}"
-    return f"Try: export STRATUS_API_URL={api} STRATUS_PLACEMENT_URL={placement}; {try_}"
+    network = network_url.rstrip("/")
+    lines = ["stratus server create vm1 --flavor m1.tiny --wait   (then: stratus server "
+             "list; stratus service list)"]
+    if physnet:
+        lines += [
+            f"A server with 1 Gbit/s guaranteed each way on the {physnet} NICs:",
+            "  stratus qos create gold --min-kbps 1000000 --egress --ingress",
+            f"  stratus port create p1 --network {physnet} --qos-policy gold",
+            "  stratus server create vm2 --flavor m1.tiny --port p1 --wait",
+            "  stratus port show p1      (binding:profile.allocation: the NIC it reserved)"]
+    defaults = (client.DEFAULT_API_URL, client.DEFAULT_PLACEMENT_URL,
+                client.DEFAULT_NETWORK_URL)
+    if (api, placement, network) == defaults:
+        return "Try: " + "\n".join(lines)
+    return (f"Try: export STRATUS_API_URL={api} STRATUS_PLACEMENT_URL={placement} "
+            f"STRATUS_NETWORK_URL={network}\n" + "\n".join(lines))
 
 
 def _interrupt(*_: object) -> None:
@@ -182,6 +198,7 @@ def _interrupt(*_: object) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from stratus.allinone import networks
     from stratus.allinone.cloud import AllInOne
     from stratus.allinone.http import ServerError
     from stratus.cells import notify
@@ -197,7 +214,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.makedirs(data_dir, exist_ok=True)
     except OSError as exc:
         common.fail(f"cannot create the data directory {data_dir}: {exc.strerror}")
-    for port in (args.port, args.api_port):
+    for port in (args.port, args.api_port, args.network_port):
         if port:
             common.check_can_listen(args.host, port)
     try:
@@ -211,7 +228,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     started = time.monotonic()
     cloud = AllInOne(config, topo, listen=args.host, placement_port=args.port,
-                     api_port=args.api_port)
+                     api_port=args.api_port, network_port=args.network_port)
     try:
         cloud.start(_progress(started))
     except ServerError as exc:
@@ -225,7 +242,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         with notify.registered(cloud.layout.run_dir):
             print(f"Placement API: {cloud.placement_url}", flush=True)
             print(f"Compute API:   {cloud.api_url}", flush=True)
-            hint = _hint(cloud.placement_url, cloud.api_url)
+            print(f"Network API:   {cloud.network_url}", flush=True)
+            physnets = networks.physnets(topo.fleet)
+            hint = _hint(cloud.placement_url, cloud.api_url, cloud.network_url,
+                         physnets[0] if physnets else None)
             from stratus.placement import service
 
             service.load_candidates_index(cloud.placement_app)

@@ -13,7 +13,8 @@
         numa_nodes: 2              # optional: VCPU and MEMORY_MB move to 2 NUMA children
         network_devices:           # optional: bandwidth children
           - {name: ens1, physnet: physnet1, vnic_types: [normal, direct],
-             egress_kbps: 10000000, ingress_kbps: 10000000}
+             egress_kbps: 10000000, ingress_kbps: 10000000,
+             packet_rate_kpps: 1000}     # optional
         traits: [HW_CPU_X86_AVX2]
       metal:
         driver: ironic
@@ -214,7 +215,7 @@ def _numbers(value: Any, where: str, kind: type) -> dict[str, Any]:
 
 LIBVIRT_KEYS = {"driver", "disk_gb", "reserved", "allocation_ratios", "numa_nodes",
                 "network_devices", "traits"}
-DEVICE_KEYS = {"vnic_types", "egress_kbps", "ingress_kbps"}
+DEVICE_KEYS = {"vnic_types", "egress_kbps", "ingress_kbps", "packet_rate_kpps"}
 
 
 def _shape(name: str, data: Any, where: str) -> HostShape:
@@ -259,6 +260,7 @@ def _device(data: Any, where: str) -> NetworkDevice:
         vnic_types=_strings(spec.get("vnic_types", ["normal"]), f"{where}.vnic_types"),
         egress_kbps=_int(spec.get("egress_kbps", 0), f"{where}.egress_kbps"),
         ingress_kbps=_int(spec.get("ingress_kbps", 0), f"{where}.ingress_kbps"),
+        packet_rate_kpps=_int(spec.get("packet_rate_kpps", 0), f"{where}.packet_rate_kpps"),
     )
 
 

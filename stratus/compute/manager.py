@@ -20,6 +20,8 @@ from stratus.compute import cell_records
 from stratus.compute.drivers import Driver, Instance
 from stratus.compute.drivers.errors import DriverError, InstanceNotFound
 from stratus.compute.resource_tracker import ResourceTracker
+from stratus.network import client as nc
+from stratus.network.model import binding_allocation
 from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
@@ -34,9 +36,11 @@ class Rescheduler(Protocol):
 class ComputeManager:
     def __init__(self, host: str, driver: Driver, tracker: ResourceTracker,
                  cell_engine: Engine, conductor: Rescheduler | None, *,
-                 clock: Callable[[], dt.datetime] = services.utcnow) -> None:
+                 clock: Callable[[], dt.datetime] = services.utcnow,
+                 network: nc.NetworkClient | None = None) -> None:
         self.host, self.driver, self.tracker = host, driver, tracker
         self.cell_engine, self.conductor, self.clock = cell_engine, conductor, clock
+        self.network = network
 
     def set_host_enabled(self, enabled: bool) -> str:
         """The disabled trait on this host's root providers, in Placement before answering.
@@ -49,10 +53,17 @@ class ComputeManager:
         uuid = str(instance["uuid"])
         target = Instance(uuid, str(instance.get("name", "")), instance.get("node"))
         try:
+            bound = self.bind_ports(uuid, instance.get("port_ids") or [],
+                                    request_spec.get("provider_mappings") or {})
+        except Exception as exc:
+            self._reschedule(uuid, f"its ports could not be bound here: {exc}")
+            return
+        try:
             node = self.driver.spawn(target, allocations)
         except Exception as exc:
             if not isinstance(exc, DriverError):
                 LOG.exception("%s: spawn of %s raised unexpectedly", self.host, uuid)
+            self.unbind_ports(bound)
             self._reschedule(uuid, str(exc))
             return
         with db.write(self.cell_engine) as conn:
@@ -62,8 +73,42 @@ class ComputeManager:
             LOG.info("%s: instance %s was deleted during its build; destroying it",
                      self.host, uuid)
             self.driver.destroy(uuid)
+            self.unbind_ports(bound)
             return
         LOG.info("%s: instance %s is active on node %s", self.host, uuid, node)
+
+    # ---- ports ------------------------------------------------------------------
+
+    def bind_ports(self, instance_uuid: str, port_ids: list[str],
+                   mappings: dict[str, list[str]]) -> list[dict]:
+        """Bind the instance's ports here, each with the provider Placement's ``mappings``
+        name for its groups (``binding:profile.allocation``). All or none: a failure
+        unbinds what this call bound, and raises."""
+        if not port_ids:
+            return []
+        if self.network is None:
+            raise RuntimeError(f"compute {self.host} has no network service configured")
+        wanted = set(port_ids)
+        ports = [p for p in self.network.list_ports(device_id=instance_uuid)
+                 if p["id"] in wanted]
+        bound: list[dict] = []
+        try:
+            for port in ports:
+                allocation = binding_allocation(port, mappings)
+                bound.append(self.network.bind_port(port, self.host, allocation))
+        except Exception:
+            self.unbind_ports(bound)
+            raise
+        return bound
+
+    def unbind_ports(self, ports: list[dict]) -> None:
+        """Unbind ports this host bound (best effort: logged, never raised)."""
+        for port in ports:
+            try:
+                assert self.network is not None
+                self.network.unbind_port(port, detach=False)
+            except Exception:
+                LOG.exception("%s: could not unbind port %s", self.host, port.get("id"))
 
     def terminate_instance(self, instance_uuid: str) -> None:
         try:

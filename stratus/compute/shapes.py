@@ -15,6 +15,8 @@ from typing import ClassVar
 import os_resource_classes
 import os_traits
 
+from stratus.network.traits import physnet_trait, vnic_type_trait
+
 STANDARD_TRAITS = frozenset(os_traits.get_traits())
 CUSTOM_NAME = re.compile(r"CUSTOM_[A-Z0-9_]+")
 VNIC_TYPES = ("normal", "direct", "macvtap", "baremetal", "direct-physical",
@@ -32,20 +34,17 @@ def check_trait(name: str, where: str) -> str:
     return name
 
 
-def custom_name(prefix: str, value: str) -> str:
-    """``physnet-1.a`` -> ``CUSTOM_<PREFIX>_PHYSNET_1_A``, as Nova and Neutron normalise names."""
-    return os_traits.normalize_name(f"{prefix}_{value}")
-
-
 @dataclass(frozen=True)
 class NetworkDevice:
-    """A physical NIC: a child provider with bandwidth inventory, physnet and vNIC type traits."""
+    """A physical NIC: a child provider with bandwidth (and optionally packet-rate)
+    inventory, its physnet's and vNIC types' traits, the names ports ask for."""
 
     name: str
     physnet: str
     vnic_types: tuple[str, ...] = ("normal",)
     egress_kbps: int = 0
     ingress_kbps: int = 0
+    packet_rate_kpps: int = 0   # NET_PACKET_RATE_KILOPACKET_PER_SEC, either direction
 
     def __post_init__(self) -> None:
         where = f"network device {self.name!r}"
@@ -54,13 +53,13 @@ class NetworkDevice:
         unknown = [v for v in self.vnic_types if v not in VNIC_TYPES]
         if unknown or not self.vnic_types:
             raise ShapeError(f"{where}: vnic_types must be some of {', '.join(VNIC_TYPES)}")
-        if self.egress_kbps < 0 or self.ingress_kbps < 0:
-            raise ShapeError(f"{where}: bandwidth cannot be negative")
+        if self.egress_kbps < 0 or self.ingress_kbps < 0 or self.packet_rate_kpps < 0:
+            raise ShapeError(f"{where}: bandwidth and packet rate cannot be negative")
 
     @property
     def traits(self) -> frozenset[str]:
-        return frozenset({custom_name("PHYSNET", self.physnet),
-                          *(custom_name("VNIC_TYPE", v) for v in self.vnic_types)})
+        return frozenset({physnet_trait(self.physnet),
+                          *(vnic_type_trait(v) for v in self.vnic_types)})
 
 
 @dataclass(frozen=True)

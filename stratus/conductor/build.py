@@ -21,7 +21,8 @@ from sqlalchemy.engine import Engine
 from stratus.bus import BusError, RPCClient
 from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CELL0_UUID, CellMapping, get_cell
-from stratus.conductor import records
+from stratus.conductor import ports, records
+from stratus.network import client as nc
 from stratus.placement import client as pc
 from stratus.scheduler import claims
 from stratus.scheduler.errors import NoValidHost
@@ -46,6 +47,7 @@ class ConductorContext:
     compute: Callable[[CellMapping], RPCClient[Any]]  # ComputeRPC client on the cell's bus
     max_attempts: int = 3
     claim_retries: int = 3
+    network: nc.NetworkClient | None = None
 
     def cell(self, uuid: str) -> CellMapping:
         with db.read(self.api_engine) as conn:
@@ -94,13 +96,15 @@ def bury_in_cell0(ctx: ConductorContext, instance: dict[str, Any], spec: dict[st
 
 def cast_build(ctx: ConductorContext, cell: CellMapping, instance: dict[str, Any],
                selected: dict[str, Any], spec: dict[str, Any],
-               alternates: list[dict[str, Any]]) -> None:
+               alternates: list[dict[str, Any]], port_ids: list[str]) -> None:
+    """Hand the build to the chosen compute; it binds ``port_ids`` to itself, each with
+    the provider the spec's mappings name for its groups, then spawns."""
     body = dict(instance, host=selected["host"], node=selected["nodename"],
-                cell_uuid=cell.uuid, flavor=spec["flavor"])
+                cell_uuid=cell.uuid, flavor=spec["flavor"], port_ids=port_ids)
     ctx.compute(cell).prepare(server=selected["host"]).cast(
         "build_and_run_instance", instance=body,
-        allocations=selected["allocation_request"]["allocations"], request_spec=spec,
-        alternates=alternates)
+        allocations=selected["allocation_request"]["allocations"],
+        request_spec=ports.with_selection(spec, selected), alternates=alternates)
 
 
 @dataclass
@@ -120,16 +124,19 @@ class BuildTask:
                 records.map_instance(conn, instance["uuid"], None, instance["project_id"],
                                      instance.get("user_id"))
         try:
-            picks = self.ctx.scheduler.call("select_destinations", request_spec=self.spec,
-                                            instance_uuids=uuids, return_alternates=True)
-        except (NoValidHost, BusError) as exc:
+            specs, port_ids = self._port_specs()
+            picks = self._schedule(uuids, specs)
+        except (NoValidHost, BusError, nc.NetworkClientError) as exc:
+            reason = str(exc) if not isinstance(exc, nc.NetworkClientError) else \
+                f"Build failed: the network service did not make or read its ports: {exc}"
             for instance in self.instances:
-                self._bury(instance, str(exc))
+                self._bury(instance, reason)
             return
         for instance, selections in zip(self.instances, picks, strict=True):
             self._undo.push("release the claim", self._unclaimer(instance["uuid"]))
             try:
-                self._build_one(instance, selections[0], selections[1:])
+                self._build_one(instance, selections[0], selections[1:],
+                                specs[instance["uuid"]], port_ids[instance["uuid"]])
             except BuildAborted as exc:
                 LOG.info("%s", exc)
                 self.rollback()
@@ -141,8 +148,41 @@ class BuildTask:
                 self._undo.forget()   # the compute has it now; reschedule takes over
                 self.built.append(instance["uuid"])
 
+    def _port_specs(self) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+        """Each instance's spec with its ports' requests, and its port ids (the ports a
+        boot's networks ask for are made first)."""
+        uuids = [i["uuid"] for i in self.instances]
+        for instance in self.instances:
+            ports.make_boot_ports(self.ctx.network, self.ctx.api_engine, instance, self.spec)
+        found = ports.read_ports(self.ctx.network, self.ctx.api_engine, uuids)
+        specs = {u: ports.with_ports(self.spec, found[u]) if found[u] else self.spec
+                 for u in uuids}
+        return specs, {u: [str(p["id"]) for p in found[u]] for u in uuids}
+
+    def _schedule(self, uuids: list[str], specs: dict[str, dict[str, Any]]
+                  ) -> list[list[dict[str, Any]]]:
+        """Selections per instance. Servers whose ports ask for resources are scheduled one
+        by one (their groups are their own ports'); the batch stays all or nothing."""
+        if not any(ports.has_requests(spec) for spec in specs.values()):
+            return list(self.ctx.scheduler.call("select_destinations", request_spec=self.spec,
+                                                instance_uuids=uuids, return_alternates=True))
+        picks: list[list[dict[str, Any]]] = []
+        try:
+            for uuid in uuids:
+                spec = dict(specs[uuid], num_instances=1)
+                [mine] = self.ctx.scheduler.call("select_destinations", request_spec=spec,
+                                                 instance_uuids=[uuid],
+                                                 return_alternates=True)
+                picks.append(mine)
+        except BaseException:
+            for done in uuids[:len(picks)]:
+                claims.unclaim(self.ctx.placement, done)
+            raise
+        return picks
+
     def _build_one(self, instance: dict[str, Any], selected: dict[str, Any],
-                   alternates: list[dict[str, Any]]) -> None:
+                   alternates: list[dict[str, Any]], spec: dict[str, Any],
+                   port_ids: list[str]) -> None:
         uuid = instance["uuid"]
         cell = self.ctx.cell(selected["cell_uuid"])
         with db.write(self.ctx.engines.get(cell)) as conn:
@@ -160,7 +200,7 @@ class BuildTask:
             records.save_request_spec(conn, uuid, self.spec, {
                 "instance": instance, "host": selected["host"], "alternates": alternates,
                 "failures": []})
-        cast_build(self.ctx, cell, instance, selected, self.spec, alternates)
+        cast_build(self.ctx, cell, instance, selected, spec, alternates, port_ids)
 
     def _unclaimer(self, uuid: str) -> Callable[[], None]:
         return lambda: claims.unclaim(self.ctx.placement, uuid)
@@ -204,6 +244,12 @@ class RescheduleTask:
         failures = [*build.get("failures", []), f"{self.failed_host}: {self.reason}"]
         alternates = list(build.get("alternates", []))
         instance = build.get("instance") or {"uuid": self.instance_uuid}
+        try:
+            found = ports.read_ports(self.ctx.network, self.ctx.api_engine,
+                                     [self.instance_uuid])[self.instance_uuid]
+        except nc.NetworkClientError as exc:
+            failures.append(f"its ports could not be read: {exc}")
+            alternates = []
         while alternates and len(failures) < self.ctx.max_attempts:
             selected = alternates.pop(0)
             refused = self._move_claim(spec, selected)
@@ -218,7 +264,9 @@ class RescheduleTask:
                 records.save_request_spec(conn, self.instance_uuid, spec, {
                     "instance": instance, "host": selected["host"],
                     "alternates": alternates, "failures": failures})
-            cast_build(self.ctx, cell, instance, selected, spec, alternates)
+            cast_build(self.ctx, cell, instance, selected,
+                       ports.with_ports(spec, found) if found else spec, alternates,
+                       [str(p["id"]) for p in found])
             self.outcome = f"rebuilt on {selected['host']}"
             return
         self.rollback_to_error(cell, spec, instance, failures)

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from stratus.api import schema as api
 from stratus.cells import schema as cs
 from stratus.cells.mappings import CellMapping, get_cell
+from stratus.scheduler.request import persistable
 
 ACTIVE, BUILDING, ERROR = "active", "building", "error"
 SCHEDULING, SPAWNING = "scheduling", "spawning"
@@ -33,7 +34,7 @@ def utcnow() -> dt.datetime:
 def save_request_spec(conn: Connection, instance_uuid: str, spec: dict[str, Any],
                       build: dict[str, Any] | None = None) -> None:
     table = api.request_specs
-    data = dict(spec)
+    data = persistable(dict(spec))   # what the ports ask for is re-read, never kept
     if build is not None:
         data["build"] = build
     text = json.dumps(data, sort_keys=True)

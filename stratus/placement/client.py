@@ -82,10 +82,12 @@ class _InProcess:
             **{"HTTP_" + k.upper().replace("-", "_"): v for k, v in headers.items()},
         }
 
-    def request(self, method: str, url: str, *, params: Any = None, json: Any = None
-                ) -> _Answer:
+    def request(self, method: str, url: str, *, params: Any = None, json: Any = None,
+                headers: Mapping[str, str] | None = None) -> _Answer:
         body = b"" if json is None else jsonlib.dumps(json).encode()
         environ = dict(self._environ)
+        for key, value in (headers or {}).items():
+            environ["HTTP_" + key.upper().replace("-", "_")] = value
         environ.update({
             "REQUEST_METHOD": method, "PATH_INFO": url,
             "QUERY_STRING": urlencode(params) if params else "",

@@ -47,6 +47,8 @@ class RequestGroup:
     member_of: list[frozenset[str]] = field(default_factory=list)
     forbidden_aggregates: set[str] = field(default_factory=set)
     in_tree: str | None = None
+    # Who asked for the group when it is not the flavor: the port (design document 004).
+    requester_id: str | None = None
 
     def params(self) -> list[tuple[str, str]]:
         s = self.suffix
@@ -121,7 +123,17 @@ class RequestSpec:
     availability_zone: str | None = None
     image_required_traits: set[str] = field(default_factory=set)
     image_forbidden_traits: set[str] = field(default_factory=set)
+    # The ports' groups and same_subtree lists: re-read from the ports each time they are
+    # needed (a move, a reschedule), never kept with the saved spec (the network service
+    # owns them). ``provider_mappings`` is what the chosen candidate's ``mappings`` said
+    # (group suffix -> providers), handed to the compute that binds the ports.
     port_groups: list[RequestGroup] = field(default_factory=list)
+    same_subtree: list[list[str]] = field(default_factory=list)
+    provider_mappings: dict[str, list[str]] = field(default_factory=dict)
+    # What the boot asked of the network: [{"network_id": ..., "fixed_ip": ...}]; the
+    # conductor makes a port for each entry (ports the user brought are already the
+    # server's). Kept with the spec: a recovered build must make the same ones.
+    requested_networks: list[dict[str, str]] = field(default_factory=list)
     server_group: ServerGroup | None = None
     ignore_hosts: set[str] = field(default_factory=set)
     force_hosts: set[str] = field(default_factory=set)
@@ -179,7 +191,11 @@ def query_from_spec(spec: RequestSpec) -> PlacementQuery:
     base.required |= spec.image_required_traits
     base.forbidden |= spec.image_forbidden_traits
     for port_group in spec.port_groups:
+        if port_group.suffix in query.groups:
+            raise InvalidRequest(f"request group suffix {port_group.suffix} of port "
+                                 f"{port_group.requester_id} is also a flavor group's")
         query.groups[port_group.suffix] = port_group
+    query.same_subtree.extend(list(group) for group in spec.same_subtree)
     # Drop groups that ended up asking for nothing (e.g. only resources:X=0).
     for suffix in [s for s, g in query.groups.items()
                    if s and not (g.resources or g.required or g.forbidden or g.any_of)]:
@@ -198,7 +214,7 @@ def _group_to_dict(group: RequestGroup) -> dict[str, object]:
             "any_of": [sorted(g) for g in group.any_of],
             "member_of": [sorted(g) for g in group.member_of],
             "forbidden_aggregates": sorted(group.forbidden_aggregates),
-            "in_tree": group.in_tree}
+            "in_tree": group.in_tree, "requester_id": group.requester_id}
 
 
 def _group_from_dict(data: dict) -> RequestGroup:
@@ -209,7 +225,7 @@ def _group_from_dict(data: dict) -> RequestGroup:
         any_of=[frozenset(g) for g in data.get("any_of", ())],
         member_of=[frozenset(g) for g in data.get("member_of", ())],
         forbidden_aggregates=set(data.get("forbidden_aggregates", ())),
-        in_tree=data.get("in_tree"))
+        in_tree=data.get("in_tree"), requester_id=data.get("requester_id"))
 
 
 def spec_to_dict(spec: RequestSpec) -> dict[str, object]:
@@ -226,12 +242,25 @@ def spec_to_dict(spec: RequestSpec) -> dict[str, object]:
         "image_required_traits": sorted(spec.image_required_traits),
         "image_forbidden_traits": sorted(spec.image_forbidden_traits),
         "port_groups": [_group_to_dict(g) for g in spec.port_groups],
+        "same_subtree": [list(g) for g in spec.same_subtree],
+        "provider_mappings": {k: list(v) for k, v in spec.provider_mappings.items()},
+        "requested_networks": [dict(n) for n in spec.requested_networks],
         "server_group": None if group is None else {
             "uuid": group.uuid, "policy": group.policy, "hosts": sorted(group.hosts),
             "max_server_per_host": group.max_server_per_host},
         "ignore_hosts": sorted(spec.ignore_hosts), "force_hosts": sorted(spec.force_hosts),
         "requested_host": spec.requested_host, "requested_cell": spec.requested_cell,
     }
+
+
+# What a saved request spec never holds: what the ports ask for, and where the last
+# scheduling put it (both re-read or re-made when needed).
+TRANSIENT = ("port_groups", "same_subtree", "provider_mappings")
+
+
+def persistable(data: dict[str, object]) -> dict[str, object]:
+    """``data`` without what is re-read from the ports each time."""
+    return {k: v for k, v in data.items() if k not in TRANSIENT}
 
 
 def spec_from_dict(data: dict) -> RequestSpec:
@@ -257,6 +286,11 @@ def spec_from_dict(data: dict) -> RequestSpec:
             image_required_traits=set(data.get("image_required_traits", ())),
             image_forbidden_traits=set(data.get("image_forbidden_traits", ())),
             port_groups=[_group_from_dict(g) for g in data.get("port_groups", ())],
+            same_subtree=[[str(s) for s in g] for g in data.get("same_subtree", ())],
+            provider_mappings={str(k): [str(rp) for rp in v]
+                               for k, v in (data.get("provider_mappings") or {}).items()},
+            requested_networks=[{str(k): str(v) for k, v in n.items()}
+                                for n in data.get("requested_networks", ())],
             server_group=None if not group else ServerGroup(
                 str(group["uuid"]), str(group["policy"]), frozenset(group.get("hosts", ())),
                 int(group.get("max_server_per_host") or 1)),

@@ -120,6 +120,20 @@ SERVER_GROUP_CREATE_POLICIES: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+_NETWORKS: dict[str, Any] = {"oneOf": [
+    {"type": "array", "items": {
+        "type": "object",
+        "properties": {
+            "uuid": _uuid(),
+            "port": {"anyOf": [{"type": "null"}, _uuid()]},
+            "fixed_ip": {"type": "string", "format": "ipv4", "maxLength": 64},
+            "tag": {"type": "string", "minLength": 1, "maxLength": 60,
+                    "pattern": "^[^,/]*$"},
+        },
+        "additionalProperties": False}},
+    {"enum": ["none", "auto"]},
+]}
+
 _HINTS: dict[str, Any] = {
     "type": "object",
     "properties": {"group": _uuid()},
@@ -137,9 +151,9 @@ SERVER_CREATE: dict[str, Any] = {
                 "min_count": _count(1),
                 "max_count": _count(1),
                 "availability_zone": {"type": "string", "minLength": 1, "maxLength": 255},
-                # Accepted for compatibility; Stratus has no images, networks or volumes.
+                # Accepted for compatibility; Stratus has no images or volumes.
                 "imageRef": {"type": "string"},
-                "networks": {},
+                "networks": _NETWORKS,
                 "metadata": {"type": "object"},
                 "key_name": {"type": ["string", "null"]},
                 "security_groups": {"type": "array"},

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 import httpx
 
 from stratus.api.deps import ComputeAPIDeps
+from stratus.api.ops import ports
 from stratus.api.store import aggregates as agg_store
 from stratus.api.store import flavors as flavor_store
+from stratus.api.store import ports as port_store
 from stratus.api.store import server_groups as group_store
 from stratus.api.store import servers as store
 from stratus.api.store.cells import COMPUTE_BINARY
@@ -42,6 +44,9 @@ class Boot:
     user_id: str
     availability_zone: str | None = None
     group: str | None = None
+    networks: list[ports.NetworkRequest] | str = ports.NONE
+    # Microversion 2.72 or later: ports with resource requests may be given.
+    supports_port_requests: bool = True
 
 
 def request_flavor(flavor: flavor_store.Flavor) -> rq.Flavor:
@@ -69,23 +74,35 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     group = group_state(api, boot.group, boot.project_id, is_admin)
     flavor = request_flavor(boot.flavor)
     check_extra_specs(flavor.extra_specs)
-    spec = rq.RequestSpec(flavor=flavor, project_id=boot.project_id, user_id=boot.user_id,
-                          num_instances=count, availability_zone=zone, server_group=group)
-    spec_dict = spec.to_dict()
     instances = [{"uuid": str(uuidlib.uuid4()),
                   "name": boot.name if count == 1 else f"{boot.name}-{i + 1}",
                   "project_id": boot.project_id, "user_id": boot.user_id}
                  for i in range(count)]
-    with db.write(api.dbs.api) as conn:
-        store.create_build_requests(conn, instances, spec_dict)
-        if group is not None:
-            group_store.add_members(conn, group.uuid, [i["uuid"] for i in instances])
+    claimed = ports.claim_for_boot(api, boot.networks, [i["uuid"] for i in instances],
+                                   boot.project_id, is_admin, zone,
+                                   boot.supports_port_requests)
+    spec = rq.RequestSpec(flavor=flavor, project_id=boot.project_id, user_id=boot.user_id,
+                          num_instances=count, availability_zone=zone, server_group=group,
+                          requested_networks=claimed.requested_networks)
+    spec_dict = spec.to_dict()
+    try:
+        with db.write(api.dbs.api) as conn:
+            store.create_build_requests(conn, instances, spec_dict)
+            if group is not None:
+                group_store.add_members(conn, group.uuid, [i["uuid"] for i in instances])
+            for instance_uuid, port_id in claimed.ports:
+                port_store.add(conn, instance_uuid, port_id, preserve=True)
+    except BaseException:
+        ports.give_back(api, [p for _, p in claimed.ports])
+        raise
     try:
         api.conductor().cast("build_instances", instances=instances, request_spec=spec_dict)
     except BusError as exc:
         with db.write(api.dbs.api) as conn:
             for inst in instances:
                 store.forget(conn, inst["uuid"])
+                port_store.remove_all(conn, inst["uuid"])
+        ports.give_back(api, [p for _, p in claimed.ports])
         raise ServiceUnavailable(f"Cannot reach the conductor to build the server(s): "
                                  f"{exc}") from None
     return [i["uuid"] for i in instances]
@@ -208,6 +225,9 @@ def delete(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
     allocations, its records say deleted. Works whatever the state of its cell
     (a disabled cell only takes no new servers)."""
     server = get(api, uuid, project_id)
+    # The ports first: if the network service does not answer, nothing else has changed
+    # and the delete can simply be asked again.
+    ports.release(api, uuid)
     if server.cell_uuid and server.host:
         _terminate_on_compute(api, server)
     try:

@@ -5,7 +5,8 @@ Tree (Nova's libvirt and Neutron's bandwidth providers, simplified)::
     host1             VCPU, MEMORY_MB, DISK_GB; COMPUTE_NODE + shape traits; aggregates
     ├── host1_NUMA0   VCPU, MEMORY_MB (a share of the host's); HW_NUMA_ROOT  (numa_nodes > 0)
     ├── host1_NUMA1   ...
-    └── host1:ens1    NET_BW_EGR_KILOBIT_PER_SEC, NET_BW_IGR_KILOBIT_PER_SEC;
+    └── host1:ens1    NET_BW_EGR_KILOBIT_PER_SEC, NET_BW_IGR_KILOBIT_PER_SEC
+                      (NET_PACKET_RATE_KILOPACKET_PER_SEC if the NIC has a rate);
                       CUSTOM_PHYSNET_<PHYSNET>, CUSTOM_VNIC_TYPE_<TYPE>          (per NIC)
 
 With NUMA cells the root keeps DISK_GB only; VCPU and MEMORY_MB (and their
@@ -26,6 +27,7 @@ from stratus.compute.shapes import LibvirtShape, NetworkDevice
 from stratus.placement.model import Inventory
 
 EGRESS, INGRESS = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
+PACKET_RATE = "NET_PACKET_RATE_KILOPACKET_PER_SEC"
 
 
 def split(amount: int, parts: int) -> list[int]:
@@ -72,10 +74,11 @@ def build_tree(host: str, shape: LibvirtShape, aggregates: Iterable[str] = ()) -
 
 def _device(host: str, root_uuid: str, device: NetworkDevice) -> Provider:
     name = f"{host}:{device.name}"
-    bandwidth = {EGRESS: device.egress_kbps, INGRESS: device.ingress_kbps}
+    amounts = {EGRESS: device.egress_kbps, INGRESS: device.ingress_kbps,
+               PACKET_RATE: device.packet_rate_kpps}
     return Provider(
         name=name, uuid=stable_uuid("net-device", root_uuid, name), parent_uuid=root_uuid,
-        inventories={rc: _inventory(rc, kbps) for rc, kbps in bandwidth.items() if kbps > 0},
+        inventories={rc: _inventory(rc, n) for rc, n in amounts.items() if n > 0},
         traits=device.traits,
     )
 

@@ -7,6 +7,7 @@ import webob
 from stratus.api.http import render
 from stratus.api.http.schemas import SERVER_CREATE
 from stratus.api.http.wsgi import Req, empty_response, json_response
+from stratus.api.ops import ports as port_ops
 from stratus.api.ops import servers as ops
 from stratus.api.store import flavors as flavor_store
 from stratus.api.store import server_groups as group_store
@@ -40,7 +41,9 @@ def create_server(req: Req) -> webob.Response:
     boot = ops.Boot(name=data["name"], flavor=_flavor(req, data["flavorRef"]),
                     min_count=min_count, max_count=max_count, project_id=req.project_id,
                     user_id=req.ctx.user_id or "",
-                    availability_zone=data.get("availability_zone"), group=hints.get("group"))
+                    availability_zone=data.get("availability_zone"), group=hints.get("group"),
+                    networks=port_ops.parse(data.get("networks")),
+                    supports_port_requests=req.want.supports("port_resource_request"))
     uuids = ops.create(req.api, boot, is_admin=req.is_admin)
     created = [{"id": u, "links": req.link(f"/servers/{u}"), "OS-DCF:diskConfig": "MANUAL",
                 "security_groups": [{"name": "default"}]} for u in uuids]

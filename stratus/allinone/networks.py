@@ -1,0 +1,36 @@
+"""The networks ``stratus serve`` seeds: one shared flat provider network per physical
+network the simulated hosts' NICs are on, each with a subnet, so a server can be booted
+with a port (and a bandwidth guarantee) on a fresh start.
+
+Idempotent: a physnet that already has a network (the operator's, or an earlier
+start's) is left alone.
+"""
+
+from __future__ import annotations
+
+from stratus.compute.fleet import Fleet
+from stratus.compute.shapes import LibvirtShape
+from stratus.network.client import NetworkClient
+
+
+def physnets(fleet: Fleet) -> list[str]:
+    found: set[str] = set()
+    for host in fleet.hosts:
+        if isinstance(host.shape, LibvirtShape):
+            found.update(d.physnet for d in host.shape.network_devices)
+    return sorted(found)
+
+
+def seed_provider_networks(network: NetworkClient, fleet: Fleet) -> list[str]:
+    """Networks made now (names)."""
+    made = []
+    for i, physnet in enumerate(physnets(fleet)):
+        if network.list_networks(**{"provider:physical_network": physnet}):
+            continue
+        net = network.create_network(**{
+            "name": physnet, "shared": True, "provider:network_type": "flat",
+            "provider:physical_network": physnet})
+        network.create_subnet(network_id=net["id"], ip_version=4,
+                              cidr=f"10.{(100 + i) % 256}.0.0/16", name=f"{physnet}-subnet")
+        made.append(physnet)
+    return made

@@ -1,0 +1,110 @@
+"""The conductor's side of a server's ports (design document 004).
+
+* A boot's network entries become ports here, before scheduling: a port's resource
+  request must be known when the scheduler asks Placement.
+* Each time a server is (re)scheduled its ports are read again from the network
+  service and their resource requests become request groups of the spec, named as
+  Nova names them (the group id, or the port id in the legacy format), with the
+  ports' ``same_subtree`` lists. They are never saved with the spec.
+* After a claim, the chosen candidate's ``mappings`` (group -> provider) go into the
+  spec as ``provider_mappings``; the compute that binds the ports writes each
+  port's ``binding:profile.allocation`` from them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from stratus.api.store import ports as port_store
+from stratus.network import client as nc
+from stratus.network.model import port_groups, same_subtree
+from stratus.scheduler.request import RequestGroup, RequestSpec
+from stratus.storage import engine as db
+
+LOG = logging.getLogger(__name__)
+
+
+def make_boot_ports(network: nc.NetworkClient | None, api_engine: Engine,
+                    instance: Mapping[str, Any], spec: Mapping[str, Any]) -> list[str]:
+    """A port on each network the boot asked for, made once (a repeated build finds the
+    ones already made); the ids made now."""
+    requested = spec.get("requested_networks") or []
+    if not requested:
+        return []
+    if network is None:
+        raise nc.NetworkClientError("POST", "/v2.0/ports", 503, None,
+                                    "this conductor has no network service configured")
+    uuid = str(instance["uuid"])
+    with db.read(api_engine) as conn:
+        done = {p.position for p in port_store.of(conn, [uuid])[uuid]}
+    made = []
+    owner = f"compute:{spec.get('availability_zone') or 'nova'}"
+    for position, entry in enumerate(requested):
+        if position in done:
+            continue
+        attributes: dict[str, Any] = {"network_id": entry["network_id"], "device_id": uuid,
+                                      "device_owner": owner,
+                                      "project_id": instance["project_id"]}
+        if entry.get("fixed_ip"):
+            attributes["fixed_ips"] = [{"ip_address": entry["fixed_ip"]}]
+        port = network.create_port(**attributes)
+        with db.write(api_engine) as conn:
+            port_store.add(conn, uuid, port["id"], preserve=False, position=position)
+        made.append(str(port["id"]))
+    return made
+
+
+def read_ports(network: nc.NetworkClient | None, api_engine: Engine,
+               instance_uuids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """Each server's ports as the network service has them now (asked only for servers
+    that have any)."""
+    with db.read(api_engine) as conn:
+        rows = port_store.of(conn, instance_uuids)
+    out: dict[str, list[dict[str, Any]]] = {u: [] for u in instance_uuids}
+    wanted = [u for u, ports in rows.items() if ports]
+    if wanted:
+        if network is None:
+            raise nc.NetworkClientError("GET", "/v2.0/ports", 503, None,
+                                        "this conductor has no network service configured")
+        out.update(network.ports_of(wanted))
+    return out
+
+
+def request_groups(ports: Sequence[Mapping[str, Any]]) -> tuple[list[RequestGroup],
+                                                                 list[list[str]]]:
+    """The ports' resource requests as request groups, and their same_subtree lists."""
+    groups: list[RequestGroup] = []
+    subtrees: list[list[str]] = []
+    for port in ports:
+        for group in port_groups(port):
+            groups.append(RequestGroup(suffix=group.suffix, resources=dict(group.resources),
+                                       required=set(group.required),
+                                       requester_id=group.port_id))
+        if subtree := same_subtree(port):
+            subtrees.append(subtree)
+    return groups, subtrees
+
+
+def with_ports(spec: Mapping[str, Any], ports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``spec`` asking for what ``ports`` ask for (and no provider mappings yet)."""
+    groups, subtrees = request_groups(ports)
+    parsed = RequestSpec.from_dict(dict(spec))
+    return replace(parsed, port_groups=groups, same_subtree=subtrees,
+                   provider_mappings={}).to_dict()
+
+
+def with_selection(spec: Mapping[str, Any], selection: Mapping[str, Any]) -> dict[str, Any]:
+    """``spec`` with the chosen candidate's group -> provider mappings."""
+    mappings = selection["allocation_request"].get("mappings") or {}
+    out = dict(spec)
+    out["provider_mappings"] = {str(k): [str(rp) for rp in v] for k, v in mappings.items()}
+    return out
+
+
+def has_requests(spec: Mapping[str, Any]) -> bool:
+    return bool(spec.get("port_groups"))

@@ -1,0 +1,184 @@
+"""A typed client of the network API for Stratus's compute plane (API, conductor, computes).
+
+Like the Placement client it speaks only the public HTTP API, so a real Neutron can
+stand in; ``wsgi_app`` talks to an in-process network app without sockets. Every
+non-2xx answer becomes a typed error carrying Neutron's error type.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from stratus.placement.client import _Answer, _InProcess
+
+
+class NetworkClientError(Exception):
+    def __init__(self, method: str, url: str, status: int, type_: str | None, message: str):
+        super().__init__(f"{method} {url} -> {status} {type_ or ''}: {message}".strip())
+        self.status, self.type, self.message = status, type_, message
+
+
+class NotFound(NetworkClientError):
+    pass
+
+
+class Conflict(NetworkClientError):
+    pass
+
+
+class PreconditionFailed(NetworkClientError):
+    """An If-Match revision that was not the current one: someone else changed it first."""
+
+
+class NetworkClient:
+    def __init__(self, base_url: str, token: str = "admin", *, timeout: float = 30.0,
+                 transport: httpx.BaseTransport | None = None,
+                 wsgi_app: Callable[..., Iterable[bytes]] | None = None) -> None:
+        headers = {"X-Auth-Token": token, "Accept": "application/json"}
+        self.base_url = base_url.rstrip("/")
+        self._http: httpx.Client | _InProcess
+        if wsgi_app is not None:
+            self._http = _InProcess(wsgi_app, self.base_url, headers)
+        else:
+            self._http = httpx.Client(base_url=self.base_url, headers=headers,
+                                      transport=transport, timeout=timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _call(self, method: str, path: str, *, params: Any = None, json: Any = None,
+              headers: Mapping[str, str] | None = None) -> Any:
+        url = "/v2.0" + path
+        resp: httpx.Response | _Answer = self._http.request(
+            method, url, params=params, json=json, headers=headers)
+        if resp.status_code < 300:
+            return resp.json() if resp.content else None
+        type_, message = None, resp.text
+        try:
+            err = next(iter(resp.json().values()))
+            type_, message = err.get("type"), err.get("message", message)
+        except (ValueError, AttributeError, StopIteration, TypeError):
+            pass
+        cls = {404: NotFound, 409: Conflict, 412: PreconditionFailed}.get(
+            resp.status_code, NetworkClientError)
+        raise cls(method, url, resp.status_code, type_, message)
+
+    # ---- ports ---------------------------------------------------------------------
+
+    def list_ports(self, **filters: str | Sequence[str]) -> list[dict[str, Any]]:
+        params = [(k, v) for k, vs in filters.items()
+                  for v in ([vs] if isinstance(vs, str) else vs)]
+        return list(self._call("GET", "/ports", params=params)["ports"])
+
+    def ports_of(self, device_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """device id -> its ports, oldest first, for many servers in one request."""
+        out: dict[str, list[dict[str, Any]]] = {d: [] for d in device_ids}
+        if not device_ids:
+            return out
+        ports = self.list_ports(device_id=list(device_ids), sort_key="created_at")
+        for port in ports:
+            out.setdefault(port["device_id"], []).append(port)
+        return out
+
+    def get_port(self, port_id: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/ports/{port_id}")["port"])
+
+    def create_port(self, **attributes: Any) -> dict[str, Any]:
+        return dict(self._call("POST", "/ports", json={"port": attributes})["port"])
+
+    def update_port(self, port_id: str, *, if_revision: int | None = None,
+                    **attributes: Any) -> dict[str, Any]:
+        headers = {"If-Match": f"revision_number={if_revision}"} \
+            if if_revision is not None else None
+        return dict(self._call("PUT", f"/ports/{port_id}", json={"port": attributes},
+                               headers=headers)["port"])
+
+    def delete_port(self, port_id: str) -> bool:
+        """False if it was already gone."""
+        try:
+            self._call("DELETE", f"/ports/{port_id}")
+        except NotFound:
+            return False
+        return True
+
+    # ---- networks ------------------------------------------------------------------
+
+    def get_network(self, network_id: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/networks/{network_id}")["network"])
+
+    def list_networks(self, **filters: str | Sequence[str]) -> list[dict[str, Any]]:
+        params = [(k, v) for k, vs in filters.items()
+                  for v in ([vs] if isinstance(vs, str) else vs)]
+        return list(self._call("GET", "/networks", params=params)["networks"])
+
+    def create_network(self, **attributes: Any) -> dict[str, Any]:
+        return dict(self._call("POST", "/networks", json={"network": attributes})["network"])
+
+    def create_subnet(self, **attributes: Any) -> dict[str, Any]:
+        return dict(self._call("POST", "/subnets", json={"subnet": attributes})["subnet"])
+
+    # ---- bindings (port-bindings extension) ----------------------------------------
+
+    def bindings(self, port_id: str) -> list[dict[str, Any]]:
+        return list(self._call("GET", f"/ports/{port_id}/bindings")["bindings"])
+
+    def create_binding(self, port_id: str, host: str, profile: Mapping[str, Any],
+                       vnic_type: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"host": host, "profile": dict(profile)}
+        if vnic_type:
+            body["vnic_type"] = vnic_type
+        return dict(self._call("POST", f"/ports/{port_id}/bindings",
+                               json={"binding": body})["binding"])
+
+    def activate_binding(self, port_id: str, host: str) -> None:
+        """Make ``host``'s binding the active one (already active: done)."""
+        try:
+            self._call("PUT", f"/ports/{port_id}/bindings/{host}/activate")
+        except Conflict as exc:
+            if exc.type != "PortBindingAlreadyActive":
+                raise
+
+    def delete_binding(self, port_id: str, host: str) -> bool:
+        """False if there was no such binding."""
+        try:
+            self._call("DELETE", f"/ports/{port_id}/bindings/{host}")
+        except NotFound:
+            return False
+        return True
+
+    def extensions(self) -> set[str]:
+        return {e["alias"] for e in self._call("GET", "/extensions")["extensions"]}
+
+    # ---- Nova's conventions for a server's ports -----------------------------------
+
+    def bind_port(self, port: Mapping[str, Any], host: str,
+                  allocation: str | Mapping[str, str] | None) -> dict[str, Any]:
+        """Bind ``port`` to ``host`` (its ACTIVE binding), with the Placement
+        ``allocation`` that serves its resource request (None: it has none)."""
+        profile = dict(port.get("binding:profile") or {})
+        profile.pop("allocation", None)
+        if allocation:
+            profile["allocation"] = allocation
+        return self.update_port(str(port["id"]),
+                                **{"binding:host_id": host, "binding:profile": profile})
+
+    def unbind_port(self, port: Mapping[str, Any], *, detach: bool) -> None:
+        """No host and no allocation any more; ``detach`` also frees the port from its
+        server (device_id and device_owner emptied). A port already gone is fine."""
+        profile = {k: v for k, v in (port.get("binding:profile") or {}).items()
+                   if k not in UNBOUND_DROPS}
+        attributes: dict[str, Any] = {"binding:host_id": None, "binding:profile": profile}
+        if detach:
+            attributes.update(device_id="", device_owner="")
+        with contextlib.suppress(NotFound):
+            self.update_port(str(port["id"]), **attributes)
+
+
+# What Nova takes out of a port's binding profile when it unbinds it.
+UNBOUND_DROPS = ("allocation", "pci_vendor_info", "pci_slot", "physical_network",
+                 "arq_uuid", "card_serial_number", "vf_num", "pf_mac_address",
+                 "device_mac_address")

@@ -1,0 +1,1 @@
+"""One module per URL noun of the network API."""

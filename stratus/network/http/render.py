@@ -1,0 +1,112 @@
+"""Store rows as Neutron renders them, with what only admins may see left out (the keys
+are dropped, not nulled, as Neutron's policy engine does)."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from stratus.network.http.wsgi import Req, timestamp
+from stratus.network.model import RULE_TYPES, QosRule, resource_request
+
+ADMIN_PORT_KEYS = ("binding:host_id", "binding:profile", "binding:vif_type",
+                   "binding:vif_details", "resource_request")
+ADMIN_NETWORK_KEYS = ("provider:network_type", "provider:physical_network",
+                      "provider:segmentation_id")
+
+
+def _owned(row: dict[str, Any]) -> dict[str, Any]:
+    return {"id": row["id"], "name": row["name"], "description": row["description"],
+            "project_id": row["project_id"], "tenant_id": row["project_id"], "tags": [],
+            "created_at": timestamp(row["created_at"]),
+            "updated_at": timestamp(row["updated_at"] or row["created_at"]),
+            "revision_number": row["revision_number"]}
+
+
+def network(req: Req, row: dict[str, Any]) -> dict[str, Any]:
+    out = _owned(row)
+    out.update({
+        "admin_state_up": row["admin_state_up"], "status": "ACTIVE",
+        "subnets": list(row["subnets"]), "shared": row["shared"],
+        "router:external": row["external"], "mtu": row["mtu"],
+        "availability_zone_hints": [], "availability_zones": ["nova"],
+        "ipv4_address_scope": None, "ipv6_address_scope": None, "l2_adjacency": True,
+        "port_security_enabled": row["port_security_enabled"],
+        "qos_policy_id": row["qos_policy_id"], "is_default": row["is_default"],
+        "provider:network_type": row["network_type"],
+        "provider:physical_network": row["physical_network"],
+        "provider:segmentation_id": row["segmentation_id"],
+    })
+    if not req.is_admin:
+        for key in ADMIN_NETWORK_KEYS:
+            out.pop(key)
+    return out
+
+
+def subnet(req: Req, row: dict[str, Any]) -> dict[str, Any]:
+    out = _owned(row)
+    net = ipaddress.ip_network(row["cidr"])
+    hosts = [str(a) for a in (next(net.hosts()), net[-2] if net.version == 4 else net[-1])]
+    pool_start = hosts[0] if hosts[0] != row["gateway_ip"] else str(net[2])
+    out.update({
+        "network_id": row["network_id"], "ip_version": row["ip_version"], "cidr": row["cidr"],
+        "gateway_ip": row["gateway_ip"], "enable_dhcp": row["enable_dhcp"],
+        "allocation_pools": [{"start": pool_start, "end": hosts[1]}],
+        "dns_nameservers": [], "host_routes": [], "ipv6_address_mode": None,
+        "ipv6_ra_mode": None, "subnetpool_id": None, "segment_id": None,
+        "service_types": [], "dns_publish_fixed_ip": False,
+    })
+    return out
+
+
+def port(req: Req, row: dict[str, Any]) -> dict[str, Any]:
+    out = _owned(row)
+    binding = row["binding"]
+    policy = row["qos_policy_id"] or row["qos_network_policy_id"]
+    out.update({
+        "network_id": row["network_id"], "admin_state_up": row["admin_state_up"],
+        "status": row["status"], "mac_address": row["mac_address"],
+        "fixed_ips": list(row["fixed_ips"]), "device_id": row["device_id"],
+        "device_owner": row["device_owner"], "binding:host_id": binding["host"],
+        "binding:vnic_type": row["vnic_type"], "binding:profile": binding["profile"],
+        "binding:vif_type": binding["vif_type"], "binding:vif_details": binding["vif_details"],
+        "security_groups": [], "allowed_address_pairs": [], "extra_dhcp_opts": [],
+        "port_security_enabled": row["port_security_enabled"],
+        "qos_policy_id": row["qos_policy_id"],
+        "qos_network_policy_id": row["qos_network_policy_id"],
+        "resource_request": resource_request(
+            row["id"], row["vnic_type"], row["physical_network"], row["network_type"],
+            row["rules"] if policy else [], legacy=req.deps.legacy_resource_request),
+        "ip_allocation": "immediate", "propagate_uplink_status": False,
+    })
+    if not req.is_admin:
+        for key in ADMIN_PORT_KEYS:
+            out.pop(key)
+    return out
+
+
+def binding(row: dict[str, Any]) -> dict[str, Any]:
+    return {"host": row["host"], "vif_type": row["vif_type"], "vnic_type": row["vnic_type"],
+            "status": row["status"], "profile": row["profile"],
+            "vif_details": row["vif_details"]}
+
+
+def rule(r: QosRule, embedded: bool = False) -> dict[str, Any]:
+    """A rule as its own endpoints show it; ``embedded`` (in a policy) adds its type and
+    policy, as Neutron does."""
+    kind = RULE_TYPES[r.type]
+    out: dict[str, Any] = {"id": r.id, kind.value_field: r.value}
+    if kind.directions:
+        out["direction"] = r.direction
+    if kind.burst_field:
+        out[kind.burst_field] = r.burst
+    if embedded:
+        out.update(type=r.type, qos_policy_id=r.policy_id)
+    return out
+
+
+def policy(row: dict[str, Any]) -> dict[str, Any]:
+    out = _owned(row)
+    out.update({"shared": row["shared"], "is_default": row["is_default"],
+                "rules": [rule(r, embedded=True) for r in row["rules"]]})
+    return out

@@ -1,0 +1,241 @@
+"""Networks (with their provider segment) and subnets.
+
+A network is one segment: ``flat`` or ``vlan`` on a physical network, a tunnel
+(``vxlan``, ``geneve``, ``gre``) with no physnet, or ``local``. Its physnet is what
+its ports' bandwidth requests ask hosts for (design document 004). No two networks
+share a segment: the ``segment_key`` column is unique, so two concurrent creators
+of one cannot both win.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stratus.network import errors
+from stratus.network import schema as s
+from stratus.network.store.common import Filters, bump, new_id, utcnow, where
+
+NETWORK_TYPES = ("flat", "vlan", "vxlan", "geneve", "gre", "local")
+DEFAULT_TYPE = "geneve"
+SEGMENT_RANGE = {"vlan": (1, 4094), "vxlan": (1, 16_777_215), "geneve": (1, 16_777_215),
+                 "gre": (1, 4_294_967_295 // 2)}
+MTU = {"vxlan": 1450, "geneve": 1442, "gre": 1458}
+
+NETWORK_COLUMNS = {"id": "id", "name": "name", "description": "description",
+                   "project_id": "project_id", "tenant_id": "project_id",
+                   "admin_state_up": "admin_state_up", "shared": "shared",
+                   "router:external": "external", "is_default": "is_default", "mtu": "mtu",
+                   "provider:network_type": "network_type",
+                   "provider:physical_network": "physical_network",
+                   "provider:segmentation_id": "segmentation_id",
+                   "qos_policy_id": "qos_policy_id", "revision_number": "revision_number",
+                   "port_security_enabled": "port_security_enabled"}
+SUBNET_COLUMNS = {"id": "id", "name": "name", "description": "description",
+                  "project_id": "project_id", "tenant_id": "project_id",
+                  "network_id": "network_id", "ip_version": "ip_version", "cidr": "cidr",
+                  "gateway_ip": "gateway_ip", "enable_dhcp": "enable_dhcp",
+                  "revision_number": "revision_number"}
+
+
+# ---- networks ------------------------------------------------------------------------
+
+
+def _segment(conn: Connection, network_type: str, physnet: str | None,
+             segmentation_id: int | None) -> tuple[int | None, str | None]:
+    """(segmentation id, segment key) for a new network; 400 or 409 if it cannot be had."""
+    if network_type not in NETWORK_TYPES:
+        raise errors.BadRequest(f"Invalid input for provider:network_type. Reason: "
+                                f"'{network_type}' is not in {list(NETWORK_TYPES)}.",
+                                "InvalidInput")
+    needs_physnet = network_type in ("flat", "vlan")
+    if needs_physnet and not physnet:
+        raise errors.BadRequest(f"provider:physical_network is required for {network_type} "
+                                "provider network.", "InvalidInput")
+    if not needs_physnet and physnet:
+        raise errors.BadRequest(f"provider:physical_network specified for {network_type} "
+                                "network.", "InvalidInput")
+    if network_type in ("flat", "local"):
+        if segmentation_id is not None:
+            raise errors.BadRequest(f"provider:segmentation_id specified for {network_type} "
+                                    "network.", "InvalidInput")
+        key = f"flat:{physnet}" if network_type == "flat" else None
+        if key and _taken(conn, key):
+            raise errors.Conflict(f"Unable to create the flat network. Physical network "
+                                  f"{physnet} is in use.", "FlatNetworkInUse")
+        return None, key
+    low, high = SEGMENT_RANGE[network_type]
+    prefix = f"vlan:{physnet}:" if network_type == "vlan" else f"{network_type}:"
+    if segmentation_id is None:
+        used = {int(k[len(prefix):]) for k in conn.execute(
+            sa.select(s.networks.c.segment_key)
+            .where(s.networks.c.segment_key.like(prefix + "%"))).scalars()}
+        segmentation_id = next(n for n in range(low, low + len(used) + 1) if n not in used)
+    if not low <= segmentation_id <= high:
+        raise errors.BadRequest(f"Invalid input for provider:segmentation_id. Reason: "
+                                f"{segmentation_id} is not in the range {low}-{high} of "
+                                f"{network_type}.", "InvalidInput")
+    key = f"{prefix}{segmentation_id}"
+    if _taken(conn, key):
+        where_ = f" on physical network {physnet}" if physnet else ""
+        raise errors.Conflict(f"Unable to create the network. The {network_type} segment "
+                              f"{segmentation_id}{where_} is in use.", "SegmentInUse")
+    return segmentation_id, key
+
+
+def _taken(conn: Connection, key: str) -> bool:
+    return conn.execute(sa.select(s.networks.c.id)
+                        .where(s.networks.c.segment_key == key)).first() is not None
+
+
+def _networks(conn: Connection, query: sa.Select) -> list[dict[str, Any]]:
+    rows = [dict(r._mapping) for r in conn.execute(query.order_by(s.networks.c.id))]
+    ids = [r["id"] for r in rows]
+    subnets: dict[str, list[str]] = {i: [] for i in ids}
+    if ids:
+        for net, sub in conn.execute(sa.select(s.subnets.c.network_id, s.subnets.c.id)
+                                     .where(s.subnets.c.network_id.in_(ids))
+                                     .order_by(s.subnets.c.created_at, s.subnets.c.id)):
+            subnets[net].append(sub)
+    for row in rows:
+        row["subnets"] = subnets[row["id"]]
+    return rows
+
+
+def get_network(conn: Connection, network_id: str) -> dict[str, Any]:
+    found = _networks(conn, sa.select(s.networks).where(s.networks.c.id == network_id))
+    if not found:
+        raise errors.not_found("network", network_id)
+    return found[0]
+
+
+def list_networks(conn: Connection, filters: Filters, project_id: str | None
+                  ) -> list[dict[str, Any]]:
+    """Networks matching ``filters``; a ``project_id`` caller sees its own and shared ones."""
+    t = s.networks
+    query = where(sa.select(t), t, filters, NETWORK_COLUMNS)
+    if project_id is not None:
+        query = query.where(sa.or_(t.c.project_id == project_id, t.c.shared))
+    return _networks(conn, query)
+
+
+def create_network(conn: Connection, *, project_id: str, network_type: str | None = None,
+                   physical_network: str | None = None, segmentation_id: int | None = None,
+                   mtu: int | None = None, **values: Any) -> dict[str, Any]:
+    network_type = network_type or DEFAULT_TYPE
+    seg, key = _segment(conn, network_type, physical_network, segmentation_id)
+    network_id = new_id()
+    conn.execute(sa.insert(s.networks).values(
+        id=network_id, project_id=project_id, network_type=network_type,
+        physical_network=physical_network, segmentation_id=seg, segment_key=key,
+        mtu=mtu or MTU.get(network_type, 1500), created_at=utcnow(), **values))
+    return get_network(conn, network_id)
+
+
+def update_network(conn: Connection, network_id: str, values: dict[str, Any],
+                   expect_revision: int | None = None) -> dict[str, Any]:
+    get_network(conn, network_id)
+    bump(conn, s.networks, network_id, values, expect_revision)
+    return get_network(conn, network_id)
+
+
+def delete_network(conn: Connection, network_id: str) -> None:
+    get_network(conn, network_id)
+    p = s.ports
+    in_use = conn.execute(sa.select(p.c.id).where(
+        p.c.network_id == network_id, sa.not_(p.c.device_owner.like("network:%"))).limit(1)
+    ).scalar()
+    if in_use is not None:
+        raise errors.Conflict(f"Unable to complete operation on network {network_id}. There "
+                              "are one or more ports still in use on the network.",
+                              "NetworkInUse")
+    conn.execute(sa.delete(p).where(p.c.network_id == network_id))
+    conn.execute(sa.delete(s.subnets).where(s.subnets.c.network_id == network_id))
+    conn.execute(sa.delete(s.networks).where(s.networks.c.id == network_id))
+
+
+# ---- subnets -------------------------------------------------------------------------
+
+
+def get_subnet(conn: Connection, subnet_id: str) -> dict[str, Any]:
+    row = conn.execute(sa.select(s.subnets).where(s.subnets.c.id == subnet_id)).first()
+    if row is None:
+        raise errors.not_found("subnet", subnet_id)
+    return dict(row._mapping)
+
+
+def list_subnets(conn: Connection, filters: Filters, project_id: str | None
+                 ) -> list[dict[str, Any]]:
+    t, n = s.subnets, s.networks
+    query = where(sa.select(t), t, filters, SUBNET_COLUMNS)
+    if project_id is not None:
+        shared = sa.select(n.c.id).where(n.c.shared)
+        query = query.where(sa.or_(t.c.project_id == project_id, t.c.network_id.in_(shared)))
+    return [dict(r._mapping) for r in conn.execute(query.order_by(t.c.id))]
+
+
+def parse_cidr(cidr: str, ip_version: int) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    try:
+        net = ipaddress.ip_network(cidr, strict=True)
+    except ValueError:
+        raise errors.BadRequest(f"Invalid input for cidr. Reason: '{cidr}' is not a valid IP "
+                                "subnet.", "HTTPBadRequest") from None
+    if net.version != ip_version:
+        raise errors.BadRequest(f"Invalid input for operation: Cidr {cidr} does not match "
+                                f"ip_version {ip_version}.", "InvalidInput")
+    if net.num_addresses < 4:
+        raise errors.BadRequest(f"Invalid input for cidr. Reason: {cidr} is too small for "
+                                "a subnet (a gateway and at least one address).",
+                                "HTTPBadRequest")
+    return net
+
+
+def _address(text: str, field: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        raise errors.BadRequest(f"Invalid input for {field}. Reason: '{text}' is not a valid "
+                                "IP address.", "HTTPBadRequest") from None
+
+
+def create_subnet(conn: Connection, *, network_id: str, project_id: str, ip_version: int,
+                  cidr: str, gateway_ip: str | None = None, **values: Any) -> dict[str, Any]:
+    get_network(conn, network_id)
+    net = parse_cidr(cidr, ip_version)
+    for other in list_subnets(conn, {"network_id": [network_id]}, None):
+        if ipaddress.ip_network(other["cidr"]).overlaps(net):
+            raise errors.BadRequest(f"Invalid input for operation: Requested subnet with cidr: "
+                                    f"{cidr} for network: {network_id} overlaps with another "
+                                    "subnet.", "InvalidInput")
+    if gateway_ip is None:
+        gateway_ip = str(next(net.hosts()))
+    elif _address(gateway_ip, "gateway_ip") not in net:
+        raise errors.BadRequest(f"Invalid input for operation: Gateway ip {gateway_ip} "
+                                f"conflicts with the subnet {cidr}.", "InvalidInput")
+    subnet_id = new_id()
+    conn.execute(sa.insert(s.subnets).values(
+        id=subnet_id, network_id=network_id, project_id=project_id, ip_version=ip_version,
+        cidr=str(net), gateway_ip=gateway_ip, created_at=utcnow(), **values))
+    bump(conn, s.networks, network_id, {})
+    return get_subnet(conn, subnet_id)
+
+
+def update_subnet(conn: Connection, subnet_id: str, values: dict[str, Any],
+                  expect_revision: int | None = None) -> dict[str, Any]:
+    get_subnet(conn, subnet_id)
+    bump(conn, s.subnets, subnet_id, values, expect_revision)
+    return get_subnet(conn, subnet_id)
+
+
+def delete_subnet(conn: Connection, subnet_id: str) -> None:
+    subnet = get_subnet(conn, subnet_id)
+    used = conn.execute(sa.select(s.ip_allocations.c.port_id)
+                        .where(s.ip_allocations.c.subnet_id == subnet_id).limit(1)).scalar()
+    if used is not None:
+        raise errors.Conflict(f"Unable to complete operation on subnet {subnet_id}: One or more "
+                              "ports have an IP allocation from this subnet.", "SubnetInUse")
+    conn.execute(sa.delete(s.subnets).where(s.subnets.c.id == subnet_id))
+    bump(conn, s.networks, subnet["network_id"], {})
