@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Drive Stratus with the real ``openstack`` CLI (python-openstackclient + osc-placement).
 
-    python tools/osc_scenario.py [--venv DIR] [--no-install] [--report PATH] [--endpoint URL]
+    python tools/osc_scenario.py [--service placement|network] [--venv DIR]
+                                 [--no-install] [--report PATH] [--endpoint URL]
 
 Creates or reuses a virtualenv (default ~/.cache/stratus/osc-venv) holding the
-two client packages from PyPI, starts ``stratus placement-api`` on a scratch
-SQLite file (unless --endpoint names a running server), and plays an operator's
-session against it: providers (with a child), inventories, a custom resource
-class, traits, aggregates, allocations, usages, candidates, then the deletes.
+two client packages from PyPI, starts ``stratus placement-api`` (or
+``stratus network-api``) on a scratch SQLite file (unless --endpoint names a
+running server), and plays an operator's session against it. Placement:
+providers (with a child), inventories, a custom resource class, traits,
+aggregates, allocations, usages, candidates, then the deletes. Network: a
+provider network and its subnet, a QoS policy with minimum bandwidth and packet
+rate rules, a port carrying its resource request, then the deletes.
 Every command runs with ``-f json`` where it prints something, and its output
 is checked. A step whose prerequisite failed is reported as skipped.
 
@@ -304,10 +308,83 @@ STEPS = [
 ]
 
 
-def run_scenario(osc: Osc) -> list[dict[str, Any]]:
+# ---- the network scenario --------------------------------------------------------------
+
+
+def net_create(osc: Osc, s: State) -> None:
+    net = osc("network create", "--provider-network-type", "flat",
+              "--provider-physical-network", "physnet1", "--share", "osc-net")
+    expect(net["provider:network_type"] == "flat" and
+           net["provider:physical_network"] == "physnet1" and net["shared"] is True,
+           f"provider network: {net}")
+    expect("osc-net" in {n["Name"] for n in osc("network list")}, "network list misses it")
+
+
+def subnet_create(osc: Osc, s: State) -> None:
+    sub = osc("subnet create", "--network", "osc-net", "--subnet-range", "10.7.0.0/24",
+              "osc-subnet")
+    expect(sub["cidr"] == "10.7.0.0/24" and sub["gateway_ip"] == "10.7.0.1", f"subnet: {sub}")
+    pools = sub["allocation_pools"]
+    expect(pools == [{"start": "10.7.0.2", "end": "10.7.0.254"}], f"pools: {pools}")
+
+
+def qos_create(osc: Osc, s: State) -> None:
+    osc("network qos policy create", "osc-bw")
+    osc("network qos rule create", "--type", "minimum-bandwidth", "--min-kbps", "1000",
+        "--egress", "osc-bw")
+    osc("network qos rule create", "--type", "minimum-bandwidth", "--min-kbps", "2000",
+        "--ingress", "osc-bw")
+    osc("network qos rule create", "--type", "minimum-packet-rate", "--min-kpps", "100",
+        "--any", "osc-bw")
+    rules = {(r["Type"], r["Direction"]) for r in osc("network qos rule list", "osc-bw")}
+    expect(rules == {("minimum_bandwidth", "egress"), ("minimum_bandwidth", "ingress"),
+                     ("minimum_packet_rate", "any")}, f"rules: {rules}")
+    types = {t["Type"] for t in osc("network qos rule type list")}
+    expect({"minimum_bandwidth", "minimum_packet_rate"} <= types, f"rule types: {types}")
+
+
+def port_create(osc: Osc, s: State) -> None:
+    port = osc("port create", "--network", "osc-net", "--vnic-type", "direct",
+               "--qos-policy", "osc-bw", "osc-port")
+    request = port["resource_request"]
+    bw, pps = request["request_groups"]
+    expect(bw["required"] == ["CUSTOM_PHYSNET_PHYSNET1", "CUSTOM_VNIC_TYPE_DIRECT"] and
+           bw["resources"] == {"NET_BW_EGR_KILOBIT_PER_SEC": 1000,
+                               "NET_BW_IGR_KILOBIT_PER_SEC": 2000}, f"bandwidth: {bw}")
+    expect(pps["resources"] == {"NET_PACKET_RATE_KILOPACKET_PER_SEC": 100} and
+           request["same_subtree"] == [bw["id"], pps["id"]], f"packet rate: {request}")
+    expect(port["fixed_ips"][0]["ip_address"] == "10.7.0.2", f"address: {port['fixed_ips']}")
+    listed = {p["Name"]: p for p in osc("port list")}
+    expect(listed["osc-port"]["Status"] == "DOWN", f"port list: {listed}")
+    shown = osc("port show", "osc-port")
+    expect(shown["binding_vnic_type"] == "direct" and shown["binding_host_id"] == "",
+           f"port show: {shown}")
+
+
+def network_deletes(osc: Osc, s: State) -> None:
+    osc("port delete", "osc-port", output=False)
+    osc("network qos policy delete", "osc-bw", output=False)
+    osc("subnet delete", "osc-subnet", output=False)
+    osc("network delete", "osc-net", output=False)
+    expect(osc("port list") == [] and osc("network list") == [] and
+           osc("network qos policy list") == [], "something is left after the deletes")
+
+
+NETWORK_STEPS = [
+    Step("network create (provider physnet) / list", (), net_create),
+    Step("subnet create", ("network create (provider physnet) / list",), subnet_create),
+    Step("qos policy and minimum rules", (), qos_create),
+    Step("port create with a QoS policy: resource_request",
+         ("subnet create", "qos policy and minimum rules"), port_create),
+    Step("port, qos, subnet and network delete",
+         ("port create with a QoS policy: resource_request",), network_deletes),
+]
+
+
+def run_scenario(osc: Osc, steps: list[Step] = STEPS) -> list[dict[str, Any]]:
     state = State()
     results: list[dict[str, Any]] = []
-    for step in STEPS:
+    for step in steps:
         missing = [n for n in step.needs if n not in state.done]
         first = len(osc.log)
         if missing:
@@ -346,14 +423,18 @@ class Server:
                 self.proc.wait()
 
 
-def start_server(workdir: Path) -> Server:
+COMMANDS = {"placement": ["placement-api", "--db"], "network": ["network-api", "--db"]}
+
+
+def start_server(workdir: Path, service: str = "placement") -> Server:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     log = workdir / "server.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
-    cmd = [sys.executable, "-m", "stratus.cli.main", "placement-api", "--port", str(port),
-           "--db", f"sqlite:///{workdir / 'placement.db'}"]
+    command, db_flag = COMMANDS[service]
+    cmd = [sys.executable, "-m", "stratus.cli.main", command, "--port", str(port),
+           db_flag, f"sqlite:///{workdir / f'{service}.db'}"]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 stdin=subprocess.DEVNULL,
@@ -362,7 +443,7 @@ def start_server(workdir: Path) -> Server:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"stratus placement-api exited:\n{log.read_text()}")
+            raise RuntimeError(f"stratus {command} exited:\n{log.read_text()}")
         try:
             with urllib.request.urlopen(server.url + "/", timeout=2) as resp:
                 if resp.status == 200:
@@ -370,11 +451,13 @@ def start_server(workdir: Path) -> Server:
         except OSError:
             time.sleep(0.2)
     server.stop()
-    raise RuntimeError(f"stratus placement-api did not answer:\n{log.read_text()}")
+    raise RuntimeError(f"stratus {command} did not answer:\n{log.read_text()}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--service", choices=sorted(COMMANDS), default="placement",
+                        help="which API the session drives (default placement)")
     parser.add_argument("--venv", type=Path, default=DEFAULT_VENV,
                         help=f"virtualenv for the openstack CLI (default {DEFAULT_VENV})")
     parser.add_argument("--no-install", action="store_true",
@@ -395,10 +478,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.endpoint:
             endpoint = args.endpoint
         else:
-            server = start_server(workdir)
+            server = start_server(workdir, args.service)
             endpoint = server.url
-        print(f"openstack CLI: {binary}; Placement API: {endpoint}", flush=True)
-        results = run_scenario(Osc(binary, endpoint))
+        print(f"openstack CLI: {binary}; {args.service} API: {endpoint}", flush=True)
+        results = run_scenario(Osc(binary, endpoint),
+                               NETWORK_STEPS if args.service == "network" else STEPS)
     finally:
         if server is not None:
             server.stop()

@@ -110,6 +110,14 @@ class ComputeManager:
             except Exception:
                 LOG.exception("%s: could not unbind port %s", self.host, port.get("id"))
 
+    def attach_interface(self, instance_uuid: str, port_id: str, allocations: dict) -> None:
+        self.driver.update_allocations(instance_uuid, allocations)
+        LOG.info("%s: instance %s has port %s now", self.host, instance_uuid, port_id)
+
+    def detach_interface(self, instance_uuid: str, port_id: str, allocations: dict) -> None:
+        self.driver.update_allocations(instance_uuid, allocations)
+        LOG.info("%s: port %s left instance %s", self.host, port_id, instance_uuid)
+
     def terminate_instance(self, instance_uuid: str) -> None:
         try:
             self.driver.destroy(instance_uuid)

@@ -10,6 +10,9 @@ Versions:
   resize_instance (source: power off, keep the copy), finish_resize (destination:
   start the resized copy), confirm_resize (source: drop its copy), revert_resize
   (destination: drop the resized copy), finish_revert_resize (source: run again).
+- 1.3: attach_interface, detach_interface (calls): the instance's allocations changed in
+  place because a port with a resource request came or went; the hypervisor's books
+  follow (the API owns the Placement side and the port's binding).
 
 A compute started with ``--rpc-version 1.0`` advertises 1.0 (on the bus and, encoded by
 :func:`service_version`, in its ``services.version`` row), as a not-yet-upgraded compute
@@ -29,6 +32,7 @@ TOPIC = "compute"
 BINARY = "stratus-compute"
 SET_HOST_ENABLED_SINCE = "1.1"
 MOVES_SINCE = "1.2"
+INTERFACES_SINCE = "1.3"
 
 
 def service_version(rpc_version: str) -> int:
@@ -45,7 +49,7 @@ def rpc_version(service_version_number: int) -> str:
 
 class ComputeRPC(RPCInterface):
     service = "compute"
-    version = "1.2"
+    version = "1.3"
     errors = (
         driver_errors.HypervisorUnavailable,
         driver_errors.NodeNotFound,
@@ -103,4 +107,16 @@ class ComputeRPC(RPCInterface):
     @rpc_method(since=MOVES_SINCE)
     def finish_revert_resize(self, instance_uuid: str) -> None:
         """Source host: run the copy left behind again."""
+        raise NotImplementedError
+
+    @rpc_method(since=INTERFACES_SINCE)
+    def attach_interface(self, instance_uuid: str, port_id: str, allocations: dict) -> None:
+        """``port_id`` joined the instance, whose allocations are now ``allocations`` (its
+        port's resources included): the hypervisor reserves them, or raises
+        InsufficientCapacity and changes nothing."""
+        raise NotImplementedError
+
+    @rpc_method(since=INTERFACES_SINCE)
+    def detach_interface(self, instance_uuid: str, port_id: str, allocations: dict) -> None:
+        """``port_id`` left the instance, whose allocations are now ``allocations``."""
         raise NotImplementedError

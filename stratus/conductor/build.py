@@ -28,6 +28,7 @@ from stratus.scheduler import claims
 from stratus.scheduler.errors import NoValidHost
 from stratus.scheduler.rpcapi import SchedulerRPC
 from stratus.storage import engine as db
+from stratus.undo import Undo
 
 LOG = logging.getLogger(__name__)
 
@@ -52,27 +53,6 @@ class ConductorContext:
     def cell(self, uuid: str) -> CellMapping:
         with db.read(self.api_engine) as conn:
             return get_cell(conn, uuid)
-
-
-class Undo:
-    """A stack of undo steps, run newest first; a failing undo is logged, not raised."""
-
-    def __init__(self) -> None:
-        self._steps: list[tuple[str, Callable[[], None]]] = []
-
-    def push(self, what: str, step: Callable[[], None]) -> None:
-        self._steps.append((what, step))
-
-    def rollback(self) -> None:
-        while self._steps:
-            what, step = self._steps.pop()
-            try:
-                step()
-            except Exception:
-                LOG.exception("rollback step failed: %s", what)
-
-    def forget(self) -> None:
-        self._steps.clear()
 
 
 def bury_in_cell0(ctx: ConductorContext, instance: dict[str, Any], spec: dict[str, Any],

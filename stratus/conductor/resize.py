@@ -33,10 +33,11 @@ from stratus.bus import BusError
 from stratus.cells import moves
 from stratus.cells.mappings import CellMapping
 from stratus.conductor import records
-from stratus.conductor.build import ConductorContext, Undo
+from stratus.conductor.build import ConductorContext
 from stratus.scheduler import claims
 from stratus.scheduler.errors import NoValidHost
 from stratus.storage import engine as db
+from stratus.undo import Undo
 
 LOG = logging.getLogger(__name__)
 

@@ -163,8 +163,8 @@ class NetworkClient:
         profile.pop("allocation", None)
         if allocation:
             profile["allocation"] = allocation
-        return self.update_port(str(port["id"]),
-                                **{"binding:host_id": host, "binding:profile": profile})
+        attributes: dict[str, Any] = {"binding:host_id": host, "binding:profile": profile}
+        return self.update_port(str(port["id"]), **attributes)
 
     def unbind_port(self, port: Mapping[str, Any], *, detach: bool) -> None:
         """No host and no allocation any more; ``detach`` also frees the port from its

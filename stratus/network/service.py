@@ -47,5 +47,5 @@ def make_app(config: configuration.Config, deps: NetworkDeps | None = None) -> W
     if keystone:
         from stratus.placement.http.keystone import wrap_keystone
 
-        return wrap_keystone(app, config)   # type: ignore[no-any-return]
+        return wrap_keystone(app, config)
     return app

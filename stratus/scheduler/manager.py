@@ -17,6 +17,7 @@ Placement's own (``/allocation_candidates/explain``) when it has none to offer.
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +32,12 @@ from stratus.scheduler.errors import NoValidHost
 from stratus.scheduler.host_manager import HostManager
 from stratus.scheduler.host_state import HostState
 from stratus.scheduler.pipeline import run_filters
-from stratus.scheduler.request import InvalidRequest, RequestSpec, query_from_spec
+from stratus.scheduler.request import (
+    InvalidRequest,
+    PlacementQuery,
+    RequestSpec,
+    query_from_spec,
+)
 from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
@@ -109,7 +115,7 @@ class SchedulerManager:
         query.limit = self.options.max_placement_results
         params = query.params()
         LOG.debug("candidates query %s (request filters: %s)", params, "; ".join(notes))
-        found = self._candidates(params)
+        found = self._candidates(params, query)
         cell_aggregate = view.filters.cell_aggregates.get(spec.requested_cell or "")
         if not found.allocation_requests and cell_aggregate:
             # A cell's hosts are in its aggregate only if their computes were started with
@@ -119,7 +125,7 @@ class SchedulerManager:
             query.unnumbered.member_of = [m for m in query.unnumbered.member_of
                                           if m != confined]
             params = query.params()
-            found = self._candidates(params)
+            found = self._candidates(params, query)
         if not found.allocation_requests:
             raise self._nothing_offered(params)
         by_root = _by_root(found.allocation_requests, found.provider_summaries)
@@ -148,15 +154,17 @@ class SchedulerManager:
                               "scheduler's checks.", counts)
         return self._place_all(spec, instance_uuids, passed, counts, return_alternates)
 
-    def _candidates(self, params: Sequence[tuple[str, str]]) -> pc.Candidates:
+    def _candidates(self, params: Sequence[tuple[str, str]],
+                    query: PlacementQuery) -> pc.Candidates:
         try:
             return self.placement.allocation_candidates(params)
         except pc.PlacementClientError as exc:
             if exc.status != 400:
                 raise
             # The request itself is impossible (an unknown resource class or trait in
-            # the flavor): the server's fault, not a host's, and nothing will fix it.
-            raise NoValidHost(f"Placement refused the request: {exc.detail}") from None
+            # the flavor or a port's request): nothing any host does will fix it.
+            raise NoValidHost(f"Placement refused the request: {exc.detail}"
+                              + _who_asked(exc.detail, query)) from None
 
     # ---- choosing and claiming ---------------------------------------------------
 
@@ -236,6 +244,21 @@ class SchedulerManager:
             return NoValidHost(reason + " (Placement cannot explain why: "
                                f"{exc.status} from /allocation_candidates/explain)")
         return NoValidHost(reason, explain_counts(body))
+
+
+def _who_asked(detail: str, query: PlacementQuery) -> str:
+    """Which request groups named the traits or classes Placement does not know (a port's
+    group names its port: no host has ever reported such a trait)."""
+    names = set(re.findall(r"[A-Z][A-Z0-9_]+", detail))
+    askers = []
+    for suffix, group in sorted(query.groups.items()):
+        unknown = sorted(names & (group.required | group.forbidden | set(group.resources)))
+        if not unknown:
+            continue
+        who = f"port {group.requester_id}'s request group {suffix}" if group.requester_id \
+            else (f"request group {suffix}" if suffix else "the flavor")
+        askers.append(f"{who} asks for {', '.join(unknown)}")
+    return f" ({'; '.join(askers)}; no host offers it)" if askers else ""
 
 
 def explain_counts(body: Mapping[str, Any]) -> dict[str, int]:

@@ -5,10 +5,12 @@ Needs ``STRATUS_TEST_RABBIT_URL`` and ``STRATUS_TEST_POSTGRES_URL`` and/or
 ``STRATUS_TEST_MYSQL_URL`` (each database variant skips without its variable and
 says why; with ``CI`` set a missing or unreachable backend fails).
 
-Processes: ``stratus placement-api``, ``stratus api``, ``stratus scheduler``,
-``stratus conductor`` (one on the API bus, one per cell bus for reschedules, as
-cell conductors), and ``stratus compute --host`` x3 in two cells. Databases:
-placement, api, cell0, cell1, cell2, each its own scratch database. Buses: one
+Processes: ``stratus placement-api``, ``stratus network-api``, ``stratus api``,
+``stratus scheduler``, ``stratus conductor`` (one on the API bus, one per cell bus
+for reschedules, as cell conductors), and ``stratus compute --host`` x3 in two cells,
+their NICs from a fleet file (physnet1 everywhere, physnet2 on cmp-c only).
+Databases: placement, network, api, cell0, cell1, cell2, each its own scratch
+database. Buses: one
 RabbitMQ virtual host per cell plus one for the API level, made with
 ``rabbitmqctl`` when this test runs as root beside the broker; otherwise one
 namespace per cell in the given virtual host (``?namespace=``, non-durable so
@@ -39,6 +41,26 @@ pytestmark = pytest.mark.backend
 PLACEMENT = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
 DISABLED = "COMPUTE_STATUS_DISABLED"
 HOSTS = {"cmp-a": "cell1", "cmp-b": "cell1", "cmp-c": "cell2"}
+FLEET = """
+shapes:
+  one-nic:
+    vcpus: 16
+    memory_mb: 65536
+    disk_gb: 1000
+    network_devices:
+      - {name: ens1, physnet: physnet1, egress_kbps: 10000, ingress_kbps: 10000}
+  two-nics:
+    vcpus: 16
+    memory_mb: 65536
+    disk_gb: 1000
+    network_devices:
+      - {name: ens1, physnet: physnet1, egress_kbps: 10000, ingress_kbps: 10000}
+      - {name: ens2, physnet: physnet2, egress_kbps: 10000, ingress_kbps: 10000}
+hosts:
+  - {name: cmp-a, shape: one-nic, cell: cell1}
+  - {name: cmp-b, shape: one-nic, cell: cell1}
+  - {name: cmp-c, shape: two-nics, cell: cell2}
+"""
 
 
 def _rabbitmqctl(*args: str) -> None:
@@ -124,10 +146,15 @@ class Cloud:
         self.tmp, self.dbs, self.buses = tmp_path, dbs, buses
         self.placement_url = f"http://127.0.0.1:{cli_helpers.free_port()}"
         self.api_url = f"http://127.0.0.1:{cli_helpers.free_port()}"
+        self.network_url = f"http://127.0.0.1:{cli_helpers.free_port()}"
+        self.fleet = tmp_path / "fleet.yaml"
+        self.fleet.write_text(FLEET)
         self.env = cli_helpers.clean_env(
             OS_API_DATABASE__CONNECTION=dbs["api"],
             OS_PLACEMENT_CLIENT__ENDPOINT=self.placement_url,
+            OS_NETWORK_CLIENT__ENDPOINT=self.network_url,
             STRATUS_API_URL=self.api_url, STRATUS_PLACEMENT_URL=self.placement_url,
+            STRATUS_NETWORK_URL=self.network_url,
             # Heartbeats every 2s: a restarted compute is up again quickly.
             OS_COMPUTE__REPORT_INTERVAL="2")
         self.procs: dict[str, Proc] = {}
@@ -165,7 +192,7 @@ class Cloud:
         cell = HOSTS[host]
         return self.start(host, "compute", "--host", host, "--cell-db", self.dbs[cell],
                           "--cell-uuid", self.cell_uuids[cell],
-                          "--transport-url", self.buses[cell],
+                          "--transport-url", self.buses[cell], "--fleet", str(self.fleet),
                           "--placement-url", self.placement_url, ready=f"compute {host}:")
 
     def close(self) -> None:
@@ -177,7 +204,7 @@ class Cloud:
 def databases(request) -> Iterator[dict[str, str]]:
     with contextlib.ExitStack() as stack:
         yield {role: stack.enter_context(cli_helpers.scratch_database(request.param))
-               for role in ("placement", "api", "cell0", "cell1", "cell2")}
+               for role in ("placement", "network", "api", "cell0", "cell1", "cell2")}
 
 
 def host_of(server: dict[str, Any]) -> str:
@@ -202,6 +229,8 @@ def run_scenario(cloud: Cloud) -> None:
     # ---- the operator sets up databases and cells ----
     cloud.start("placement-api", "placement-api", "--db", dbs["placement"], "--port",
                 cloud.placement_url.rsplit(":", 1)[1], ready="Placement API:")
+    cloud.start("network-api", "network-api", "--db", dbs["network"], "--port",
+                cloud.network_url.rsplit(":", 1)[1], ready="Network API:")
     cloud.manage("api_db", "sync")
     cloud.manage("cell_v2", "map_cell0", "--database_connection", dbs["cell0"])
     for cell in ("cell1", "cell2"):
@@ -295,6 +324,9 @@ def run_scenario(cloud: Cloud) -> None:
             f"/resource_providers/{cloud.provider(host)}/allocations")["allocations"])
     assert consumers == remaining | {s["id"] for s in last}
 
+    # ---- a server with two bandwidth ports lands where both physnets are ----
+    run_ports_scenario(cloud)
+
     # ---- a server of a disabled cell is resized within its cell, then reverted ----
     cloud.manage("cell_v2", "update_cell", "--cell_uuid", cloud.cell_uuids["cell1"],
                  "--disable")
@@ -317,3 +349,39 @@ def run_scenario(cloud: Cloud) -> None:
     # ---- everything stops cleanly ----
     for name, proc in reversed(list(cloud.procs.items())):
         assert proc.stop() == 0, f"{name}:\n{proc.output()}"
+
+
+def run_ports_scenario(cloud: Cloud) -> None:
+    """Design document 004's boot over the bus: two ports with guaranteed bandwidth on two
+    physnets; only cmp-c has both. Placement holds the server's allocation on cmp-c's
+    root and on each NIC, each port's binding names the NIC that serves it, and delete
+    leaves the ports unbound and Placement empty."""
+    for name, physnet, cidr in (("net1", "physnet1", "10.1.0.0/24"),
+                                ("net2", "physnet2", "10.2.0.0/24")):
+        cloud.client("network", "create", name, "--physnet", physnet, "--subnet", cidr,
+                     "--shared")
+    cloud.client("qos", "create", "bw", "--min-kbps", "1000", "--egress", "--ingress")
+    ports = [cloud.client("port", "create", name, "--network", net, "--qos-policy", "bw")
+             for name, net in (("pa", "net1"), ("pb", "net2"))]
+    [server] = cloud.client("server", "create", "ported", "--flavor", "tiny", "--port", "pa",
+                            "--port", "pb", "--wait")
+    assert host_of(server) == "cmp-c"
+    root = cloud.provider("cmp-c")
+    nics = {rp["name"]: rp["uuid"] for rp in cloud.placement(
+        f"/resource_providers?in_tree={root}")["resource_providers"]}
+    held = cloud.placement(f"/allocations/{server['id']}")["allocations"]
+    bandwidth = {"NET_BW_EGR_KILOBIT_PER_SEC": 1000, "NET_BW_IGR_KILOBIT_PER_SEC": 1000}
+    assert {rp: a["resources"] for rp, a in held.items()} == {
+        root: {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1},
+        nics["cmp-c:ens1"]: bandwidth, nics["cmp-c:ens2"]: bandwidth}
+    for made, nic in zip(ports, ("cmp-c:ens1", "cmp-c:ens2"), strict=True):
+        shown = cloud.client("port", "show", made["id"])
+        [group] = shown["resource_request"]["request_groups"]
+        assert shown["binding:host_id"] == "cmp-c"
+        assert shown["binding:profile"]["allocation"] == {group["id"]: nics[nic]}
+    cloud.client("server", "delete", server["id"])
+    assert cloud.placement(f"/allocations/{server['id']}")["allocations"] == {}
+    for made in ports:
+        shown = cloud.client("port", "show", made["id"])
+        assert (shown["device_id"], shown["binding:host_id"]) == ("", "")
+        assert "allocation" not in shown["binding:profile"]

@@ -21,10 +21,14 @@ from stratus.cells import mappings
 from stratus.cells.aggregates import cell_aggregate_uuid
 from stratus.compute.drivers import LibvirtDriver
 from stratus.compute.service import ComputeService
-from stratus.compute.shapes import LibvirtShape
+from stratus.compute.shapes import LibvirtShape, NetworkDevice
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.manager import CellBuses, ConductorManager
 from stratus.conductor.rpcapi import ConductorRPC
+from stratus.network import service as network_service
+from stratus.network.client import NetworkClient
+from stratus.network.http.app import NetworkDeps
+from stratus.network.http.app import build_wsgi as network_wsgi
 from stratus.scheduler.rpcapi import SchedulerRPC
 from stratus.storage import engine as db
 from tests.scheduler_world import Cloud
@@ -75,9 +79,15 @@ class ComputeClient:
 
 class World:
     def __init__(self, tmp_path: Any, placement_app: Any, database_url: str,
-                 cells: tuple[str, ...] = ("cell1",)) -> None:
+                 cells: tuple[str, ...] = ("cell1",), network_db: str | None = None,
+                 legacy_resource_request: bool = False) -> None:
         self.cloud = Cloud(tmp_path, placement_app, database_url, cells=cells)
         self.placement = self.cloud.placement
+        self.network_engine = db.create_engine(network_db or f"sqlite:///{tmp_path}/network.db")
+        network_service.sync(self.network_engine)
+        self.network_app = network_wsgi(NetworkDeps(self.network_engine,
+                                                    legacy_resource_request))
+        self.network = self.network_client()
         self.bus = Bus(f"inproc://compute-api-test-{uuidlib.uuid4().hex}", identity="test",
                        timeout=30)
         scheduler = self.cloud.scheduler(placement=self.cloud.client(), max_attempts=3)
@@ -86,30 +96,37 @@ class World:
         self.conductor_ctx = ConductorContext(
             api_engine=self.cloud.api_engine, engines=self.cloud.engines,
             placement=self.cloud.client(), scheduler=self.bus.client(SchedulerRPC),
-            compute=self.buses.compute_client, max_attempts=3)
+            compute=self.buses.compute_client, max_attempts=3,
+            network=self.network_client())
         self.bus.serve(ConductorRPC, ConductorManager(self.conductor_ctx), server="conductor-1")
         self.computes: dict[str, ComputeService] = {}
         self.now_offset = dt.timedelta(0)
         self.api = ComputeAPIDeps(
             dbs=CellDBs(self.cloud.api_engine, self.cloud.engines),
             placement=self.cloud.client(), bus=self.bus, rpc_timeout=5.0,
+            network=self.network_client(),
             clock=lambda: dt.datetime.now(dt.UTC).replace(tzinfo=None) + self.now_offset)
         self.http = httpx.Client(transport=httpx.WSGITransport(app=build_wsgi(self.api)),
                                  base_url="http://compute.test")
         self.client = ComputeClient(self.http)
 
+    def network_client(self, token: str = "admin") -> NetworkClient:
+        return NetworkClient("http://network.test", token=token,
+                             transport=httpx.WSGITransport(app=self.network_app))
+
     def add_compute(self, name: str, *, vcpus: int = 4, memory_mb: int = 8192,
                     disk_gb: int = 100, cell: str = "cell1",
-                    rpc_version: str | None = None) -> ComputeService:
+                    rpc_version: str | None = None,
+                    nics: tuple[NetworkDevice, ...] = ()) -> ComputeService:
         cell_uuid = self.cloud.cells[cell].uuid
         driver = LibvirtDriver(name, LibvirtShape(name, vcpus=vcpus, memory_mb=memory_mb,
-                                                  disk_gb=disk_gb),
+                                                  disk_gb=disk_gb, network_devices=nics),
                                aggregates=[cell_aggregate_uuid(cell_uuid)])
         kwargs: dict[str, Any] = {"report_interval": 3600, "tracker_interval": 3600}
         if rpc_version:
             kwargs["rpc_version"] = rpc_version
         svc = ComputeService(name, driver, self.bus, self.cloud.cell_engine(cell),
-                             self.cloud.client(), **kwargs)
+                             self.cloud.client(), network=self.network_client(), **kwargs)
         svc.start()
         with db.write(self.cloud.api_engine) as conn:
             mappings.map_host(conn, name, cell_uuid)
@@ -118,6 +135,10 @@ class World:
 
     def root(self, host: str) -> str:
         return self.computes[host].driver.provider_tree(host).root.uuid
+
+    def nic(self, host: str, device: str) -> str:
+        """The provider uuid of ``host``'s network device ``device``."""
+        return self.computes[host].driver.provider_tree(host).by_name(f"{host}:{device}").uuid
 
     def traits(self, host: str) -> set[str]:
         return self.placement.get_traits(self.root(host))[0]
@@ -160,6 +181,8 @@ class World:
             if svc.running:
                 svc.stop()
         self.http.close()
+        self.network.close()
+        self.network_engine.dispose()
         self.bus.close()
         self.buses.close()
         self.api.placement.close()

@@ -23,6 +23,7 @@ _HISTORY: list[tuple[int, str]] = [
     (55, "flavor_description"),
     (61, "flavor_extra_specs"),         # extra_specs in flavor bodies
     (64, "server_group_policy"),        # "policy" + "rules" instead of "policies"
+    (70, "interface_tag"),              # os-interface bodies carry "tag"
     (71, "server_groups_in_server"),
     (72, "port_resource_request"),      # boot with ports that have a resource request
     (75, "flavor_swap_zero"),           # swap 0 instead of ""

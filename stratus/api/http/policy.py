@@ -37,6 +37,8 @@ RULES: dict[str, str] = {
     **{f"os_compute_api:os-server-groups:{a}": ANY for a in ("create", "index", "show",
                                                              "delete")},
     "os_compute_api:os-server-groups:index:all_projects": ADMIN,
+    **{f"os_compute_api:os-attach-interfaces:{a}": ANY for a in ("list", "show", "create",
+                                                                 "delete")},
 }
 
 

@@ -239,3 +239,22 @@ SERVER_ACTION: dict[str, Any] = {
     },
     "minProperties": 1, "maxProperties": 1,
 }
+
+INTERFACE_ATTACH: dict[str, Any] = {
+    "type": "object",
+    "properties": {"interfaceAttachment": {
+        "type": "object",
+        "properties": {
+            "net_id": _uuid(),
+            "port_id": _uuid(),
+            "fixed_ips": {"type": "array", "minItems": 1, "maxItems": 1, "items": {
+                "type": "object",
+                "properties": {"ip_address": {"type": "string", "minLength": 1,
+                                              "maxLength": 64}},
+                "required": ["ip_address"], "additionalProperties": False}},
+            "tag": {"type": "string", "minLength": 1, "maxLength": 60,
+                    "pattern": "^[^,/]*$"},
+        },
+        "additionalProperties": False}},
+    "additionalProperties": False,
+}

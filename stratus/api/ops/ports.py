@@ -92,7 +92,7 @@ def claim_for_boot(api: ComputeAPIDeps, requests: list[NetworkRequest] | str,
         return Claimed([], [])
     client = network(api)
     if requests == AUTO:
-        requests = [NetworkRequest(network_id=_auto_network(client, project_id))]
+        requests = [NetworkRequest(network_id=pick_network(client, project_id))]
     assert not isinstance(requests, str)
     if len(instance_uuids) > 1 and any(r.port_id for r in requests):
         raise BadRequest("Failed to launch instances: Unable to launch multiple instances "
@@ -103,7 +103,7 @@ def claim_for_boot(api: ComputeAPIDeps, requests: list[NetworkRequest] | str,
         wanted = []
         for request in requests:
             if request.network_id:
-                _check_network(client, request.network_id, project_id, is_admin)
+                check_network(client, request.network_id, project_id, is_admin)
                 entry = {"network_id": request.network_id}
                 if request.fixed_ip:
                     entry["fixed_ip"] = request.fixed_ip
@@ -111,8 +111,8 @@ def claim_for_boot(api: ComputeAPIDeps, requests: list[NetworkRequest] | str,
         owner = f"compute:{zone or api.default_az}"
         for request in requests:
             if request.port_id:
-                _claim_port(client, request.port_id, instance_uuids[0], owner, project_id,
-                            is_admin, supports_port_requests)
+                claim_port(client, request.port_id, instance_uuids[0], owner, project_id,
+                           is_admin, supports_port_requests)
                 claimed.append((instance_uuids[0], request.port_id))
     except BaseException:
         give_back(api, [p for _, p in claimed])
@@ -120,7 +120,7 @@ def claim_for_boot(api: ComputeAPIDeps, requests: list[NetworkRequest] | str,
     return Claimed(claimed, wanted)
 
 
-def _auto_network(client: nc.NetworkClient, project_id: str) -> str:
+def pick_network(client: nc.NetworkClient, project_id: str) -> str:
     """The one network the project may use ("auto"), as Nova picks without auto-allocation."""
     try:
         usable = {n["id"]: n for n in client.list_networks(project_id=project_id)}
@@ -137,8 +137,8 @@ def _auto_network(client: nc.NetworkClient, project_id: str) -> str:
     return next(iter(usable))
 
 
-def _check_network(client: nc.NetworkClient, network_id: str, project_id: str,
-                   is_admin: bool) -> None:
+def check_network(client: nc.NetworkClient, network_id: str, project_id: str,
+                  is_admin: bool) -> None:
     try:
         net = client.get_network(network_id)
     except nc.NotFound:
@@ -152,8 +152,8 @@ def _check_network(client: nc.NetworkClient, network_id: str, project_id: str,
                          "instances on.")
 
 
-def _claim_port(client: nc.NetworkClient, port_id: str, instance_uuid: str, owner: str,
-                project_id: str, is_admin: bool, supports_port_requests: bool) -> None:
+def claim_port(client: nc.NetworkClient, port_id: str, instance_uuid: str, owner: str,
+               project_id: str, is_admin: bool, supports_port_requests: bool = True) -> None:
     try:
         port = client.get_port(port_id)
     except nc.NotFound:

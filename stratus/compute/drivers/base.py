@@ -171,6 +171,32 @@ class Driver:
                 raise errors.InstanceNotFound(f"instance {instance_uuid} is not on {self.host}")
             self._release(placed)
 
+    def update_allocations(self, instance_uuid: str, allocations: Mapping[str, Any]) -> None:
+        """A running instance's allocations changed in place (an interface with a resource
+        request attached or detached): its books here follow, if the new amounts fit on
+        its node; otherwise InsufficientCapacity, and nothing changes."""
+        with self._lock:
+            self._require_connection()
+            placed = self._instances.get(instance_uuid)
+            if placed is None:
+                raise errors.InstanceNotFound(f"instance {instance_uuid} is not on {self.host}")
+            own, nodes = self._on_this_host(allocations)
+            if nodes - {placed.node}:
+                raise errors.InvalidAllocation(
+                    f"allocations of instance {instance_uuid} reach beyond its node "
+                    f"{placed.node}")
+            self._release(placed)
+            try:
+                self._check_fits(placed.node, own)
+            except errors.DriverError:
+                for rp, amounts in placed.resources.items():
+                    self._usage[rp].update(amounts)
+                raise
+            for rp, amounts in own.items():
+                self._usage[rp].update(amounts)
+            self._instances[instance_uuid] = Placed(placed.instance, placed.node, own,
+                                                    placed.spawned_at)
+
     def _release(self, placed: Placed) -> None:
         for rp, amounts in placed.resources.items():
             usage = self._usage[rp]

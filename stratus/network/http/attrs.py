@@ -89,7 +89,7 @@ def uuid_value(nullable: bool = False) -> Check:
     return check
 
 
-def one_of(*choices: str) -> Check:
+def one_of(*choices: str | int) -> Check:
     def check(name: str, value: Any) -> Any:
         if value not in choices:
             raise _bad(name, f"{value} is not in {list(choices)}")

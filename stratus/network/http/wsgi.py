@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -147,7 +148,7 @@ def listing(req: Req, collection: str, items: list[dict[str, Any]],
         if items and key not in items[0]:
             raise errors.BadRequest(f"{key} is invalid attribute for sort_keys",
                                     "HTTPBadRequest")
-        items.sort(key=lambda i, k=key: _sortable(i.get(k)), reverse=direction == "desc")
+        items.sort(key=partial(_sort_key, key), reverse=direction == "desc")
     limit = _limit(req.one("limit"))
     links: list[dict[str, str]] = []
     if limit is not None:
@@ -159,6 +160,10 @@ def listing(req: Req, collection: str, items: list[dict[str, Any]],
     if links:
         body[f"{collection}_links"] = links
     return json_response(body)
+
+
+def _sort_key(key: str, item: Mapping[str, Any]) -> tuple[int, Any]:
+    return _sortable(item.get(key))
 
 
 def _sortable(value: Any) -> tuple[int, Any]:

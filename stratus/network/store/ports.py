@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 import random
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,7 +21,6 @@ from sqlalchemy.engine import Connection
 
 from stratus.network import errors
 from stratus.network import schema as s
-from stratus.network.model import QosRule
 from stratus.network.store import networks as net_store
 from stratus.network.store import qos as qos_store
 from stratus.network.store.common import Filters, bump, dumps, loads, new_id, utcnow, where
@@ -76,20 +75,20 @@ def _load(conn: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                   s.networks.c.qos_policy_id).where(s.networks.c.id.in_(net_ids)))}
     policies = {r["qos_policy_id"] or nets[r["network_id"]].qos_policy_id for r in rows}
     rules = qos_store.rules_of(conn, (p for p in policies if p))
-    for row in rows:
-        net = nets[row["network_id"]]
-        binding = bindings.get(row["id"]) or {"host": "", "vnic_type": row["vnic_type"],
+    for port in rows:
+        net = nets[port["network_id"]]
+        binding = bindings.get(port["id"]) or {"host": "", "vnic_type": port["vnic_type"],
                                               "profile": "{}", "vif_type": "unbound",
                                               "vif_details": "{}", "status": ACTIVE}
-        policy = row["qos_policy_id"] or net.qos_policy_id
-        row.update(fixed_ips=ips[row["id"]], binding=_binding(binding),
-                   physical_network=net.physical_network, network_type=net.network_type,
-                   qos_network_policy_id=net.qos_policy_id,
-                   rules=list(rules.get(policy, [])) if policy else [])
+        policy = port["qos_policy_id"] or net.qos_policy_id
+        port.update(fixed_ips=ips[port["id"]], binding=_binding(binding),
+                    physical_network=net.physical_network, network_type=net.network_type,
+                    qos_network_policy_id=net.qos_policy_id,
+                    rules=list(rules.get(policy, [])) if policy else [])
     return rows
 
 
-def _binding(row: Mapping[str, Any]) -> dict[str, Any]:
+def _binding(row: Mapping[str, Any] | sa.RowMapping) -> dict[str, Any]:
     return {"host": row["host"], "vnic_type": row["vnic_type"], "vif_type": row["vif_type"],
             "profile": loads(row["profile"]), "vif_details": loads(row["vif_details"]),
             "status": row["status"]}
@@ -154,12 +153,12 @@ def _addresses(conn: Connection, network_id: str, wanted: list[dict[str, Any]] |
         subnet_id, address = item.get("subnet_id"), item.get("ip_address")
         if subnet_id is None:
             subnet_id = _subnet_of(subnets, address)
-        sub = by_id.get(str(subnet_id))
-        if sub is None:
+        chosen = by_id.get(str(subnet_id))
+        if chosen is None:
             raise errors.BadRequest(f"Invalid input for operation: Failed to create port on "
                                     f"network {network_id}, because fixed_ips included invalid "
                                     f"subnet {subnet_id}.", "InvalidInput")
-        out.append((sub["id"], _address(conn, sub, address, {a for _, a in out})))
+        out.append((chosen["id"], _address(conn, chosen, address, {a for _, a in out})))
     return out
 
 
@@ -281,10 +280,6 @@ def delete_port(conn: Connection, port_id: str) -> None:
     conn.execute(sa.delete(s.ports).where(s.ports.c.id == port_id))
 
 
-def rules_in_force(port: Mapping[str, Any]) -> list[QosRule]:
-    return list(port.get("rules") or [])
-
-
 # ---- bindings (the port-bindings extension) ------------------------------------------
 
 
@@ -387,7 +382,3 @@ def delete_binding(conn: Connection, port_id: str, host: str) -> None:
     conn.execute(sa.delete(s.port_bindings).where(s.port_bindings.c.port_id == port_id,
                                                   s.port_bindings.c.host == host))
     bump(conn, s.ports, port_id, {})
-
-
-def ids_of(ports: Iterable[Mapping[str, Any]]) -> list[str]:
-    return [str(p["id"]) for p in ports]

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 
 from stratus.network import errors
 from stratus.network import schema as s
-from stratus.network.model import PLACEMENT_RULES, RULE_TYPES, QosRule
+from stratus.network.model import PLACEMENT_RULES, QosRule
 from stratus.network.store.common import Filters, bump, new_id, utcnow, where
 
 POLICY_COLUMNS = {"id": "id", "name": "name", "description": "description",
@@ -201,7 +201,3 @@ def delete_rule(conn: Connection, policy_id: str, rule_type: str, rule_id: str) 
     _check_unbound(conn, policy_id, rule_type)
     conn.execute(sa.delete(s.qos_rules).where(s.qos_rules.c.id == rule_id))
     bump(conn, s.qos_policies, policy_id, {})
-
-
-def known_rule_type(name: str) -> bool:
-    return name in RULE_TYPES

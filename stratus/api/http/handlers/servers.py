@@ -91,12 +91,21 @@ def list_servers(req: Req) -> webob.Response:
     return json_response({"servers": [render.server_brief(req, s) for s in _listed(req)]})
 
 
+def _addresses(req: Req, servers: list[Server]) -> dict[str, dict[str, object]]:
+    """Each server's ``addresses``, from its ports (one network request for all)."""
+    ports = port_ops.ports_of(req.api, [s.uuid for s in servers])
+    names = port_ops.network_names(req.api, [p for found in ports.values() for p in found])
+    return {uuid: port_ops.addresses(found, names) for uuid, found in ports.items()}
+
+
 def list_servers_detail(req: Req) -> webob.Response:
     req.authorize("os_compute_api:servers:detail")
     servers = _listed(req)
     zones = ops.host_zones(req.api)
-    return json_response({"servers": [render.server(req, s, _zone(req, s, zones))
-                                      for s in servers]})
+    addresses = _addresses(req, servers)
+    return json_response({"servers": [
+        dict(render.server(req, s, _zone(req, s, zones)), addresses=addresses[s.uuid])
+        for s in servers]})
 
 
 def _owner_filter(req: Req) -> str | None:
@@ -109,8 +118,9 @@ def show_server(req: Req) -> webob.Response:
     with db.read(req.api.dbs.api) as conn:
         group = group_store.group_of(conn, server.uuid)
     zones = ops.host_zones(req.api)
-    return json_response({"server": render.server(req, server, _zone(req, server, zones),
-                                                  [group.uuid] if group else [])})
+    body = render.server(req, server, _zone(req, server, zones), [group.uuid] if group else [])
+    body["addresses"] = _addresses(req, [server])[server.uuid]
+    return json_response({"server": body})
 
 
 def delete_server(req: Req) -> webob.Response:
