@@ -202,3 +202,42 @@ def provider_resources(port: Mapping[str, Any],
         for rc, amount in group.resources.items():
             held[rc] = held.get(rc, 0) + int(amount)
     return out
+
+
+def map_groups(groups: Sequence[PortGroup],
+               allocation: Mapping[str, Mapping[str, int]],
+               traits: Mapping[str, Iterable[str]]) -> dict[str, str]:
+    """Which provider of an existing ``allocation`` ({provider: {class: amount}}) serves
+    each group, from the providers' ``traits``: Placement gives ``mappings`` only for a
+    new candidate, so a revert (and a heal) work them out again, as Nova's
+    ``map_requested_resources_to_providers`` does. Each group takes one provider that
+    has its traits and still holds enough of its classes once the groups mapped before
+    it took theirs; backtracking tries the other choices. MappingMissing if none fits."""
+    have = {rp: set(traits.get(rp, ())) for rp in allocation}
+    left = {rp: dict(amounts) for rp, amounts in allocation.items()}
+    chosen: dict[str, str] = {}
+
+    def place(i: int) -> bool:
+        if i == len(groups):
+            return True
+        group = groups[i]
+        for rp in sorted(left):
+            if not set(group.required) <= have[rp]:
+                continue
+            if any(left[rp].get(rc, 0) < n for rc, n in group.resources.items()):
+                continue
+            for rc, n in group.resources.items():
+                left[rp][rc] -= n
+            chosen[group.suffix] = rp
+            if place(i + 1):
+                return True
+            for rc, n in group.resources.items():
+                left[rp][rc] += n
+            del chosen[group.suffix]
+        return False
+
+    if not place(0):
+        raise MappingMissing(
+            "no provider of the allocation can serve request group(s) "
+            + ", ".join(g.suffix for g in groups))
+    return dict(chosen)

@@ -507,7 +507,8 @@ def test_stratus_compute_reports_its_host_and_stops_cleanly_on_sigterm(
 
 
 @pytest.mark.parametrize(("args", "fragment"), [
-    (["--rpc-version", "2.0"], "--rpc-version 2.0: this compute speaks ComputeRPC 1.2"),
+    (["--rpc-version", "2.0"],
+     f"--rpc-version 2.0: this compute speaks ComputeRPC {ComputeRPC.version}"),
     (["--rpc-version", "new"], "--rpc-version: invalid version 'new'"),
     (["--transport-url", ""], "no message bus"),
     (["--fleet", "/nonexistent.yaml"], "cannot read fleet file"),

@@ -3,12 +3,18 @@ formats, and reading them back (what the conductor, the computes and the API use
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stratus.network.model import (
     MappingMissing,
+    PortGroup,
     QosRule,
     binding_allocation,
+    map_groups,
     port_groups,
     provider_resources,
     resource_request,
@@ -103,3 +109,66 @@ def test_what_a_bound_port_holds_per_provider():
     legacy = _port(resource_request(PORT, "normal", "physnet1", "flat", [BW], legacy=True),
                    "nic")
     assert provider_resources(legacy) == {"nic": {"NET_BW_EGR_KILOBIT_PER_SEC": 1000}}
+
+
+# ---- working the mapping out again from an allocation (revert, heal) -------------------
+
+
+PHYS = ("CUSTOM_PHYSNET_A", "CUSTOM_PHYSNET_B")
+
+
+def _group(suffix: str, physnet: str, kbps: int) -> PortGroup:
+    return PortGroup("port", suffix, {"NET_BW_EGR_KILOBIT_PER_SEC": kbps}, (physnet,))
+
+
+def test_map_groups_uses_traits_and_amounts():
+    groups = [_group("g1", PHYS[0], 10), _group("g2", PHYS[1], 10), _group("g3", PHYS[0], 5)]
+    allocation = {"root": {"VCPU": 1}, "nicA": {"NET_BW_EGR_KILOBIT_PER_SEC": 15},
+                  "nicB": {"NET_BW_EGR_KILOBIT_PER_SEC": 10}}
+    traits = {"nicA": [PHYS[0]], "nicB": [PHYS[1]], "root": []}
+    assert map_groups(groups, allocation, traits) == {"g1": "nicA", "g2": "nicB",
+                                                      "g3": "nicA"}
+    with pytest.raises(MappingMissing):
+        map_groups([*groups, _group("g4", PHYS[1], 1)], allocation, traits)
+
+
+def test_map_groups_backtracks():
+    """A greedy first choice (the bigger NIC for the small group) would leave the big
+    group nowhere."""
+    groups = [_group("small", PHYS[0], 5), _group("big", PHYS[0], 20)]
+    allocation = {"a": {"NET_BW_EGR_KILOBIT_PER_SEC": 20},
+                  "b": {"NET_BW_EGR_KILOBIT_PER_SEC": 5}}
+    traits = {"a": [PHYS[0]], "b": [PHYS[0]]}
+    assert map_groups(groups, allocation, traits) == {"small": "b", "big": "a"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(PHYS), st.integers(1, 20)), min_size=1,
+                max_size=4),
+       st.lists(st.tuples(st.sampled_from(PHYS), st.integers(0, 40)), min_size=1,
+                max_size=4))
+def test_map_groups_finds_an_assignment_exactly_when_one_exists(wanted, nics):
+    """Against brute force: an answer only when some assignment fits, and every answer
+    fits (traits held, amounts within what each provider holds)."""
+    groups = [_group(f"g{i}", p, n) for i, (p, n) in enumerate(wanted)]
+    allocation = {f"nic{j}": {"NET_BW_EGR_KILOBIT_PER_SEC": n} for j, (_, n) in
+                  enumerate(nics)}
+    traits = {f"nic{j}": [p] for j, (p, _) in enumerate(nics)}
+
+    def fits(assignment: dict[str, str]) -> bool:
+        used: dict[str, int] = {}
+        for g in groups:
+            rp = assignment[g.suffix]
+            if g.required[0] not in traits[rp]:
+                return False
+            used[rp] = used.get(rp, 0) + g.resources["NET_BW_EGR_KILOBIT_PER_SEC"]
+        return all(used[rp] <= allocation[rp]["NET_BW_EGR_KILOBIT_PER_SEC"] for rp in used)
+
+    possible = any(fits(dict(zip([g.suffix for g in groups], choice, strict=True)))
+                   for choice in itertools.product(allocation, repeat=len(groups)))
+    try:
+        found = map_groups(groups, allocation, traits)
+    except MappingMissing:
+        assert not possible
+    else:
+        assert fits(found)
