@@ -261,7 +261,9 @@ def test_qos_rules_and_the_requests_they_make(net):
         "min_kbps": -1}}), 400, "HTTPBadRequest")
     error(net.post(f"{base}/minimum_bandwidth_rules", json={"minimum_bandwidth_rule": {
         "min_kbps": 1, "direction": "sideways"}}), 400, "HTTPBadRequest")
-    error(net.post(f"{base}/teleport_rules", json={}), 404, "HTTPNotFound")
+    assert "Unknown QoS rule type 'teleport'" in error(
+        net.post(f"{base}/teleport_rules", json={}), 400, "InvalidInput")
+    error(net.get(f"{base}/teleport"), 404, "HTTPNotFound")
     error(net.get(f"/qos/policies/{uuidlib.uuid4()}"), 404, "QosPolicyNotFound")
     rules = net.get(base).json()["policy"]["rules"]
     assert sorted(r["type"] for r in rules) == ["minimum_bandwidth", "minimum_packet_rate"]

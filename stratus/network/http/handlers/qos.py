@@ -67,11 +67,16 @@ def delete_policy(req: Req) -> webob.Response:
 
 
 def _kind(req: Req) -> RuleType:
-    """The rule type the URL's collection names (``minimum_bandwidth_rules``); 404 else."""
+    """The rule type the URL's collection names (``minimum_bandwidth_rules``). An unknown
+    ``*_rules`` type is a 400 that lists the known ones (Neutron answers 404, as for any
+    unknown path, which tells a client less); any other path is 404."""
     collection = req.arg("rules")
     for kind in RULE_TYPES.values():
         if kind.collection == collection:
             return kind
+    if collection.endswith("_rules"):
+        raise errors.BadRequest(f"Unknown QoS rule type {collection[:-len('_rules')]!r}; "
+                                f"known: {', '.join(sorted(RULE_TYPES))}.", "InvalidInput")
     raise errors.NotFound("The resource could not be found.", "HTTPNotFound")
 
 
