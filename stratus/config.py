@@ -135,6 +135,15 @@ OPTIONS: list[Option] = [
     Option("DEFAULT", "allow_resize_to_same_host", bool, False,
            "Let a resize pick the server's current host (Nova's option of that name); "
            "otherwise the scheduler ignores it. Turn on for one-host clouds."),
+    Option("DEFAULT", "shelved_offload_time", int, 0,
+           "Seconds a shelved server stays on its host before it is offloaded (Nova's "
+           "option): 0 offloads at once, -1 never (shelveOffload does it); Stratus "
+           "offloads either at once or on request.", minimum=-1),
+    Option("upgrade_levels", "compute", str, "",
+           "Pin the ComputeRPC version the API and the conductor send (e.g. 1.3) during a "
+           "rolling upgrade, or 'auto' for the oldest compute's; empty: the newest. A "
+           "pinned 1.3 cannot move servers whose ports have resource requests (the move "
+           "fails cleanly on the compute, design document 004)."),
     Option("conductor", "stuck_move_after", int, 600,
            "Seconds after which `stratus conductor`, when it starts, takes over a server move "
            "that no conductor finished (one crashed mid-move) and drives it to an end: "
@@ -164,8 +173,8 @@ OPTIONS: list[Option] = [
            "Hosts tried per server: the chosen one plus max_attempts - 1 alternates "
            "for reschedules after a failed spawn.", minimum=1),
     Option("scheduler", "enabled_filters", list,
-           ["compute", "hosts_requested", "availability_zone", "server_group_affinity",
-            "server_group_anti_affinity"],
+           ["compute", "compute_version", "hosts_requested", "availability_zone",
+            "server_group_affinity", "server_group_anti_affinity"],
            "Host filters, in order (stratus/scheduler/filters.py names)."),
     Option("scheduler", "request_filters", list,
            ["disabled_cells", "availability_zone", "tenant_isolation"],

@@ -14,9 +14,9 @@ class Undo:
     """A stack of undo steps, run newest first; a failing undo is logged, not raised."""
 
     def __init__(self) -> None:
-        self._steps: list[tuple[str, Callable[[], None]]] = []
+        self._steps: list[tuple[str, Callable[[], object]]] = []
 
-    def push(self, what: str, step: Callable[[], None]) -> None:
+    def push(self, what: str, step: Callable[[], object]) -> None:
         self._steps.append((what, step))
 
     def rollback(self) -> None:

@@ -245,7 +245,7 @@ class AllInOne:
 
     def _control_plane(self, api_bus: Bus) -> ConductorContext:
         """Scheduler and conductor on the bus; the conductor's context."""
-        from stratus.conductor.manager import CellBuses, ConductorManager
+        from stratus.conductor.manager import CellBuses, ConductorManager, compute_cap
         from stratus.conductor.rpcapi import ConductorRPC
         from stratus.scheduler.host_manager import HostManager
         from stratus.scheduler.manager import SchedulerManager, SchedulerOptions
@@ -266,7 +266,9 @@ class AllInOne:
         self.started.closers.append(hosts.close)   # its pool of cell readers
         api_bus.serve(SchedulerRPC, SchedulerManager(self.placement_client(), self.api_engine,
                                                      hosts, options), server="allinone")
-        buses = CellBuses(api_bus, identity="conductor:allinone")
+        buses = CellBuses(api_bus, identity="conductor:allinone",
+                          compute_cap=compute_cap(str(config.get("upgrade_levels", "compute")),
+                                                  self.api_engine, self.engines))
         self.started.closers.append(buses.close)
         ctx = ConductorContext(api_engine=self.api_engine, engines=self.engines,
                                placement=self.placement_client(),
@@ -274,7 +276,8 @@ class AllInOne:
                                compute=buses.compute_client,
                                max_attempts=config.get("scheduler", "max_attempts"),
                                claim_retries=config.get("scheduler", "claim_retries"),
-                               network=self.network_client())
+                               network=self.network_client(),
+                               service_down_time=config.get("compute", "service_down_time"))
         conductor = ConductorManager(ctx)
         api_bus.serve(ConductorRPC, conductor, server="allinone")
         for cell in self.cells.values():

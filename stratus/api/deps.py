@@ -31,6 +31,7 @@ class ComputeAPIDeps:
     default_az: str = DEFAULT_AZ
     internal_az: str = INTERNAL_AZ
     allow_resize_to_same_host: bool = False
+    shelved_offload_time: int = 0
     clock: Callable[[], dt.datetime] = services.utcnow
     # The network service (ports, QoS, bindings); None: servers boot without ports.
     network: NetworkClient | None = None

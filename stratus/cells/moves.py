@@ -5,11 +5,15 @@ flight and until it is confirmed or reverted, the migration holds the source
 host's allocations and the instance holds the destination's (design document
 004), so both copies are on the books and a revert cannot find its source full.
 
-Statuses follow Nova's for a resize::
+Statuses follow Nova's, per kind of move::
 
-    pre-migrating -> migrating -> post-migrating -> finished -> confirming -> confirmed
-                                                             \\-> reverting -> reverted
-    (any step before finished) -> error
+    resize, migration:  pre-migrating -> migrating -> post-migrating -> finished
+                          -> confirming -> confirmed  |  -> reverting -> reverted
+    live-migration:     accepted -> preparing -> running -> completed
+    evacuation:         accepted -> pre-migrating -> done (the source's allocations stay
+                          with the migration until its compute is back and drops its
+                          copy) -> completed
+    (any step before the end) -> error
 """
 
 from __future__ import annotations
@@ -29,16 +33,26 @@ from stratus.cells.services import utcnow
 PRE_MIGRATING, MIGRATING, POST_MIGRATING = "pre-migrating", "migrating", "post-migrating"
 FINISHED, CONFIRMING, CONFIRMED = "finished", "confirming", "confirmed"
 REVERTING, REVERTED, ERROR = "reverting", "reverted", "error"
+ACCEPTED, PREPARING, RUNNING, COMPLETED = "accepted", "preparing", "running", "completed"
+DONE = "done"   # an evacuation whose source has not cleaned up yet
 # A move in one of these still holds (or is about to hold) a migration allocation.
-IN_PROGRESS = (PRE_MIGRATING, MIGRATING, POST_MIGRATING, FINISHED, CONFIRMING, REVERTING)
+IN_PROGRESS = (PRE_MIGRATING, MIGRATING, POST_MIGRATING, FINISHED, CONFIRMING, REVERTING,
+               ACCEPTED, PREPARING, RUNNING, DONE)
+ENDED = (CONFIRMED, REVERTED, ERROR, COMPLETED)
 
 RESIZE, MIGRATION = "resize", "migration"   # migration: a cold migration
+LIVE_MIGRATION, EVACUATION = "live-migration", "evacuation"
 
 # The instance's side of a move, written by the API and the conductor alike.
 RESIZED = "resized"   # vm_state once the moved copy runs, until confirm or revert
 RESIZE_PREP, RESIZE_MIGRATING = "resize_prep", "resize_migrating"   # task states
 RESIZE_MIGRATED = "resize_migrated"
 RESIZE_CONFIRMING, RESIZE_REVERTING = "resize_confirming", "resize_reverting"
+LIVE_MIGRATING = "migrating"                                      # task state
+REBUILDING, REBUILD_SPAWNING = "rebuilding", "rebuild_spawning"  # evacuate's
+SHELVING, SHELVING_OFFLOADING = "shelving", "shelving_offloading"
+UNSHELVING = "unshelving"
+SHELVED, SHELVED_OFFLOADED, STOPPED = "shelved", "shelved_offloaded", "stopped"   # vm states
 
 
 @dataclass(frozen=True)

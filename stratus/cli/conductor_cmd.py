@@ -42,7 +42,7 @@ def cmd_conductor(args: argparse.Namespace) -> int:
     from stratus.bus import Bus
     from stratus.cells.engines import CellEngines
     from stratus.conductor.build import ConductorContext
-    from stratus.conductor.manager import CellBuses, ConductorManager
+    from stratus.conductor.manager import CellBuses, ConductorManager, compute_cap
     from stratus.conductor.recovery import recover_moves
     from stratus.conductor.rpcapi import ConductorRPC
     from stratus.scheduler.rpcapi import SchedulerRPC
@@ -53,13 +53,16 @@ def cmd_conductor(args: argparse.Namespace) -> int:
     placement = placement_client(config)
     network = network_client(config)
     bus: Bus = open_bus(config, f"conductor:{name}")
-    buses = CellBuses(bus, identity=f"conductor:{name}")
     engines = CellEngines()
+    buses = CellBuses(bus, identity=f"conductor:{name}",
+                      compute_cap=compute_cap(str(config.get("upgrade_levels", "compute")),
+                                              engine, engines))
     ctx = ConductorContext(api_engine=engine, engines=engines, placement=placement,
                            scheduler=bus.client(SchedulerRPC), compute=buses.compute_client,
                            max_attempts=config.get("scheduler", "max_attempts"),
                            claim_retries=config.get("scheduler", "claim_retries"),
-                           network=network)
+                           network=network,
+                           service_down_time=config.get("compute", "service_down_time"))
     try:
         bus.serve(ConductorRPC, ConductorManager(ctx), server=name)
         recovered = recover_moves(ctx, dt.timedelta(

@@ -19,6 +19,7 @@ from stratus.cells import services
 from stratus.compute import cell_records
 from stratus.compute.drivers import Driver, Instance
 from stratus.compute.drivers.errors import DriverError, InstanceNotFound
+from stratus.compute.moves import MoveSteps
 from stratus.compute.resource_tracker import ResourceTracker
 from stratus.network import client as nc
 from stratus.network.model import binding_allocation
@@ -33,7 +34,7 @@ class Rescheduler(Protocol):
     def reschedule(self, instance_uuid: str, failed_host: str, reason: str) -> None: ...
 
 
-class ComputeManager:
+class ComputeManager(MoveSteps):
     def __init__(self, host: str, driver: Driver, tracker: ResourceTracker,
                  cell_engine: Engine, conductor: Rescheduler | None, *,
                  clock: Callable[[], dt.datetime] = services.utcnow,
@@ -53,7 +54,7 @@ class ComputeManager:
         uuid = str(instance["uuid"])
         target = Instance(uuid, str(instance.get("name", "")), instance.get("node"))
         try:
-            bound = self.bind_ports(uuid, instance.get("port_ids") or [],
+            bound = self.bind_ports(uuid, request_spec.get("port_ids") or [],
                                     request_spec.get("provider_mappings") or {})
         except Exception as exc:
             self._reschedule(uuid, f"its ports could not be bound here: {exc}")
@@ -125,40 +126,6 @@ class ComputeManager:
             LOG.info("%s: instance %s was not on this host", self.host, instance_uuid)
         with db.write(self.cell_engine) as conn:
             cell_records.instance_deleted(conn, instance_uuid, self.clock())
-
-    # ---- resize (the conductor drives it and writes the records) -------------------
-
-    def resize_instance(self, instance_uuid: str) -> None:
-        self.driver.begin_migration(instance_uuid)
-        LOG.info("%s: instance %s powered off for its resize", self.host, instance_uuid)
-
-    def finish_resize(self, instance: dict, allocations: dict) -> str:
-        uuid = str(instance["uuid"])
-        node = self.driver.spawn(Instance(uuid, str(instance.get("name", "")),
-                                          instance.get("node")), allocations)
-        LOG.info("%s: resized instance %s runs on node %s", self.host, uuid, node)
-        return node
-
-    def confirm_resize(self, instance_uuid: str) -> None:
-        try:
-            self.driver.confirm_migration(instance_uuid)
-        except InstanceNotFound:
-            LOG.info("%s: no copy of %s left to drop", self.host, instance_uuid)
-
-    def revert_resize(self, instance_uuid: str) -> None:
-        try:
-            self.driver.destroy(instance_uuid)
-        except InstanceNotFound:
-            LOG.info("%s: resized copy of %s already gone", self.host, instance_uuid)
-
-    def finish_revert_resize(self, instance_uuid: str) -> None:
-        try:
-            self.driver.revert_migration(instance_uuid)
-        except InstanceNotFound:
-            self.driver.instance(instance_uuid)   # already running here: done (a repeat)
-            return
-        LOG.info("%s: instance %s runs here again (resize reverted)", self.host,
-                 instance_uuid)
 
     def _reschedule(self, uuid: str, reason: str) -> None:
         LOG.warning("%s: build of %s failed: %s", self.host, uuid, reason)

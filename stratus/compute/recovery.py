@@ -17,6 +17,7 @@ while its compute was down (a "local delete") is the usual case.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import Any
@@ -27,6 +28,7 @@ from sqlalchemy.engine import Engine
 from stratus.cells import moves
 from stratus.cells import schema as cs
 from stratus.compute.drivers import Driver, Instance
+from stratus.compute.drivers.errors import InstanceNotFound
 from stratus.placement.client import PlacementClient
 from stratus.storage import engine as db
 
@@ -36,6 +38,8 @@ LOG = logging.getLogger(__name__)
 # reschedules or the compute gets the build again).
 RUNNING_STATES = ("active", "resized", "stopped")
 LEFT_BEHIND = (moves.FINISHED, moves.CONFIRMING, moves.REVERTING)
+# Moves during which a powered-off copy on their source host is still the server's.
+KEEPS_SOURCE_COPY = tuple(st for st in moves.IN_PROGRESS if st != moves.DONE)
 
 
 def recover_instances(host: str, driver: Driver, cell_engine: Engine,
@@ -46,14 +50,20 @@ def recover_instances(host: str, driver: Driver, cell_engine: Engine,
         running = conn.execute(sa.select(t.c.uuid, t.c.name, t.c.node).where(
             t.c.host == host, t.c.deleted_at.is_(None),
             t.c.vm_state.in_(RUNNING_STATES))).all()
+        shelved = conn.execute(sa.select(t.c.uuid, t.c.name, t.c.node).where(
+            t.c.host == host, t.c.deleted_at.is_(None),
+            t.c.vm_state == moves.SHELVED)).all()
         left = conn.execute(sa.select(m.c.uuid, m.c.instance_uuid, m.c.source_node).where(
             m.c.source_compute == host, m.c.status.in_(LEFT_BEHIND))).all()
-    if not running and not left:
+    if not running and not left and not shelved:
         return 0
     held = _held_here(driver, placement)
     adopted = 0
     for row in running:
         adopted += driver.adopt(Instance(row.uuid, row.name, row.node), held.get(row.uuid, {}))
+    for row in shelved:   # powered off, still holding what it held
+        adopted += driver.adopt(Instance(row.uuid, row.name, row.node), held.get(row.uuid, {}),
+                                outgoing=True)
     for row in left:   # a resize's source copy is held by the migration's consumer
         adopted += driver.adopt(Instance(row.instance_uuid, "", row.source_node),
                                 held.get(row.uuid, {}), outgoing=True)
@@ -89,11 +99,12 @@ def reap_orphans(host: str, driver: Driver, cell_engine: Engine,
     t, m = cs.instances, cs.migrations
     with db.read(cell_engine) as conn:
         rows = {r.uuid: r for r in conn.execute(
-            sa.select(t.c.uuid, t.c.host, t.c.deleted_at).where(t.c.uuid.in_(uuids)))}
+            sa.select(t.c.uuid, t.c.host, t.c.deleted_at, t.c.vm_state)
+            .where(t.c.uuid.in_(uuids)))}
         moving: dict[str, list[sa.Row]] = {}
         for r in conn.execute(sa.select(m.c.instance_uuid, m.c.source_compute,
                                         m.c.dest_compute).where(
-                m.c.instance_uuid.in_(uuids), m.c.status.in_(moves.IN_PROGRESS))):
+                m.c.instance_uuid.in_(uuids), m.c.status.in_(KEEPS_SOURCE_COPY))):
             moving.setdefault(r.instance_uuid, []).append(r)
     reaped = []
     for placed in running:
@@ -108,8 +119,9 @@ def reap_orphans(host: str, driver: Driver, cell_engine: Engine,
     for placed in outgoing:
         uuid = placed.instance.uuid
         row = rows.get(uuid)
-        left_here = row is not None and row.deleted_at is None and any(
-            r.source_compute == host for r in moving.get(uuid, ()))
+        left_here = row is not None and row.deleted_at is None and (any(
+            r.source_compute == host for r in moving.get(uuid, ())) or (
+            row.host == host and row.vm_state == moves.SHELVED))
         if not left_here:
             driver.confirm_migration(uuid)
             reaped.append(uuid)
@@ -117,3 +129,28 @@ def reap_orphans(host: str, driver: Driver, cell_engine: Engine,
         LOG.warning("compute %s: destroyed %d guest(s) no record books here: %s", host,
                     len(reaped), ", ".join(reaped))
     return reaped
+
+
+def finish_evacuations(host: str, driver: Driver, cell_engine: Engine,
+                       placement: PlacementClient) -> list[str]:
+    """This host is back after its servers were evacuated: each one's old copy here goes,
+    what it held here (its migration's allocations) is freed, and the evacuation is
+    completed, as Nova's source compute does when it restarts. The migrations completed."""
+    m = cs.migrations
+    with db.read(cell_engine) as conn:
+        done = conn.execute(sa.select(m.c.uuid, m.c.instance_uuid).where(
+            m.c.source_compute == host, m.c.migration_type == moves.EVACUATION,
+            m.c.status == moves.DONE)).all()
+    finished = []
+    for uuid, instance_uuid in done:
+        for drop in (driver.destroy, driver.confirm_migration):
+            with contextlib.suppress(InstanceNotFound):
+                drop(instance_uuid)
+        placement.delete_allocations(uuid)
+        with db.write(cell_engine) as conn:
+            if moves.update(conn, uuid, expect=moves.DONE, status=moves.COMPLETED):
+                finished.append(uuid)
+    if finished:
+        LOG.info("compute %s: cleaned up %d evacuation(s) from this host", host,
+                 len(finished))
+    return finished

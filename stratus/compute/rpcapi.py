@@ -12,7 +12,17 @@ Versions:
   (destination: drop the resized copy), finish_revert_resize (source: run again).
 - 1.3: attach_interface, detach_interface (calls): the instance's allocations changed in
   place because a port with a resource request came or went; the hypervisor's books
-  follow (the API owns the Placement side and the port's binding).
+  follow (the API owns the Placement side and the port's binding). From 1.3 a build
+  binds the instance's ports (``request_spec["port_ids"]``) before it spawns.
+- 1.4: the other moves, and the ports through every move (design document 004):
+  ``finish_resize`` and ``finish_revert_resize`` take the ``request_spec`` whose
+  ``provider_mappings`` say which provider serves each port group, and bind the
+  instance's ports here with it; without it (a caller pinned to 1.3 by
+  ``[upgrade_levels] compute``) an instance whose ports have resource requests fails
+  the step with PortUpdateFailed. pre_live_migration (destination: start the incoming
+  copy; the conductor manages the port bindings of a live migration), rebuild_instance
+  (evacuation's destination), shelve_instance, shelve_offload_instance,
+  unshelve_instance.
 
 A compute started with ``--rpc-version 1.0`` advertises 1.0 (on the bus and, encoded by
 :func:`service_version`, in its ``services.version`` row), as a not-yet-upgraded compute
@@ -26,13 +36,15 @@ conductor (build, reschedule) own them; the compute only reports its providers.
 from __future__ import annotations
 
 from stratus.bus import RPCInterface, Version, rpc_method
+from stratus.compute import errors as compute_errors
 from stratus.compute.drivers import errors as driver_errors
 
 TOPIC = "compute"
 BINARY = "stratus-compute"
 SET_HOST_ENABLED_SINCE = "1.1"
 MOVES_SINCE = "1.2"
-INTERFACES_SINCE = "1.3"
+INTERFACES_SINCE = PORTS_SINCE = "1.3"
+PORT_MOVES_SINCE = "1.4"
 
 
 def service_version(rpc_version: str) -> int:
@@ -49,7 +61,7 @@ def rpc_version(service_version_number: int) -> str:
 
 class ComputeRPC(RPCInterface):
     service = "compute"
-    version = "1.3"
+    version = "1.4"
     errors = (
         driver_errors.HypervisorUnavailable,
         driver_errors.NodeNotFound,
@@ -58,6 +70,7 @@ class ComputeRPC(RPCInterface):
         driver_errors.InvalidAllocation,
         driver_errors.InsufficientCapacity,
         driver_errors.SpawnFailed,
+        compute_errors.PortUpdateFailed,
     )
 
     @rpc_method(since="1.0", kind="cast")
@@ -86,10 +99,12 @@ class ComputeRPC(RPCInterface):
         resize is confirmed or reverted."""
         raise NotImplementedError
 
-    @rpc_method(since=MOVES_SINCE)
-    def finish_resize(self, instance: dict, allocations: dict) -> str:
-        """Destination host: start the resized copy of ``instance`` (``{"uuid", "name",
-        "node"?}``) with its new allocations; the node it runs on."""
+    @rpc_method(since=MOVES_SINCE, arg_since={"request_spec": PORT_MOVES_SINCE})
+    def finish_resize(self, instance: dict, allocations: dict,
+                      request_spec: dict | None = None) -> str:
+        """Destination host: bind the instance's ports here (``request_spec``'s mappings
+        name each group's provider) and start the resized copy of ``instance``
+        (``{"uuid", "name", "node"?}``) with its new allocations; the node it runs on."""
         raise NotImplementedError
 
     @rpc_method(since=MOVES_SINCE)
@@ -104,9 +119,42 @@ class ComputeRPC(RPCInterface):
         not an error)."""
         raise NotImplementedError
 
-    @rpc_method(since=MOVES_SINCE)
-    def finish_revert_resize(self, instance_uuid: str) -> None:
-        """Source host: run the copy left behind again."""
+    @rpc_method(since=MOVES_SINCE, arg_since={"request_spec": PORT_MOVES_SINCE})
+    def finish_revert_resize(self, instance_uuid: str,
+                             request_spec: dict | None = None) -> None:
+        """Source host: bind the instance's ports here again (the spec's mappings, worked
+        out from the allocation given back) and run the copy left behind again."""
+        raise NotImplementedError
+
+    @rpc_method(since=PORT_MOVES_SINCE)
+    def pre_live_migration(self, instance: dict, allocations: dict) -> str:
+        """Live migration's destination: start the incoming copy with its allocations (its
+        ports get inactive bindings here from the conductor); the node."""
+        raise NotImplementedError
+
+    @rpc_method(since=PORT_MOVES_SINCE)
+    def rebuild_instance(self, instance: dict, allocations: dict,
+                         request_spec: dict) -> str:
+        """Evacuation's destination: bind the instance's ports here and start it anew with
+        its allocations (its own host is down); the node."""
+        raise NotImplementedError
+
+    @rpc_method(since=PORT_MOVES_SINCE)
+    def shelve_instance(self, instance_uuid: str) -> None:
+        """Power the instance off and keep it (and what it holds) here."""
+        raise NotImplementedError
+
+    @rpc_method(since=PORT_MOVES_SINCE)
+    def shelve_offload_instance(self, instance_uuid: str) -> None:
+        """Drop the shelved instance from this host and unbind its ports (they stay the
+        server's); the conductor frees its allocations."""
+        raise NotImplementedError
+
+    @rpc_method(since=PORT_MOVES_SINCE)
+    def unshelve_instance(self, instance: dict, allocations: dict | None,
+                          request_spec: dict | None) -> str:
+        """Run a shelved instance again: the copy kept here (``allocations`` None), or,
+        shelved offloaded, bind its ports here and start it with ``allocations``; the node."""
         raise NotImplementedError
 
     @rpc_method(since=INTERFACES_SINCE)

@@ -30,7 +30,7 @@ from stratus.cells import services
 from stratus.compute.drivers import Driver, HypervisorEvent
 from stratus.compute.events import HypervisorEventHandler
 from stratus.compute.manager import ComputeManager, Rescheduler
-from stratus.compute.recovery import reap_orphans, recover_instances
+from stratus.compute.recovery import finish_evacuations, reap_orphans, recover_instances
 from stratus.compute.resource_tracker import PassReport, ResourceTracker
 from stratus.compute.rpcapi import BINARY, ComputeRPC, service_version
 from stratus.network.client import NetworkClient
@@ -129,6 +129,7 @@ class ComputeService:
         if self.driver.connected:
             try:
                 reap_orphans(self.host, self.driver, self.cell_engine, self.orphan_grace)
+                finish_evacuations(self.host, self.driver, self.cell_engine, self.placement)
             except Exception:   # the pass itself must still run
                 LOG.exception("compute %s: reaping orphaned guests failed", self.host)
         self.last_report = self.tracker.update_available_resource()

@@ -19,8 +19,11 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from stratus.bus import BusError, RPCClient
+from stratus.cells import services
 from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CELL0_UUID, CellMapping, get_cell
+from stratus.compute.rpcapi import BINARY as COMPUTE_BINARY
+from stratus.compute.rpcapi import PORTS_SINCE
 from stratus.conductor import ports, records
 from stratus.network import client as nc
 from stratus.placement import client as pc
@@ -49,10 +52,21 @@ class ConductorContext:
     max_attempts: int = 3
     claim_retries: int = 3
     network: nc.NetworkClient | None = None
+    service_down_time: int = services.DEFAULT_SERVICE_DOWN_TIME
 
     def cell(self, uuid: str) -> CellMapping:
         with db.read(self.api_engine) as conn:
             return get_cell(conn, uuid)
+
+    def compute_up(self, cell: CellMapping, host: str) -> bool:
+        """Whether ``host``'s compute service has heartbeated lately (and is not forced
+        down): a call to a down one would only wait out its timeout."""
+        with db.read(self.engines.get(cell)) as conn:
+            try:
+                svc = services.get_by_host(conn, host, COMPUTE_BINARY)
+            except services.ServiceNotFound:
+                return False
+        return svc.is_up(services.utcnow(), self.service_down_time)
 
 
 def bury_in_cell0(ctx: ConductorContext, instance: dict[str, Any], spec: dict[str, Any],
@@ -76,11 +90,11 @@ def bury_in_cell0(ctx: ConductorContext, instance: dict[str, Any], spec: dict[st
 
 def cast_build(ctx: ConductorContext, cell: CellMapping, instance: dict[str, Any],
                selected: dict[str, Any], spec: dict[str, Any],
-               alternates: list[dict[str, Any]], port_ids: list[str]) -> None:
-    """Hand the build to the chosen compute; it binds ``port_ids`` to itself, each with
-    the provider the spec's mappings name for its groups, then spawns."""
+               alternates: list[dict[str, Any]]) -> None:
+    """Hand the build to the chosen compute; it binds the spec's ``port_ids`` to itself,
+    each with the provider the spec's mappings name for its groups, then spawns."""
     body = dict(instance, host=selected["host"], node=selected["nodename"],
-                cell_uuid=cell.uuid, flavor=spec["flavor"], port_ids=port_ids)
+                cell_uuid=cell.uuid, flavor=spec["flavor"])
     ctx.compute(cell).prepare(server=selected["host"]).cast(
         "build_and_run_instance", instance=body,
         allocations=selected["allocation_request"]["allocations"],
@@ -104,7 +118,7 @@ class BuildTask:
                 records.map_instance(conn, instance["uuid"], None, instance["project_id"],
                                      instance.get("user_id"))
         try:
-            specs, port_ids = self._port_specs()
+            specs = self._port_specs()
             picks = self._schedule(uuids, specs)
         except (NoValidHost, BusError, nc.NetworkClientError) as exc:
             reason = str(exc) if not isinstance(exc, nc.NetworkClientError) else \
@@ -116,7 +130,7 @@ class BuildTask:
             self._undo.push("release the claim", self._unclaimer(instance["uuid"]))
             try:
                 self._build_one(instance, selections[0], selections[1:],
-                                specs[instance["uuid"]], port_ids[instance["uuid"]])
+                                specs[instance["uuid"]])
             except BuildAborted as exc:
                 LOG.info("%s", exc)
                 self.rollback()
@@ -128,23 +142,25 @@ class BuildTask:
                 self._undo.forget()   # the compute has it now; reschedule takes over
                 self.built.append(instance["uuid"])
 
-    def _port_specs(self) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
-        """Each instance's spec with its ports' requests, and its port ids (the ports a
-        boot's networks ask for are made first)."""
+    def _port_specs(self) -> dict[str, dict[str, Any]]:
+        """Each instance's spec with its ports and their requests (the ports a boot's
+        networks ask for are made first)."""
         uuids = [i["uuid"] for i in self.instances]
         for instance in self.instances:
             ports.make_boot_ports(self.ctx.network, self.ctx.api_engine, instance, self.spec)
         found = ports.read_ports(self.ctx.network, self.ctx.api_engine, uuids)
-        specs = {u: ports.with_ports(self.spec, found[u]) if found[u] else self.spec
-                 for u in uuids}
-        return specs, {u: [str(p["id"]) for p in found[u]] for u in uuids}
+        return {u: ports.with_ports(self.spec, found[u]) if found[u] else self.spec
+                for u in uuids}
 
     def _schedule(self, uuids: list[str], specs: dict[str, dict[str, Any]]
                   ) -> list[list[dict[str, Any]]]:
         """Selections per instance. Servers whose ports ask for resources are scheduled one
         by one (their groups are their own ports'); the batch stays all or nothing."""
         if not any(ports.has_requests(spec) for spec in specs.values()):
-            return list(self.ctx.scheduler.call("select_destinations", request_spec=self.spec,
+            spec = self.spec
+            if any(s.get("port_ids") for s in specs.values()):   # ports, but no requests
+                spec = dict(self.spec, needs_compute=PORTS_SINCE)
+            return list(self.ctx.scheduler.call("select_destinations", request_spec=spec,
                                                 instance_uuids=uuids, return_alternates=True))
         picks: list[list[dict[str, Any]]] = []
         try:
@@ -161,8 +177,7 @@ class BuildTask:
         return picks
 
     def _build_one(self, instance: dict[str, Any], selected: dict[str, Any],
-                   alternates: list[dict[str, Any]], spec: dict[str, Any],
-                   port_ids: list[str]) -> None:
+                   alternates: list[dict[str, Any]], spec: dict[str, Any]) -> None:
         uuid = instance["uuid"]
         cell = self.ctx.cell(selected["cell_uuid"])
         with db.write(self.ctx.engines.get(cell)) as conn:
@@ -180,7 +195,7 @@ class BuildTask:
             records.save_request_spec(conn, uuid, self.spec, {
                 "instance": instance, "host": selected["host"], "alternates": alternates,
                 "failures": []})
-        cast_build(self.ctx, cell, instance, selected, spec, alternates, port_ids)
+        cast_build(self.ctx, cell, instance, selected, spec, alternates)
 
     def _unclaimer(self, uuid: str) -> Callable[[], None]:
         return lambda: claims.unclaim(self.ctx.placement, uuid)
@@ -245,8 +260,7 @@ class RescheduleTask:
                     "instance": instance, "host": selected["host"],
                     "alternates": alternates, "failures": failures})
             cast_build(self.ctx, cell, instance, selected,
-                       ports.with_ports(spec, found) if found else spec, alternates,
-                       [str(p["id"]) for p in found])
+                       ports.with_ports(spec, found) if found else spec, alternates)
             self.outcome = f"rebuilt on {selected['host']}"
             return
         self.rollback_to_error(cell, spec, instance, failures)

@@ -7,10 +7,18 @@ import logging
 import threading
 from typing import Any
 
+from sqlalchemy.engine import Engine
+
 from stratus.bus import Bus, RPCClient
+from stratus.cells import mappings, services
+from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
-from stratus.conductor import resize
+from stratus.compute.rpcapi import BINARY, rpc_version
+from stratus.conductor import resize, shelve
 from stratus.conductor.build import BuildTask, ConductorContext, RescheduleTask
+from stratus.conductor.evacuate import EvacuateTask
+from stratus.conductor.live_migrate import LiveMigrationTask
+from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
 
@@ -19,9 +27,12 @@ class CellBuses:
     """A bus per cell transport URL, opened on first use; ``default`` for cells that
     share the top-level bus (an empty or identical transport_url)."""
 
-    def __init__(self, default: Bus, identity: str = "conductor") -> None:
+    def __init__(self, default: Bus, identity: str = "conductor",
+                 compute_cap: str | None = None) -> None:
         self.default = default
         self.identity = identity
+        # [upgrade_levels] compute: the newest ComputeRPC version computes are sent.
+        self.compute_cap = compute_cap or None
         self._lock = threading.Lock()
         self._buses: dict[str, Bus] = {}
 
@@ -39,13 +50,29 @@ class CellBuses:
     def compute_client(self, cell: CellMapping) -> RPCClient[Any]:
         from stratus.compute.rpcapi import ComputeRPC
 
-        return self.for_cell(cell).client(ComputeRPC)
+        return self.for_cell(cell).client(ComputeRPC, version_cap=self.compute_cap)
 
     def close(self) -> None:
         with self._lock:
             buses, self._buses = list(self._buses.values()), {}
         for bus in buses:
             bus.close()
+
+
+def compute_cap(setting: str, api_engine: Engine, engines: CellEngines) -> str | None:
+    """``[upgrade_levels] compute`` as a version cap: the version given, ``auto`` (the
+    oldest compute's now, over every cell), or None (the newest)."""
+    wanted = setting.strip()
+    if wanted != "auto":
+        return wanted or None
+    with db.read(api_engine) as conn:
+        cells = [c for c in mappings.list_cells(conn) if not c.is_cell0]
+    versions = []
+    for cell in cells:
+        with db.read(engines.get(cell)) as conn:
+            versions += [s.version for s in services.list_all(conn)
+                         if s.binary == BINARY and s.version]
+    return rpc_version(min(versions)) if versions else None
 
 
 class ConductorManager:
@@ -82,3 +109,27 @@ class ConductorManager:
     def revert_resize(self, instance_uuid: str, migration_uuid: str) -> None:
         outcome = resize.revert_resize(self.ctx, instance_uuid, migration_uuid)
         LOG.info("revert resize of %s: %s", instance_uuid, outcome)
+
+    def live_migrate_instance(self, instance_uuid: str, migration_uuid: str,
+                              request_spec: dict[str, Any]) -> None:
+        task = LiveMigrationTask(self.ctx, instance_uuid, migration_uuid, request_spec)
+        task.execute()
+        LOG.info("live migration of %s: %s", instance_uuid, task.outcome or "ignored")
+
+    def evacuate_instance(self, instance_uuid: str, migration_uuid: str,
+                          request_spec: dict[str, Any]) -> None:
+        task = EvacuateTask(self.ctx, instance_uuid, migration_uuid, request_spec)
+        task.execute()
+        LOG.info("evacuation of %s: %s", instance_uuid, task.outcome or "ignored")
+
+    def shelve_instance(self, instance_uuid: str, offload: bool) -> None:
+        LOG.info("shelve of %s: %s", instance_uuid,
+                 shelve.shelve(self.ctx, instance_uuid, offload))
+
+    def shelve_offload_instance(self, instance_uuid: str) -> None:
+        LOG.info("shelve offload of %s: %s", instance_uuid,
+                 shelve.shelve_offload(self.ctx, instance_uuid))
+
+    def unshelve_instance(self, instance_uuid: str, request_spec: dict[str, Any]) -> None:
+        LOG.info("unshelve of %s: %s", instance_uuid,
+                 shelve.unshelve(self.ctx, instance_uuid, request_spec))

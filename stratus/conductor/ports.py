@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from stratus.api.store import ports as port_store
+from stratus.compute.rpcapi import PORTS_SINCE
 from stratus.network import client as nc
 from stratus.network.model import port_groups, same_subtree
 from stratus.scheduler.request import RequestGroup, RequestSpec
@@ -90,12 +91,15 @@ def request_groups(ports: Sequence[Mapping[str, Any]]) -> tuple[list[RequestGrou
     return groups, subtrees
 
 
-def with_ports(spec: Mapping[str, Any], ports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``spec`` asking for what ``ports`` ask for (and no provider mappings yet)."""
+def with_ports(spec: Mapping[str, Any], ports: Sequence[Mapping[str, Any]],
+               needs_compute: str = PORTS_SINCE) -> dict[str, Any]:
+    """``spec`` asking for what ``ports`` ask for (and no provider mappings yet), for a
+    compute that binds them: one speaking ``needs_compute`` or newer."""
     groups, subtrees = request_groups(ports)
     parsed = RequestSpec.from_dict(dict(spec))
-    return replace(parsed, port_groups=groups, same_subtree=subtrees,
-                   provider_mappings={}).to_dict()
+    return replace(parsed, port_groups=groups, same_subtree=subtrees, provider_mappings={},
+                   port_ids=[str(p["id"]) for p in ports],
+                   needs_compute=needs_compute if ports else None).to_dict()
 
 
 def with_selection(spec: Mapping[str, Any], selection: Mapping[str, Any]) -> dict[str, Any]:

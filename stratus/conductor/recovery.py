@@ -33,6 +33,7 @@ from stratus.conductor.resize import (
     give_back,
     restore_source,
     revert_resize,
+    source_spec,
     still_wanted,
 )
 from stratus.storage import engine as db
@@ -95,8 +96,10 @@ def _roll_back(ctx: ConductorContext, cell: CellMapping, m: moves.Migration) -> 
     give_back(ctx, m.instance_uuid, m.uuid, alive, only_if_held=True)
     if m.source_compute:
         source = m.source_compute
-        _best_effort(lambda: restore_source(compute, source, m.instance_uuid, alive),
-                     f"restore the copy on {source}")
+        _best_effort(lambda: restore_source(
+            compute, source, m.instance_uuid, alive,
+            source_spec(ctx, m.instance_uuid, m.instance_uuid) if alive else None),
+            f"restore the copy on {source}")
     if alive:
         with db.write(engine) as conn:
             records.update_instance(conn, m.instance_uuid, live_only=True, vm_state=records.ACTIVE,

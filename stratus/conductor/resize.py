@@ -32,7 +32,7 @@ from sqlalchemy.engine import Engine
 from stratus.bus import BusError
 from stratus.cells import moves
 from stratus.cells.mappings import CellMapping
-from stratus.conductor import records
+from stratus.conductor import port_moves, ports, records
 from stratus.conductor.build import ConductorContext
 from stratus.scheduler import claims
 from stratus.scheduler.errors import NoValidHost
@@ -49,7 +49,7 @@ class ResizeFailed(Exception):
 
 
 @dataclass
-class _Move:
+class Move:
     """What every resize task reads first: the server's cell, its row, the migration."""
 
     cell: CellMapping
@@ -58,8 +58,8 @@ class _Move:
     migration: moves.Migration
 
 
-def _load(ctx: ConductorContext, instance_uuid: str, migration_uuid: str,
-          expect: str) -> _Move | None:
+def load_move(ctx: ConductorContext, instance_uuid: str, migration_uuid: str,
+          expect: str) -> Move | None:
     with db.read(ctx.api_engine) as conn:
         cell = records.cell_of_instance(conn, instance_uuid)
     if cell is None:
@@ -77,7 +77,7 @@ def _load(ctx: ConductorContext, instance_uuid: str, migration_uuid: str,
         LOG.warning("resize of %s ignored: migration %s is %s, not %s", instance_uuid,
                     migration_uuid, migration.status, expect)
         return None
-    return _Move(cell, engine, instance, migration)
+    return Move(cell, engine, instance, migration)
 
 
 def give_back(ctx: ConductorContext, instance_uuid: str, migration_uuid: str, wanted: bool,
@@ -98,11 +98,37 @@ def drop_copy(compute: Any, host: str, instance_uuid: str) -> None:
     compute.prepare(server=host).call("revert_resize", instance_uuid=instance_uuid)
 
 
-def restore_source(compute: Any, source: str, instance_uuid: str, wanted: bool) -> None:
-    """Run the powered-off source copy again; or drop it, if the server was deleted
-    meanwhile (the delete could not reach a copy that was not running)."""
-    method = "finish_revert_resize" if wanted else "confirm_resize"
-    compute.prepare(server=source).call(method, instance_uuid=instance_uuid)
+def drop_copy_if_any(compute: Any, host: str, instance_uuid: str) -> None:
+    """After a failed start on ``host``: a call that timed out may have started the copy
+    after all, so it is dropped; one that was never started is not an error."""
+    try:
+        drop_copy(compute, host, instance_uuid)
+    except Exception as exc:
+        LOG.info("%s: could not make sure %s holds no copy: %s", instance_uuid, host, exc)
+
+
+def restore_source(compute: Any, source: str, instance_uuid: str, wanted: bool,
+                   request_spec: dict[str, Any] | None = None) -> None:
+    """Run the powered-off source copy again, its ports bound there again (the spec's
+    mappings); or drop it, if the server was deleted meanwhile (the delete could not
+    reach a copy that was not running)."""
+    target = compute.prepare(server=source)
+    if not wanted:
+        target.call("confirm_resize", instance_uuid=instance_uuid)
+    elif request_spec is not None and port_moves.compute_can_bind(target):
+        target.call("finish_revert_resize", instance_uuid=instance_uuid,
+                    request_spec=request_spec)
+    else:
+        target.call("finish_revert_resize", instance_uuid=instance_uuid)
+
+
+def source_spec(ctx: ConductorContext, instance_uuid: str, consumer: str) -> dict[str, Any]:
+    """The saved spec, with mappings that serve the server's ports from what ``consumer``
+    holds at the source (for binding them there again)."""
+    with db.read(ctx.api_engine) as conn:
+        loaded = records.load_request_spec(conn, instance_uuid)
+    spec = loaded[0] if loaded else {}
+    return port_moves.back_to(ctx, instance_uuid, spec, consumer) if spec else {}
 
 
 def still_wanted(ctx: ConductorContext, instance_uuid: str) -> bool:
@@ -133,7 +159,7 @@ class ResizeTask:
     _undo: Undo = field(default_factory=Undo)
 
     def execute(self) -> None:
-        move = _load(self.ctx, self.instance_uuid, self.migration_uuid, moves.PRE_MIGRATING)
+        move = load_move(self.ctx, self.instance_uuid, self.migration_uuid, moves.PRE_MIGRATING)
         if move is None:
             return
         try:
@@ -143,10 +169,15 @@ class ResizeTask:
                 LOG.exception("resize of %s failed unexpectedly", self.instance_uuid)
             self._roll_back(move, str(exc) or type(exc).__name__)
 
-    def _resize(self, move: _Move) -> None:
+    def _resize(self, move: Move) -> None:
         source = move.migration.source_compute
         if not source:
             raise ResizeFailed("the server has no host to resize from")
+        try:
+            self.request_spec = port_moves.move_spec(self.ctx, self.instance_uuid,
+                                                     self.request_spec)
+        except Exception as exc:
+            raise ResizeFailed(f"the server's ports could not be read: {exc}") from None
         self._hold_source_allocations()
         try:
             [picks] = self.ctx.scheduler.call("select_destinations",
@@ -159,8 +190,10 @@ class ResizeTask:
         self._set(move, moves.MIGRATING, moves.RESIZE_MIGRATING, dest=picks[0])
         # Pushed before the call: a call that timed out may still have powered it off.
         self._undo.push(f"start {self.instance_uuid} again on {source}",
-                        lambda: restore_source(compute, source, self.instance_uuid,
-                                               still_wanted(self.ctx, self.instance_uuid)))
+                        lambda: restore_source(
+                            compute, source, self.instance_uuid,
+                            still_wanted(self.ctx, self.instance_uuid),
+                            source_spec(self.ctx, self.instance_uuid, self.migration_uuid)))
         compute.prepare(server=source).call("resize_instance",
                                             instance_uuid=self.instance_uuid)
         self._set(move, moves.POST_MIGRATING, moves.RESIZE_MIGRATED)
@@ -197,7 +230,7 @@ class ResizeTask:
                         lambda: give_back(self.ctx, self.instance_uuid, self.migration_uuid,
                                           still_wanted(self.ctx, self.instance_uuid)))
 
-    def _finish_somewhere(self, move: _Move, picks: list[dict[str, Any]]
+    def _finish_somewhere(self, move: Move, picks: list[dict[str, Any]]
                           ) -> tuple[dict[str, Any], str]:
         """Start the resized copy on the chosen host or, failing that, on the alternates
         (moving the claim each time), up to max_attempts hosts."""
@@ -211,9 +244,13 @@ class ResizeTask:
                     continue
                 self._set(move, None, moves.RESIZE_MIGRATED, dest=pick)
             try:
-                node = compute.prepare(server=pick["host"]).call(
-                    "finish_resize", instance=dict(body, node=pick["nodename"]),
-                    allocations=pick["allocation_request"]["allocations"])
+                target = compute.prepare(server=pick["host"])
+                extra: dict[str, Any] = {}
+                if port_moves.compute_can_bind(target):
+                    extra["request_spec"] = ports.with_selection(self.request_spec, pick)
+                node = target.call("finish_resize", instance=dict(body, node=pick["nodename"]),
+                                   allocations=pick["allocation_request"]["allocations"],
+                                   **extra)
             except Exception as exc:
                 LOG.warning("resize of %s: %s could not start it: %s", self.instance_uuid,
                             pick["host"], exc)
@@ -238,7 +275,7 @@ class ResizeTask:
                                retries=self.ctx.claim_retries)
         return None if outcome.ok else (outcome.reason or "refused")
 
-    def _set(self, move: _Move, status: str | None, task_state: str,
+    def _set(self, move: Move, status: str | None, task_state: str,
              dest: dict[str, Any] | None = None) -> None:
         values: dict[str, Any] = {}
         if status is not None:
@@ -250,7 +287,7 @@ class ResizeTask:
                 moves.update(conn, self.migration_uuid, **values)
             records.update_instance(conn, self.instance_uuid, task_state=task_state)
 
-    def _roll_back(self, move: _Move, reason: str) -> None:
+    def _roll_back(self, move: Move, reason: str) -> None:
         self._undo.rollback()
         with db.write(move.engine) as conn:
             moves.update(conn, self.migration_uuid, status=moves.ERROR)
@@ -260,7 +297,7 @@ class ResizeTask:
         LOG.warning("resize of %s rolled back: %s", self.instance_uuid, reason)
 
 
-def _abandon(move: _Move, action: str, reason: str) -> str:
+def _abandon(move: Move, action: str, reason: str) -> str:
     """A confirm or revert that changed nothing yet gives up: the server stays in
     VERIFY_RESIZE with the reason as its fault, and may be asked again."""
     migration = move.migration
@@ -277,7 +314,7 @@ def confirm_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: st
     """Drop the source copy and the migration's allocations; the server is ACTIVE where it
     was moved to. A source that cannot drop its copy leaves the server in VERIFY_RESIZE
     (the books must not forget a copy that still runs). Returns what happened."""
-    move = _load(ctx, instance_uuid, migration_uuid, moves.CONFIRMING)
+    move = load_move(ctx, instance_uuid, migration_uuid, moves.CONFIRMING)
     if move is None:
         return "ignored"
     source = move.migration.source_compute
@@ -302,17 +339,23 @@ def revert_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str
     that cannot leaves the server in VERIFY_RESIZE (try again later). After that, a
     failure leaves the server in ERROR on its source with records that match Placement.
     """
-    move = _load(ctx, instance_uuid, migration_uuid, moves.REVERTING)
+    move = load_move(ctx, instance_uuid, migration_uuid, moves.REVERTING)
     if move is None:
         return "ignored"
     migration = move.migration
     source, dest = migration.source_compute, migration.dest_compute
     compute = ctx.compute(move.cell)
-    try:
-        compute.prepare(server=dest).call("revert_resize", instance_uuid=instance_uuid)
-    except Exception as exc:
-        return _abandon(move, "revert",
-                        f"the destination {dest} did not drop the resized copy: {exc}")
+    if dest and dest != source and not ctx.compute_up(move.cell, dest):
+        # A dead destination cannot drop its copy; it reaps it when it comes back (the
+        # server is recorded on its source again, so the copy is nobody's).
+        LOG.warning("revert of %s: destination %s is down; its copy is reaped when it is "
+                    "back", instance_uuid, dest)
+    else:
+        try:
+            compute.prepare(server=dest).call("revert_resize", instance_uuid=instance_uuid)
+        except Exception as exc:
+            return _abandon(move, "revert",
+                            f"the destination {dest} did not drop the resized copy: {exc}")
     try:
         # (The migration holds nothing when a revert runs again after its conductor
         # stopped past this step.)
@@ -322,8 +365,8 @@ def revert_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str
         if not still_wanted(ctx, instance_uuid):   # deleted meanwhile: nothing to start
             compute.prepare(server=source).call("confirm_resize", instance_uuid=instance_uuid)
             return "deleted during the revert"
-        compute.prepare(server=source).call("finish_revert_resize",
-                                            instance_uuid=instance_uuid)
+        restore_source(compute, source or "", instance_uuid, True,
+                       source_spec(ctx, instance_uuid, instance_uuid))
     except Exception as exc:   # Placement or the source: the server needs an operator
         LOG.exception("revert of %s failed", instance_uuid)
         with db.write(move.engine) as conn:

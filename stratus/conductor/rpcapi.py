@@ -1,7 +1,9 @@
 """The conductor's RPC interface (topic ``conductor``).
 
 Versions: 1.0 build_instances, reschedule; 1.1 resize_instance, confirm_resize,
-revert_resize (the API records the migration first and casts these).
+revert_resize (the API records the migration first and casts these); 1.2
+live_migrate_instance, evacuate_instance, shelve_instance, shelve_offload_instance,
+unshelve_instance.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from stratus.bus import RPCInterface, rpc_method
 
 class ConductorRPC(RPCInterface):
     service = "conductor"
-    version = "1.1"
+    version = "1.2"
 
     @rpc_method(since="1.0", kind="cast")
     def build_instances(self, instances: list[dict[str, Any]],
@@ -49,4 +51,32 @@ class ConductorRPC(RPCInterface):
     @rpc_method(since="1.1", kind="cast")
     def revert_resize(self, instance_uuid: str, migration_uuid: str) -> None:
         """Go back to the source host and the old flavor (migration ``reverting``)."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.2", kind="cast")
+    def live_migrate_instance(self, instance_uuid: str, migration_uuid: str,
+                              request_spec: dict[str, Any]) -> None:
+        """Live-migrate the server (migration ``accepted``): ACTIVE on its new host, or on
+        its old one with the migration in ``error``."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.2", kind="cast")
+    def evacuate_instance(self, instance_uuid: str, migration_uuid: str,
+                          request_spec: dict[str, Any]) -> None:
+        """Rebuild the server of a down host elsewhere (migration ``accepted``)."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.2", kind="cast")
+    def shelve_instance(self, instance_uuid: str, offload: bool) -> None:
+        """Power the server off and keep it on its host (``offload``: then offload it)."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.2", kind="cast")
+    def shelve_offload_instance(self, instance_uuid: str) -> None:
+        """Drop a shelved server from its host and free what it held there."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.2", kind="cast")
+    def unshelve_instance(self, instance_uuid: str, request_spec: dict[str, Any]) -> None:
+        """Run a shelved server again (an offloaded one: scheduled like a boot)."""
         raise NotImplementedError

@@ -160,6 +160,19 @@ class PlacementClient:
             cls = ConcurrentUpdate if code == CONCURRENT_UPDATE else Conflict
         raise cls(method, url, resp.status_code, code, detail)
 
+    def max_version(self) -> str:
+        """The newest microversion the Placement API offers (its root document)."""
+        body = self._call("GET", "/").json()
+        versions = body.get("versions") or [{}]
+        return str(versions[0].get("max_version") or "1.0")
+
+    def check_version(self, needed: str) -> None:
+        """PlacementClientError (status 406) unless Placement offers ``needed``."""
+        have = self.max_version()
+        if tuple(map(int, have.split("."))) < tuple(map(int, needed.split("."))):
+            raise PlacementClientError("GET", "/", 406, None, f"Placement offers "
+                                       f"microversions up to {have}; {needed} is needed")
+
     # ---- candidates and claims -------------------------------------------
 
     def allocation_candidates(self, params: Sequence[tuple[str, str]]) -> Candidates:

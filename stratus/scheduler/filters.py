@@ -26,6 +26,17 @@ def compute(host: HostState, spec: RequestSpec) -> str | None:
     return None
 
 
+def compute_version(host: HostState, spec: RequestSpec) -> str | None:
+    """A request that needs a newer compute (one whose ports it must bind, design document
+    004's upgrade rule) passes over computes that are older; checked before choosing."""
+    if spec.needs_compute is None:
+        return None
+    major, _, minor = spec.needs_compute.partition(".")
+    if host.service_version < int(major) * 1000 + int(minor or 0):
+        return f"compute too old for this request (ComputeRPC {spec.needs_compute} needed)"
+    return None
+
+
 def hosts_requested(host: HostState, spec: RequestSpec) -> str | None:
     """Honour ignore_hosts, force_hosts and a requested destination host."""
     if host.host in spec.ignore_hosts:
@@ -59,6 +70,7 @@ def server_group_anti_affinity(host: HostState, spec: RequestSpec) -> str | None
 
 REGISTRY: dict[str, HostFilter] = {
     "compute": compute,
+    "compute_version": compute_version,
     "hosts_requested": hosts_requested,
     "availability_zone": availability_zone,
     "server_group_affinity": server_group_affinity,

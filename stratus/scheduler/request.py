@@ -130,6 +130,12 @@ class RequestSpec:
     port_groups: list[RequestGroup] = field(default_factory=list)
     same_subtree: list[list[str]] = field(default_factory=list)
     provider_mappings: dict[str, list[str]] = field(default_factory=dict)
+    # Every port of the server (with or without a resource request): the compute that
+    # takes it binds them.
+    port_ids: list[str] = field(default_factory=list)
+    # The oldest ComputeRPC version a destination must speak for this request (a server
+    # whose ports have resource requests moves only between computes that can bind them).
+    needs_compute: str | None = None
     # What the boot asked of the network: [{"network_id": ..., "fixed_ip": ...}]; the
     # conductor makes a port for each entry (ports the user brought are already the
     # server's). Kept with the spec: a recovered build must make the same ones.
@@ -244,6 +250,7 @@ def spec_to_dict(spec: RequestSpec) -> dict[str, object]:
         "port_groups": [_group_to_dict(g) for g in spec.port_groups],
         "same_subtree": [list(g) for g in spec.same_subtree],
         "provider_mappings": {k: list(v) for k, v in spec.provider_mappings.items()},
+        "port_ids": list(spec.port_ids), "needs_compute": spec.needs_compute,
         "requested_networks": [dict(n) for n in spec.requested_networks],
         "server_group": None if group is None else {
             "uuid": group.uuid, "policy": group.policy, "hosts": sorted(group.hosts),
@@ -255,7 +262,7 @@ def spec_to_dict(spec: RequestSpec) -> dict[str, object]:
 
 # What a saved request spec never holds: what the ports ask for, and where the last
 # scheduling put it (both re-read or re-made when needed).
-TRANSIENT = ("port_groups", "same_subtree", "provider_mappings")
+TRANSIENT = ("port_groups", "same_subtree", "provider_mappings", "port_ids", "needs_compute")
 
 
 def persistable(data: dict[str, object]) -> dict[str, object]:
@@ -289,6 +296,8 @@ def spec_from_dict(data: dict) -> RequestSpec:
             same_subtree=[[str(s) for s in g] for g in data.get("same_subtree", ())],
             provider_mappings={str(k): [str(rp) for rp in v]
                                for k, v in (data.get("provider_mappings") or {}).items()},
+            port_ids=[str(p) for p in data.get("port_ids", ())],
+            needs_compute=data.get("needs_compute"),
             requested_networks=[{str(k): str(v) for k, v in n.items()}
                                 for n in data.get("requested_networks", ())],
             server_group=None if not group else ServerGroup(

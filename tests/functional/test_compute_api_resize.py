@@ -241,21 +241,39 @@ def test_wrong_states_and_bad_requests_get_clear_errors(world):
     assert other.get("/os-migrations").status_code == 403
 
 
-def test_revert_and_confirm_are_refused_while_a_compute_they_need_is_down(world):
+def test_a_revert_goes_on_without_a_dead_destination(world):
+    """The destination died: the revert still takes the server back to its source and
+    frees the destination in Placement; the dead host drops its copy once it is back."""
     _, large, sid = two_hosts(world)
     resize(world, sid, large)
     settle(world, sid, "VERIFY_RESIZE")
     world.computes["cmp2"].stop()
     world.client.put(f"/os-services/{world.service_id('cmp2')}", json={"forced_down": True})
-    resp = action(world, sid, "revertResize")
-    assert resp.status_code == 409 and "cmp2 is down" in resp.text
-    server = world.client.get(f"/servers/{sid}").json()["server"]
-    assert (server["status"], server["OS-EXT-STS:task_state"]) == ("VERIFY_RESIZE", None)
-    assert migrations(world, sid)[0]["status"] == "finished"
+    assert action(world, sid, "revertResize").status_code == 202
+    server = settle(world, sid, "ACTIVE")
+    assert server[HOST] == "cmp1" and server["flavor"]["original_name"] == "small"
+    assert held(world, sid) == {"cmp1": SMALL}
+    [migration] = migrations(world, sid)
+    assert migration["status"] == "reverted" and held(world, migration["uuid"]) == {}
+    dest = world.computes["cmp2"]
+    assert dest.driver.instances()   # the dead host still has its copy...
+    dest.orphan_grace = 0
+    dest.start()
+    world.client.put(f"/os-services/{world.service_id('cmp2')}", json={"forced_down": False})
+    assert not dest.driver.instances()   # ...until it is back: reaped
+
+
+def test_confirm_is_refused_while_the_source_is_down(world):
+    _, large, sid = two_hosts(world)
+    resize(world, sid, large)
+    settle(world, sid, "VERIFY_RESIZE")
     world.computes["cmp1"].stop()
     world.client.put(f"/os-services/{world.service_id('cmp1')}", json={"forced_down": True})
     resp = action(world, sid, "confirmResize")
     assert resp.status_code == 409 and "cmp1 is down" in resp.text
+    server = world.client.get(f"/servers/{sid}").json()["server"]
+    assert (server["status"], server["OS-EXT-STS:task_state"]) == ("VERIFY_RESIZE", None)
+    assert migrations(world, sid)[0]["status"] == "finished"
     # Deleting still works, and frees both hosts in Placement.
     [migration] = migrations(world, sid)
     assert world.client.delete(f"/servers/{sid}").status_code == 204

@@ -79,7 +79,8 @@ def test_scheduler_refuses_an_unknown_filter_in_one_line(tmp_path):
         env=cli_helpers.clean_env(OS_SCHEDULER__ENABLED_FILTERS="compute,nope"))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "error: [scheduler]: unknown host filter(s): nope; known: compute, hosts_requested, "
+        "error: [scheduler]: unknown host filter(s): nope; known: compute, compute_version, "
+        "hosts_requested, "
         "availability_zone, server_group_affinity, server_group_anti_affinity"]
 
 
@@ -128,3 +129,37 @@ def test_scheduler_and_conductor_processes_over_rabbitmq(tmp_path, placement_app
                 proc.kill()
         bus.close()
         cloud.close()
+
+
+def test_scheduler_refuses_an_old_placement(tmp_path):
+    """Design document 001's upgrade order: Placement first. A scheduler pointed at a
+    Placement that does not offer the microversion it sends refuses to start."""
+    import http.server
+    import json
+    import threading
+
+    class OldPlacement(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:   # noqa: N802 (the stdlib's name)
+            body = json.dumps({"versions": [{"id": "v1.0", "max_version": "1.20",
+                                             "min_version": "1.0", "status": "CURRENT"}]})
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), OldPlacement)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = cli_helpers.run(
+            "stratus", "scheduler", "--transport-url", "inproc://x", "--data-dir",
+            str(tmp_path), "--sync-db", "--placement-url",
+            f"http://127.0.0.1:{server.server_port}", env=cli_helpers.clean_env())
+    finally:
+        server.shutdown()
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "is too old: Placement offers microversions up to 1.20; 1.39 is needed" in \
+        result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

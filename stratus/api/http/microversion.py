@@ -26,8 +26,12 @@ _HISTORY: list[tuple[int, str]] = [
     (70, "interface_tag"),              # os-interface bodies carry "tag"
     (71, "server_groups_in_server"),
     (72, "port_resource_request"),      # boot with ports that have a resource request
+    (77, "unshelve_zone"),              # unshelve {"availability_zone": ...}
     (75, "flavor_swap_zero"),           # swap 0 instead of ""
     (88, "hypervisor_no_stats"),        # hypervisor bodies lose vcpus, memory_mb, ...
+    # 2.89 (volume attachment ids) and 2.90 (server hostnames) change what Stratus does
+    # not have (volumes, hostnames), so they are served as they are.
+    (91, "unshelve_host"),              # unshelve {"host": ...} (admin)
 ]
 FEATURES: dict[str, int] = {name: minor for minor, name in _HISTORY}
 ACCEPTED_MIN = (2, 1)

@@ -23,7 +23,10 @@ STATUS = {"building": "BUILD", "active": "ACTIVE", "error": "ERROR", "deleted": 
 TASK_STATUS = {("active", moves.RESIZE_PREP): "RESIZE",
                ("active", moves.RESIZE_MIGRATING): "RESIZE",
                ("active", moves.RESIZE_MIGRATED): "RESIZE",
-               (moves.RESIZED, moves.RESIZE_REVERTING): "REVERT_RESIZE"}
+               (moves.RESIZED, moves.RESIZE_REVERTING): "REVERT_RESIZE",
+               ("active", moves.LIVE_MIGRATING): "MIGRATING",
+               **{(vm, task): "REBUILD" for vm in ("active", "stopped", "error")
+                  for task in (moves.REBUILDING, moves.REBUILD_SPAWNING)}}
 
 
 def status(s: Server) -> str:

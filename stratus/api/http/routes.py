@@ -44,6 +44,9 @@ ROUTES: list[tuple[str, Mapping[str, Handler]]] = [
     ("/servers/detail", {"GET": servers.list_servers_detail}),
     ("/servers/{server_id}", {"GET": servers.show_server, "DELETE": servers.delete_server}),
     ("/servers/{server_id}/action", {"POST": server_actions.server_action}),
+    ("/servers/{server_id}/migrations", {"GET": server_actions.list_server_migrations}),
+    ("/servers/{server_id}/migrations/{migration_id}", {
+        "GET": server_actions.show_server_migration}),
     ("/servers/{server_id}/os-interface", {"GET": interfaces.list_interfaces,
                                            "POST": interfaces.attach_interface}),
     ("/servers/{server_id}/os-interface/{port_id}", {"GET": interfaces.show_interface,

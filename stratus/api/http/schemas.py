@@ -236,6 +236,34 @@ SERVER_ACTION: dict[str, Any] = {
              "additionalProperties": False}]},
         "confirmResize": {"type": "null"},
         "revertResize": {"type": "null"},
+        "os-migrateLive": {
+            "type": "object",
+            "properties": {
+                "host": {"anyOf": [{"type": "null"}, _name()]},
+                "block_migration": {"anyOf": [{"type": "boolean"}, {"enum": ["auto"]},
+                                              {"type": "string", "pattern":
+                                               "^(?i:true|false|yes|no|1|0)$"}]},
+                "disk_over_commit": {"anyOf": [{"type": "boolean"}, {"type": "string"}]},
+                "force": {"type": "boolean"},
+            },
+            "required": ["block_migration"], "additionalProperties": False},
+        "evacuate": {
+            "type": "object",
+            "properties": {
+                "host": _name(),
+                "adminPass": {"type": "string", "maxLength": 255},
+                "onSharedStorage": {"anyOf": [{"type": "boolean"}, {"type": "string"}]},
+                "force": {"type": "boolean"},
+            },
+            "additionalProperties": False},
+        "shelve": {"type": "null"},
+        "shelveOffload": {"type": "null"},
+        "unshelve": {"anyOf": [
+            {"type": "null"},
+            {"type": "object",
+             "properties": {"availability_zone": {"anyOf": [{"type": "null"}, _name()]},
+                            "host": _name()},
+             "additionalProperties": False}]},
     },
     "minProperties": 1, "maxProperties": 1,
 }

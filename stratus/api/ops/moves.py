@@ -16,6 +16,7 @@ import uuid as uuidlib
 from dataclasses import replace
 
 from stratus.api.deps import ComputeAPIDeps
+from stratus.api.ops import ports as port_ops
 from stratus.api.ops import servers as server_ops
 from stratus.api.store import flavors as flavor_store
 from stratus.api.store import servers as store
@@ -25,12 +26,11 @@ from stratus.api.store.servers import Server
 from stratus.bus import BusError
 from stratus.cells import moves
 from stratus.cells.mappings import CellMapping
-from stratus.compute.rpcapi import MOVES_SINCE, service_version
+from stratus.compute.rpcapi import MOVES_SINCE, PORT_MOVES_SINCE, service_version
 from stratus.scheduler import request as rq
 from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
-
 
 
 def _conflict(server: Server, action: str) -> Conflict:
@@ -40,8 +40,9 @@ def _conflict(server: Server, action: str) -> Conflict:
     return Conflict(f"Cannot '{action}' instance {server.uuid} while it is in {state}.")
 
 
-def _check_compute(api: ComputeAPIDeps, cell: CellMapping, host: str, action: str) -> None:
-    """A compute the move needs must be up and speak the move steps."""
+def _check_compute(api: ComputeAPIDeps, cell: CellMapping, host: str, action: str,
+                   needs: str = MOVES_SINCE, why: str = "server moves") -> None:
+    """A compute the move needs must be up and speak ``needs`` (the steps it takes)."""
     svc = server_ops.compute_service(api, cell, host)
     if svc is None:
         raise Conflict(f"Compute host {host} is not known in the server's cell; "
@@ -49,9 +50,37 @@ def _check_compute(api: ComputeAPIDeps, cell: CellMapping, host: str, action: st
     if not api.is_up(svc):
         raise Conflict(f"Compute host {host} is down; '{action}' once it is back up "
                        "(openstack compute service list shows it).")
-    if svc.version < service_version(MOVES_SINCE):
-        raise Conflict(f"Compute host {host} runs an older release without server moves "
-                       f"(ComputeRPC {MOVES_SINCE}); upgrade it before '{action}'.")
+    check_version(svc.version, host, action, needs, why)
+
+
+def check_version(version: int, host: str, action: str, needs: str, why: str) -> None:
+    if version < service_version(needs):
+        raise Conflict(f"Compute host {host} runs an older release without {why} "
+                       f"(ComputeRPC {needs} needed); upgrade it before '{action}'.")
+
+
+def check_destination(api: ComputeAPIDeps, server: Server, cell: CellMapping, host: str,
+                      action: str, needs: str, why: str) -> None:
+    """A destination the user named: another host of the server's cell, up, new enough."""
+    if host == server.host:
+        raise BadRequest(f"The server is already on {host}; choose another host.")
+    try:
+        host_cell, _ = find_compute(api.dbs, host)
+    except NotFound:
+        raise BadRequest(f"Compute host {host} could not be found.") from None
+    if host_cell.uuid != cell.uuid:
+        raise BadRequest(f"Compute host {host} is in cell {host_cell.name}, the server "
+                         f"in cell {cell.name}: servers move within their cell.")
+    _check_compute(api, cell, host, action, needs, why)
+
+
+def port_needs(api: ComputeAPIDeps, server: Server, base: str = MOVES_SINCE
+               ) -> tuple[str, str]:
+    """(the ComputeRPC version the server's computes need for a move, and why): 1.4 when
+    one of its ports has a resource request (design document 004's upgrade rule)."""
+    if port_ops.has_port_requests(api, server.uuid):
+        return PORT_MOVES_SINCE, "moves of servers whose ports have resource requests"
+    return base, "server moves"
 
 
 def _move_spec(api: ComputeAPIDeps, server: Server, flavor: flavor_store.Flavor | None,
@@ -102,7 +131,7 @@ def resize(api: ComputeAPIDeps, uuid: str, project_id: str | None,
         raise BadRequest(f"Resizing to a smaller disk is not allowed (flavor {flavor.name} "
                          f"has {flavor.root_gb} GB, the server {old.get('root_gb')} GB).")
     server_ops.check_extra_specs(dict(flavor.extra_specs))
-    _check_compute(api, cell, server.host or "", "resize")
+    _check_compute(api, cell, server.host or "", "resize", *port_needs(api, server))
     return _start(api, server, cell, _move_spec(api, server, flavor, cell), moves.RESIZE,
                   "resize")
 
@@ -111,17 +140,10 @@ def migrate(api: ComputeAPIDeps, uuid: str, host: str | None = None) -> str:
     """Start a cold migration (the same flavor, another host of the server's cell, ``host``
     if given); it ends in VERIFY_RESIZE like a resize. The migration's uuid."""
     server, cell = _movable(api, uuid, None, "migrate")
+    needs = port_needs(api, server)
     if host is not None:
-        if host == server.host:
-            raise BadRequest(f"The server is already on {host}; choose another host.")
-        try:
-            host_cell, _ = find_compute(api.dbs, host)
-        except NotFound:
-            raise BadRequest(f"Compute host {host} could not be found.") from None
-        if host_cell.uuid != cell.uuid:
-            raise BadRequest(f"Compute host {host} is in cell {host_cell.name}, the server "
-                             f"in cell {cell.name}: servers move within their cell.")
-    _check_compute(api, cell, server.host or "", "migrate")
+        check_destination(api, server, cell, host, "migrate", *needs)
+    _check_compute(api, cell, server.host or "", "migrate", *needs)
     return _start(api, server, cell, _move_spec(api, server, None, cell, host,
                                                 same_host=False),
                   moves.MIGRATION, "migrate")
@@ -132,16 +154,28 @@ def _start(api: ComputeAPIDeps, server: Server, cell: CellMapping, spec: dict[st
     """Win the server (its task), record the migration, hand it to the conductor."""
     new_flavor = spec["flavor"]   # as the instance row keeps flavors
     assert isinstance(new_flavor, dict)
+    return start_move(api, server, cell, "resize_instance", spec, action=action,
+                      migration_type=migration_type, task_state=moves.RESIZE_PREP,
+                      status=moves.PRE_MIGRATING, new_flavor=new_flavor)
+
+
+def start_move(api: ComputeAPIDeps, server: Server, cell: CellMapping, method: str,
+               spec: dict[str, object], *, action: str, migration_type: str,
+               task_state: str, status: str,
+               new_flavor: dict[str, object] | None = None) -> str:
+    """Win the server (its task, from the vm_state it is in now), record the migration
+    in ``status``, cast ``method`` to the conductor; the migration's uuid. A conductor
+    that cannot be reached leaves the server as it was (503)."""
     migration_uuid = str(uuidlib.uuid4())
     with db.write(api.dbs.engine(cell)) as conn:
-        if not store.start_task(conn, server.uuid, moves.RESIZE_PREP, vm_state=store.ACTIVE):
+        if not store.start_task(conn, server.uuid, task_state, vm_state=server.vm_state):
             raise _conflict(server_ops.get(api, server.uuid, None), action)
         moves.create(conn, uuid=migration_uuid, instance_uuid=server.uuid,
                      migration_type=migration_type, source_compute=server.host,
                      source_node=server.node, old_flavor=server.flavor,
-                     new_flavor=new_flavor)
+                     new_flavor=new_flavor or server.flavor, status=status)
     try:
-        api.conductor().cast("resize_instance", instance_uuid=server.uuid,
+        api.conductor().cast(method, instance_uuid=server.uuid,
                              migration_uuid=migration_uuid, request_spec=spec)
     except BusError as exc:
         with db.write(api.dbs.engine(cell)) as conn:
@@ -177,16 +211,14 @@ def revert(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
 
 def _end_move(api: ComputeAPIDeps, uuid: str, project_id: str | None, action: str,
               task_state: str, status: str, method: str, *, dest_too: bool) -> None:
-    """Confirm or revert a finished resize: its computes up (the source, and the
-    destination too for a revert), the server's task and the migration's status won
-    in one transaction, then the conductor told."""
+    """Confirm or revert a finished resize: its source compute up, the server's task and
+    the migration's status won in one transaction, then the conductor told."""
     server = server_ops.get(api, uuid, project_id)
     cell, migration = _finished_migration(api, server, action)
-    hosts = {migration.source_compute or ""}
-    if dest_too:
-        hosts.add(migration.dest_compute or "")
-    for host in sorted(hosts):
-        _check_compute(api, cell, host, action)
+    # A revert binds the ports at the source again; a dead destination is no obstacle
+    # (its copy is reaped when it is back).
+    needs = port_needs(api, server) if dest_too else (MOVES_SINCE, "server moves")
+    _check_compute(api, cell, migration.source_compute or "", action, *needs)
     with db.write(api.dbs.engine(cell)) as conn:
         if not store.start_task(conn, uuid, task_state, vm_state=moves.RESIZED) or \
                 not moves.update(conn, migration.uuid, expect=moves.FINISHED, status=status):

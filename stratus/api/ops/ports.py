@@ -213,13 +213,21 @@ def release(api: ComputeAPIDeps, instance_uuid: str) -> None:
         port_store.remove_all(conn, instance_uuid)
 
 
+def has_port_requests(api: ComputeAPIDeps, instance_uuid: str) -> bool:
+    """Whether one of the server's ports has a resource request (asked of the network
+    service only for a server that has ports)."""
+    ports = ports_of(api, [instance_uuid], strict=True)[instance_uuid]
+    return any(port_groups(p) for p in ports)
+
+
 # ---- how a server's ports show ------------------------------------------------------
 
 
-def ports_of(api: ComputeAPIDeps, instance_uuids: Sequence[str]
+def ports_of(api: ComputeAPIDeps, instance_uuids: Sequence[str], strict: bool = False
              ) -> dict[str, list[dict[str, Any]]]:
     """Each server's ports, asked of the network service only for servers that have any
-    (none when it does not answer: a listing still shows the servers)."""
+    (none when it does not answer, so a listing still shows the servers; 503 if
+    ``strict``)."""
     out: dict[str, list[dict[str, Any]]] = {u: [] for u in instance_uuids}
     if api.network is None or not instance_uuids:
         return out
@@ -231,6 +239,8 @@ def ports_of(api: ComputeAPIDeps, instance_uuids: Sequence[str]
     try:
         out.update(api.network.ports_of(with_ports))
     except Exception as exc:
+        if strict:
+            raise _unavailable(exc) from None
         LOG.warning("network service unavailable for addresses: %s", exc)
     return out
 

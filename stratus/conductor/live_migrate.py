@@ -1,0 +1,231 @@
+"""Live migration: the server keeps running while it moves to another host of its cell.
+
+The conductor drives every step and pushes its undo (design document 004 for the ports:
+Neutron's multiple bindings, so the source binding is never touched until the end)::
+
+    source allocations -> the migration's consumer            (undo: give them back)
+    scheduler: the server's cell, its host ignored (or the one host asked for), the
+               ports' groups, destinations that can bind them; claims the destination
+    each port: an INACTIVE binding on the destination, with the provider that serves
+               it there                                        (undo: delete it)
+    destination pre_live_migration: the incoming copy         (undo: drop it)
+      (a destination that fails: its bindings and copy go, the next alternate)
+    source resize_instance: the source copy stops, kept       (undo: run it again)
+    each port: the destination binding activated             (undo: the source's again)
+    ---- from here on it only finishes ----
+    source confirm_resize (drop its copy), the source bindings deleted, the migration's
+    allocations deleted; records: the server on the destination, the migration completed
+
+Rolled back, the server runs on its source with its old allocations and its ports as
+they were (their source bindings were never changed), ACTIVE with the reason as its
+fault; the migration says ``error``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from stratus.bus import BusError
+from stratus.cells import moves
+from stratus.conductor import port_moves, ports, records
+from stratus.conductor.build import ConductorContext
+from stratus.conductor.resize import (
+    Move,
+    drop_copy,
+    drop_copy_if_any,
+    give_back,
+    load_move,
+    restore_source,
+    still_wanted,
+)
+from stratus.network.model import MappingMissing, binding_allocation
+from stratus.scheduler import claims
+from stratus.scheduler.errors import NoValidHost
+from stratus.storage import engine as db
+from stratus.undo import Undo
+
+LOG = logging.getLogger(__name__)
+RUNNING = 1
+
+
+class LiveMigrationFailed(Exception):
+    """A step failed; the task rolls back and the server stays on its source."""
+
+
+@dataclass
+class LiveMigrationTask:
+    ctx: ConductorContext
+    instance_uuid: str
+    migration_uuid: str
+    request_spec: dict[str, Any]   # the server's cell, its host ignored, a host asked for
+    outcome: str = ""
+    failures: list[str] = field(default_factory=list)
+    _undo: Undo = field(default_factory=Undo)
+
+    def execute(self) -> None:
+        move = load_move(self.ctx, self.instance_uuid, self.migration_uuid, moves.ACCEPTED)
+        if move is None:
+            return
+        try:
+            self._migrate(move)
+        except Exception as exc:
+            if not isinstance(exc, LiveMigrationFailed):
+                LOG.exception("live migration of %s failed unexpectedly", self.instance_uuid)
+            self._roll_back(move, str(exc) or type(exc).__name__)
+
+    def _migrate(self, move: Move) -> None:
+        source = move.migration.source_compute or ""
+        try:
+            spec = port_moves.move_spec(self.ctx, self.instance_uuid, self.request_spec)
+        except Exception as exc:
+            raise LiveMigrationFailed(f"the server's ports could not be read: {exc}") \
+                from None
+        claims.move_allocations(self.ctx.placement, self.instance_uuid, self.migration_uuid,
+                                target_type="MIGRATION", retries=self.ctx.claim_retries)
+        self._undo.push("give the source allocations back", lambda: give_back(
+            self.ctx, self.instance_uuid, self.migration_uuid,
+            still_wanted(self.ctx, self.instance_uuid)))
+        try:
+            [picks] = self.ctx.scheduler.call("select_destinations", request_spec=spec,
+                                              instance_uuids=[self.instance_uuid],
+                                              return_alternates=True)
+        except (NoValidHost, BusError) as exc:
+            raise LiveMigrationFailed(f"No valid host for the live migration: {exc}") \
+                from None
+        compute = self.ctx.compute(move.cell)
+        pick = self._prepare_somewhere(move, spec, picks)
+        dest = pick["host"]
+        self._set(move, moves.RUNNING)
+        # Its ports' source bindings were never changed: nothing to bind there again.
+        self._undo.push(f"run {self.instance_uuid} again on {source}",
+                        lambda: restore_source(compute, source, self.instance_uuid,
+                                               still_wanted(self.ctx, self.instance_uuid),
+                                               {"port_ids": []}))
+        compute.prepare(server=source).call("resize_instance",
+                                            instance_uuid=self.instance_uuid)
+        self._switch_bindings(spec, source, dest)
+        with db.write(move.engine) as conn:
+            done = moves.update(conn, self.migration_uuid, expect=moves.RUNNING,
+                                status=moves.COMPLETED) and \
+                records.update_instance(conn, self.instance_uuid, live_only=True, host=dest,
+                                        node=pick["node"], task_state=None,
+                                        power_state=RUNNING, fault=None)
+            if not done:
+                raise LiveMigrationFailed("the server was deleted or changed during its "
+                                          "live migration")
+        self._undo.forget()
+        self.outcome = f"live-migrated to {dest}"
+        self._finish(move, spec, source)
+
+    def _prepare_somewhere(self, move: Move, spec: dict[str, Any],
+                           picks: list[dict[str, Any]]) -> dict[str, Any]:
+        """Inactive port bindings and the incoming copy on the chosen host or, failing
+        that, on the alternates (the claim moves each time); the pick, with its node."""
+        compute = self.ctx.compute(move.cell)
+        body = {"uuid": self.instance_uuid, "name": move.instance["name"]}
+        for attempt, pick in enumerate(picks[:self.ctx.max_attempts]):
+            if attempt and not self._move_claim(pick):
+                continue
+            dest = pick["host"]
+            self._set(move, moves.PREPARING, pick)
+            step = Undo()
+            try:
+                self._bind_inactive(ports.with_selection(spec, pick), dest, step)
+                node = compute.prepare(server=dest).call(
+                    "pre_live_migration", instance=dict(body, node=pick["nodename"]),
+                    allocations=pick["allocation_request"]["allocations"])
+            except Exception as exc:
+                step.rollback()
+                LOG.warning("live migration of %s: %s could not take it: %s",
+                            self.instance_uuid, dest, exc)
+                self.failures.append(f"{dest}: {exc}")
+                drop_copy_if_any(compute, dest, self.instance_uuid)
+                continue
+            self._undo.push(f"drop the incoming copy on {dest}",
+                            partial(drop_copy, compute, dest, self.instance_uuid))
+            self._undo.push("delete the destination bindings", step.rollback)
+            return dict(pick, node=str(node))
+        raise LiveMigrationFailed("No host could take the live migration. Attempts: "
+                                  + "; ".join(self.failures))
+
+    def _bind_inactive(self, spec: dict[str, Any], dest: str, undo: Undo) -> None:
+        network = self.ctx.network
+        found = ports.read_ports(network, self.ctx.api_engine,
+                                 [self.instance_uuid])[self.instance_uuid]
+        mappings = spec.get("provider_mappings") or {}
+        for port in found:
+            assert network is not None
+            try:
+                allocation = binding_allocation(port, mappings)
+            except MappingMissing as exc:
+                raise LiveMigrationFailed(str(exc)) from None
+            profile = {k: v for k, v in (port.get("binding:profile") or {}).items()
+                       if k != "allocation"}
+            if allocation:
+                profile["allocation"] = allocation
+            network.create_binding(str(port["id"]), dest, profile,
+                                   port.get("binding:vnic_type"))
+            undo.push(f"delete port {port['id']}'s binding on {dest}",
+                      partial(network.delete_binding, str(port["id"]), dest))
+
+    def _switch_bindings(self, spec: dict[str, Any], source: str, dest: str) -> None:
+        """The destination bindings become the active ones (undo: the source's again)."""
+        network = self.ctx.network
+        for port_id in spec.get("port_ids") or []:
+            assert network is not None
+            network.activate_binding(port_id, dest)
+            self._undo.push(f"port {port_id} active on {source} again",
+                            partial(network.activate_binding, port_id, source))
+
+    def _finish(self, move: Move, spec: dict[str, Any], source: str) -> None:
+        """Past the point of no return: the source copy, its bindings and its allocations
+        go. A step that fails here is logged; the audit finds what it left."""
+        compute = self.ctx.compute(move.cell)
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("drop the source copy", partial(compute.prepare(server=source).call,
+                                             "confirm_resize",
+                                             instance_uuid=self.instance_uuid)),
+            ("free the source's allocations",
+             partial(self.ctx.placement.delete_allocations, self.migration_uuid))]
+        network = self.ctx.network
+        for port_id in spec.get("port_ids") or []:
+            assert network is not None
+            steps.append((f"delete port {port_id}'s source binding",
+                          partial(network.delete_binding, port_id, source)))
+        for what, step in steps:
+            try:
+                step()
+            except Exception:
+                LOG.exception("live migration of %s: could not %s", self.instance_uuid, what)
+
+    def _move_claim(self, pick: dict[str, Any]) -> bool:
+        held = self.ctx.placement.get_allocations(self.instance_uuid)
+        outcome = claims.claim(self.ctx.placement, self.instance_uuid,
+                               pick["allocation_request"], self.request_spec["project_id"],
+                               self.request_spec["user_id"],
+                               consumer_generation=held.get("consumer_generation"),
+                               retries=self.ctx.claim_retries)
+        if not outcome.ok:
+            self.failures.append(f"{pick['host']}: claim refused: {outcome.reason}")
+        return outcome.ok
+
+    def _set(self, move: Move, status: str, dest: dict[str, Any] | None = None) -> None:
+        values: dict[str, Any] = {"status": status}
+        if dest is not None:
+            values.update(dest_compute=dest["host"], dest_node=dest["nodename"])
+        with db.write(move.engine) as conn:
+            moves.update(conn, self.migration_uuid, **values)
+
+    def _roll_back(self, move: Move, reason: str) -> None:
+        self._undo.rollback()
+        with db.write(move.engine) as conn:
+            moves.update(conn, self.migration_uuid, status=moves.ERROR)
+            records.update_instance(conn, self.instance_uuid, live_only=True,
+                                    vm_state=records.ACTIVE, task_state=None,
+                                    fault=f"Live migration failed: {reason}")
+        self.outcome = f"error: {reason}"
+        LOG.warning("live migration of %s rolled back: %s", self.instance_uuid, reason)
