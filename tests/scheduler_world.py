@@ -181,8 +181,9 @@ class Cloud:
     # ---- scheduling -------------------------------------------------------------------
 
     def scheduler(self, placement: PlacementClient | None = None,
-                  **options: Any) -> SchedulerManager:
-        hm = HostManager(self.cache, self.engines)
+                  host_state_max_age: float | None = None, **options: Any) -> SchedulerManager:
+        hm = HostManager(self.cache, self.engines) if host_state_max_age is None else \
+            HostManager(self.cache, self.engines, max_age=host_state_max_age)
         return SchedulerManager(placement or self.placement, self.api_engine, hm,
                                 SchedulerOptions(**options))
 

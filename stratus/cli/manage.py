@@ -55,8 +55,140 @@ def build_parser() -> argparse.ArgumentParser:
                             "(safe while Placement serves: it locks the inventories it reads)")
     books.add_argument("--json", action="store_true", help="print the findings as JSON")
     books.set_defaults(func=cmd_db_check_usage)
+    _repair_commands(psub)
     cell_v2.add_commands(top)
     return parser
+
+
+def _repair_commands(psub: Any) -> None:
+    heal = common.add_parser(
+        psub, "heal_allocations",
+        help="create missing server and port allocations and repair ports' allocation keys",
+        description="For each server on a host with no task running: create its allocations "
+        "from its flavor when it holds none (or --force), and, for each port whose resource "
+        "request has no binding:profile allocation, allocate the port's groups on the "
+        "server's own node and write the providers into the port's binding (design "
+        "document 004). It reads the API and cell databases ([api_database] connection) "
+        "and talks to Placement and the network API ([placement_client] endpoint, "
+        "[network_client] endpoint). Exit status as nova-manage's: 0 something was healed, "
+        "4 nothing needed healing (and for --dry-run), 3 a heal failed, 5 the ports could "
+        "not be read, 6 a port could not be updated, 127 bad arguments.")
+    common.add_config_args(heal)
+    heal.add_argument("--instance", metavar="UUID", help="only this server")
+    heal.add_argument("--cell", metavar="UUID", help="only this cell's servers")
+    heal.add_argument("--dry-run", action="store_true", help="say what would be done; "
+                      "change nothing")
+    heal.add_argument("--force", action="store_true",
+                      help="rebuild the allocations of --instance from its flavor and ports "
+                      "even if it has some")
+    heal.add_argument("--verbose", action="store_true", help="also name what was checked")
+    heal.set_defaults(func=cmd_heal_allocations)
+    audit = common.add_parser(
+        psub, "audit",
+        help="find allocations no server or migration explains, servers without theirs, "
+        "and ports bound where their server is not",
+        description="Compare Placement's allocations with the servers and migrations of "
+        "every cell and with the network service's ports: allocations of consumers that "
+        "are neither a live server nor a migration in progress, migrations that ended "
+        "still holding allocations, servers on a host holding nothing there, offloaded "
+        "servers holding something, ports bound to a host their server is not on, and "
+        "port allocations the server does not hold. Exit status as nova-manage's: 0 "
+        "nothing found, 3 findings, 4 findings and --delete removed the leaked "
+        "allocations, 1 an error.")
+    common.add_config_args(audit)
+    audit.add_argument("--delete", action="store_true",
+                       help="delete the allocations of orphans, ended migrations and "
+                       "offloaded servers")
+    audit.add_argument("--verbose", action="store_true", help="say what was checked")
+    audit.add_argument("--json", action="store_true", help="print the findings as JSON")
+    audit.set_defaults(func=cmd_audit)
+
+
+def _books(args: argparse.Namespace) -> Any:
+    from stratus.api.service import api_db_url
+    from stratus.cells.engines import CellEngines
+    from stratus.cli.scheduler_cmd import network_client, placement_client
+    from stratus.repair.audit import Books
+
+    config = common.load_config(args)
+    engine = common.connect(api_db_url(config), DB_WAIT_SECONDS, "API")
+    return Books(engine, CellEngines(), placement_client(config), network_client(config))
+
+
+def _close(books: Any) -> None:
+    books.placement.close()
+    if books.network is not None:
+        books.network.close()
+    books.engines.dispose()
+    books.api_engine.dispose()
+
+
+def cmd_heal_allocations(args: argparse.Namespace) -> int:
+    from stratus.cells.mappings import list_cells
+    from stratus.repair import heal
+    from stratus.storage import engine as db
+
+    if args.instance and args.cell:
+        common.fail("--instance and --cell cannot be combined", 127)
+    if args.force and not args.instance:
+        common.fail("--force needs --instance", 127)
+    books = _books(args)
+    try:
+        with db.read(books.api_engine) as conn:
+            cells = [c for c in list_cells(conn) if not c.is_cell0]
+        if args.cell:
+            cells = [c for c in cells if c.uuid == args.cell]
+            if not cells:
+                common.fail(f"no cell with uuid {args.cell}", 127)
+        if args.instance:
+            from stratus.conductor.records import cell_of_instance
+
+            with db.read(books.api_engine) as conn:
+                cell = cell_of_instance(conn, args.instance)
+            if cell is None or cell.is_cell0:
+                common.fail(f"instance {args.instance} is not mapped to a cell with a host",
+                            127)
+            cells = [cell]
+        pairs = ((c.name or c.uuid, books.engines.get(c)) for c in cells)
+        try:
+            code = heal.heal_all(books.placement, books.network, pairs,
+                                 instance_uuid=args.instance, force=args.force,
+                                 dry_run=args.dry_run)
+        except heal.HealError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return exc.code
+    finally:
+        _close(books)
+    if code == heal.NOTHING_TO_DO:
+        print("nothing to heal" if not args.dry_run else "[dry-run] done: nothing changed")
+    return code
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    import dataclasses
+    import json
+
+    from stratus.repair import audit
+
+    books = _books(args)
+    try:
+        findings = audit.audit(books)
+        deleted = audit.delete_leaks(books, findings) if args.delete else []
+    finally:
+        _close(books)
+    if args.json:
+        print(json.dumps({"findings": [dataclasses.asdict(f) for f in findings],
+                          "deleted": [f.consumer for f in deleted]}, indent=2))
+    else:
+        for f in findings:
+            print(f.line() + ("  (allocations deleted)" if f in deleted else ""))
+        if not findings:
+            print("the allocations match the servers, migrations and ports")
+        elif args.verbose:
+            print(f"{len(findings)} finding(s): {audit.summary(findings)}")
+    if not findings:
+        return 0
+    return 4 if deleted else 3
 
 
 def _db_url(args: argparse.Namespace) -> str:

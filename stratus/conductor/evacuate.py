@@ -63,6 +63,7 @@ class EvacuateTask:
             self._fail(move, str(exc) or type(exc).__name__)
 
     def _evacuate(self, move: Move) -> None:
+        port_moves.heal_first(self.ctx, move.engine, move.instance)
         try:
             spec = port_moves.move_spec(self.ctx, self.instance_uuid, self.request_spec)
         except Exception as exc:

@@ -79,6 +79,7 @@ class LiveMigrationTask:
 
     def _migrate(self, move: Move) -> None:
         source = move.migration.source_compute or ""
+        port_moves.heal_first(self.ctx, move.engine, move.instance)
         try:
             spec = port_moves.move_spec(self.ctx, self.instance_uuid, self.request_spec)
         except Exception as exc:

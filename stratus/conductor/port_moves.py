@@ -38,6 +38,25 @@ def move_spec(ctx: ConductorContext, instance_uuid: str,
     return ports.with_ports(spec, found, needs_compute=needs)
 
 
+def heal_first(ctx: ConductorContext, cell_engine: Any, instance: Mapping[str, Any]) -> None:
+    """A server whose ports hold no allocation at its source (booted before its ports
+    were placed, or its books lost) has them allocated there before it moves, so every
+    later step (a revert, a rollback) finds them (design document 004). A heal that fails
+    is logged: the destination's claim includes the ports' groups anyway."""
+    from stratus.repair import heal
+
+    try:
+        done = heal.heal_instance(ctx.placement, ctx.network, cell_engine, instance,
+                                  ports_only=True)
+    except Exception as exc:
+        LOG.warning("server %s: its ports' allocations could not be healed before the "
+                    "move: %s", instance.get("uuid"), exc)
+        return
+    if done is not None:
+        LOG.info("server %s: healed before the move: %s", done.instance_uuid,
+                 "; ".join(done.what))
+
+
 def has_port_requests(ctx: ConductorContext, instance_uuid: str) -> bool:
     found = ports.read_ports(ctx.network, ctx.api_engine, [instance_uuid])[instance_uuid]
     return any(port_groups(p) for p in found)

@@ -173,6 +173,7 @@ class ResizeTask:
         source = move.migration.source_compute
         if not source:
             raise ResizeFailed("the server has no host to resize from")
+        port_moves.heal_first(self.ctx, move.engine, move.instance)
         try:
             self.request_spec = port_moves.move_spec(self.ctx, self.instance_uuid,
                                                      self.request_spec)

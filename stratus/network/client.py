@@ -97,6 +97,11 @@ class NetworkClient:
         return dict(self._call("PUT", f"/ports/{port_id}", json={"port": attributes},
                                headers=headers)["port"])
 
+    def set_profile(self, port_id: str, profile: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace the port's ``binding:profile`` (its ACTIVE binding's)."""
+        attributes: dict[str, Any] = {"binding:profile": dict(profile)}
+        return self.update_port(port_id, **attributes)
+
     def delete_port(self, port_id: str) -> bool:
         """False if it was already gone."""
         try:

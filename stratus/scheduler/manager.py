@@ -150,6 +150,10 @@ class SchedulerManager:
         counts.update(report.rejected)
         counts.update({f"error in filter {k}": n for k, n in report.errors.items()})
         if not passed:
+            # Why Placement offered no others is part of the answer (a move whose source
+            # is the only host with the port's physnet: the source is ignored, and the
+            # rest lack the trait).
+            counts.update(self._explained(params))
             raise NoValidHost(f"Placement offered {len(by_root)} host(s); none passed the "
                               "scheduler's checks.", counts)
         return self._place_all(spec, instance_uuids, passed, counts, return_alternates)
@@ -233,6 +237,14 @@ class SchedulerManager:
         return out
 
     # ---- why nothing was offered ---------------------------------------------------
+
+    def _explained(self, params: Sequence[tuple[str, str]]) -> dict[str, int]:
+        """Placement's reasons for the providers it left out ({} if it cannot say)."""
+        try:
+            return explain_counts(self.placement.explain([p for p in params
+                                                          if p[0] != "limit"]))
+        except pc.PlacementClientError:
+            return {}
 
     def _nothing_offered(self, params: Sequence[tuple[str, str]]) -> NoValidHost:
         reason = "Placement has no allocation candidates for this request."

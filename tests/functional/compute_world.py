@@ -80,7 +80,9 @@ class ComputeClient:
 class World:
     def __init__(self, tmp_path: Any, placement_app: Any, database_url: str,
                  cells: tuple[str, ...] = ("cell1",), network_db: str | None = None,
-                 legacy_resource_request: bool = False) -> None:
+                 legacy_resource_request: bool = False, compute_cap: str | None = None,
+                 allow_resize_to_same_host: bool = False,
+                 shelved_offload_time: int = 0) -> None:
         self.cloud = Cloud(tmp_path, placement_app, database_url, cells=cells)
         self.placement = self.cloud.placement
         self.network_engine = db.create_engine(network_db or f"sqlite:///{tmp_path}/network.db")
@@ -90,9 +92,12 @@ class World:
         self.network = self.network_client()
         self.bus = Bus(f"inproc://compute-api-test-{uuidlib.uuid4().hex}", identity="test",
                        timeout=30)
-        scheduler = self.cloud.scheduler(placement=self.cloud.client(), max_attempts=3)
+        # Host states read afresh for every request: a test that forces a host down
+        # schedules around it at once.
+        scheduler = self.cloud.scheduler(placement=self.cloud.client(), max_attempts=3,
+                                         host_state_max_age=0)
         self.bus.serve(SchedulerRPC, scheduler, server="scheduler-1")
-        self.buses = CellBuses(self.bus)
+        self.buses = CellBuses(self.bus, compute_cap=compute_cap)
         self.conductor_ctx = ConductorContext(
             api_engine=self.cloud.api_engine, engines=self.cloud.engines,
             placement=self.cloud.client(), scheduler=self.bus.client(SchedulerRPC),
@@ -105,6 +110,8 @@ class World:
             dbs=CellDBs(self.cloud.api_engine, self.cloud.engines),
             placement=self.cloud.client(), bus=self.bus, rpc_timeout=5.0,
             network=self.network_client(),
+            allow_resize_to_same_host=allow_resize_to_same_host,
+            shelved_offload_time=shelved_offload_time,
             clock=lambda: dt.datetime.now(dt.UTC).replace(tzinfo=None) + self.now_offset)
         self.http = httpx.Client(transport=httpx.WSGITransport(app=build_wsgi(self.api)),
                                  base_url="http://compute.test")
@@ -135,6 +142,13 @@ class World:
 
     def root(self, host: str) -> str:
         return self.computes[host].driver.provider_tree(host).root.uuid
+
+    def audit(self) -> list[Any]:
+        """What ``stratus-manage placement audit`` would find here (nothing, we hope)."""
+        from stratus.repair.audit import Books, audit
+
+        return audit(Books(self.cloud.api_engine, self.cloud.engines, self.placement,
+                           self.network))
 
     def nic(self, host: str, device: str) -> str:
         """The provider uuid of ``host``'s network device ``device``."""

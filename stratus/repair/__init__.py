@@ -1,0 +1,1 @@
+"""Operators' repairs: the allocation audit and heal_allocations."""
