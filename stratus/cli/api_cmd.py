@@ -24,7 +24,7 @@ def add_commands(sub: Any) -> None:
         help="serve the compute API (os-services, flavors, servers, ...) on port 8774",
         description="Serve the compute REST API (Nova's API for what Stratus has: "
         "os-services, flavors, os-server-groups, servers, os-aggregates, "
-        "os-availability-zone, os-hypervisors; microversions 2.1-2.88 answered in the "
+        "os-availability-zone, os-hypervisors; microversions 2.1-2.91 answered in the "
         "2.53+ shapes). It reads the API database and every cell's database, calls "
         "computes and the conductor over the bus, and Placement over HTTP. Stops cleanly "
         "on SIGTERM or Ctrl-C.",

@@ -26,7 +26,7 @@ import httpx
 
 from stratus.cli import common
 
-API_VERSION = "2.88"
+API_VERSION = "2.91"
 PLACEMENT_VERSION = "1.39"
 DEFAULT_API_URL = "http://127.0.0.1:8774"
 DEFAULT_PLACEMENT_URL = "http://127.0.0.1:8778"

@@ -1,5 +1,6 @@
 """Client commands that move servers: ``stratus server resize|migrate|resize-confirm|
-resize-revert`` and ``stratus server migrations`` (see ``client.py``)."""
+resize-revert|live-migrate|evacuate|shelve|shelve-offload|unshelve`` and ``stratus
+server migrations`` (see ``client.py``)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def _settle(api: HTTP, server_id: str, timeout: float) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
         server = dict(api.call("GET", f"/servers/{server_id}")["server"])
-        if server.get(TASK) is None and server["status"] not in ("BUILD", "RESIZE"):
+        if server.get(TASK) is None and server["status"] not in ("BUILD", "RESIZE",
+                                                                  "MIGRATING", "REBUILD"):
             return server
         if time.monotonic() > deadline:
             raise ClientError(f"server {server_id} still {server['status']} "
@@ -91,6 +93,53 @@ def server_resize_revert(args: argparse.Namespace, api: HTTP) -> None:
     _finish(args, api, "revertResize", "resize reverted")
 
 
+def _act(args: argparse.Namespace, api: HTTP, body: dict[str, Any], what: str,
+         wanted: str) -> None:
+    """Start an action; with --wait, wait for the server's task to end and fail (exit 1)
+    unless it is ``wanted`` then, with the migration's status and the server's fault."""
+    server = find_server(api, args.server)
+    api.call("POST", f"/servers/{server['id']}/action", json_body=body)
+    if not args.wait:
+        _report(args, api.call("GET", f"/servers/{server['id']}")["server"], f"{what} started")
+        return
+    after = _settle(api, server["id"], args.timeout)
+    _report(args, after, f"{what} finished")
+    if after["status"] != wanted:
+        migration = _latest_migration(api, server["id"])
+        why = f"; migration {migration['uuid']} is {migration['status']}" if migration else ""
+        fault = (after.get("fault") or {}).get("message")
+        raise ClientError(f"the {what} of {server['name']} did not complete: it is "
+                          f"{after['status']} on {after.get(HOST) or '-'}{why}"
+                          + (f": {fault}" if fault else ""))
+
+
+def server_live_migrate(args: argparse.Namespace, api: HTTP) -> None:
+    _act(args, api, {"os-migrateLive": {"host": args.host, "block_migration": "auto"}},
+         "live migration", "ACTIVE")
+
+
+def server_evacuate(args: argparse.Namespace, api: HTTP) -> None:
+    _act(args, api, {"evacuate": {"host": args.host} if args.host else {}}, "evacuation",
+         "ACTIVE")
+
+
+def server_shelve(args: argparse.Namespace, api: HTTP) -> None:
+    _act(args, api, {"shelve": None}, "shelve", args.expect)
+
+
+def server_shelve_offload(args: argparse.Namespace, api: HTTP) -> None:
+    _act(args, api, {"shelveOffload": None}, "shelve offload", "SHELVED_OFFLOADED")
+
+
+def server_unshelve(args: argparse.Namespace, api: HTTP) -> None:
+    body: dict[str, Any] = {}
+    if args.availability_zone:
+        body["availability_zone"] = args.availability_zone
+    if args.host:
+        body["host"] = args.host
+    _act(args, api, {"unshelve": body or None}, "unshelve", "ACTIVE")
+
+
 def server_migrations(args: argparse.Namespace, api: HTTP) -> None:
     params: dict[str, str] = {}
     if args.server:
@@ -128,9 +177,40 @@ def add_server_commands(servers: Any, conn: list[argparse.ArgumentParser]) -> No
         p = leaf(servers, name, func, help_text, conn)
         p.add_argument("server", metavar="NAME_OR_ID")
         _wait_options(p)
+    p = leaf(servers, "live-migrate", server_live_migrate,
+             "move a running server to another host of its cell without stopping it "
+             "(admin); its ports' bindings follow at the end", conn)
+    p.add_argument("server", metavar="NAME_OR_ID")
+    p.add_argument("--host", help="the destination host (default: the scheduler chooses)")
+    _wait_options(p)
+    p = leaf(servers, "evacuate", server_evacuate,
+             "start a server of a host that is down on another host of its cell (admin; "
+             "force the host down first if it is dead but not yet seen as down)", conn)
+    p.add_argument("server", metavar="NAME_OR_ID")
+    p.add_argument("--host", help="the destination host (default: the scheduler chooses)")
+    _wait_options(p)
+    p = leaf(servers, "shelve", server_shelve,
+             "power a server off and keep it ([DEFAULT] shelved_offload_time 0, the "
+             "default: offloaded at once, freeing its host)", conn)
+    p.add_argument("server", metavar="NAME_OR_ID")
+    p.add_argument("--expect", default="SHELVED_OFFLOADED",
+                   choices=("SHELVED", "SHELVED_OFFLOADED"),
+                   help="the status --wait waits for (default %(default)s)")
+    _wait_options(p)
+    p = leaf(servers, "shelve-offload", server_shelve_offload,
+             "free the host of a shelved server (admin)", conn)
+    p.add_argument("server", metavar="NAME_OR_ID")
+    _wait_options(p)
+    p = leaf(servers, "unshelve", server_unshelve,
+             "run a shelved server again (an offloaded one is scheduled like a boot)", conn)
+    p.add_argument("server", metavar="NAME_OR_ID")
+    p.add_argument("--availability-zone", metavar="ZONE",
+                   help="offloaded servers: the zone to start it in")
+    p.add_argument("--host", help="offloaded servers: the host to start it on (admin)")
+    _wait_options(p)
     p = leaf(servers, "migrations", server_migrations,
-             "list migrations (resizes and cold migrations), of one server or all (admin)",
-             conn)
+             "list migrations (resizes, cold and live migrations, evacuations), of one "
+             "server or all (admin)", conn)
     p.add_argument("server", metavar="NAME_OR_ID", nargs="?")
     p.add_argument("--status", help="only migrations in this status (e.g. finished, error)")
     p.add_argument("--host", help="only migrations from or to this host")

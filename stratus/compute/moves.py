@@ -134,7 +134,12 @@ class MoveSteps:
     # ---- shelve --------------------------------------------------------------------
 
     def shelve_instance(self, instance_uuid: str) -> None:
-        self.driver.begin_migration(instance_uuid)
+        try:
+            self.driver.begin_migration(instance_uuid)
+        except InstanceNotFound:
+            if not any(p.instance.uuid == instance_uuid for p in self.driver.outgoing()):
+                raise
+            return   # shelved already (a step run again)
         LOG.info("%s: instance %s shelved (powered off, kept)", self.host, instance_uuid)
 
     def shelve_offload_instance(self, instance_uuid: str) -> None:

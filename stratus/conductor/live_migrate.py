@@ -110,17 +110,15 @@ class LiveMigrationTask:
                                             instance_uuid=self.instance_uuid)
         self._switch_bindings(spec, source, dest)
         with db.write(move.engine) as conn:
-            done = moves.update(conn, self.migration_uuid, expect=moves.RUNNING,
-                                status=moves.COMPLETED) and \
-                records.update_instance(conn, self.instance_uuid, live_only=True, host=dest,
-                                        node=pick["node"], task_state=None,
-                                        power_state=RUNNING, fault=None)
-            if not done:
-                raise LiveMigrationFailed("the server was deleted or changed during its "
-                                          "live migration")
+            # The point of no return: from post-migrating a recovery finishes the move.
+            committed = moves.update(conn, self.migration_uuid, expect=moves.RUNNING,
+                                     status=moves.POST_MIGRATING)
+        if not committed:
+            raise LiveMigrationFailed("the migration was taken over during the move")
         self._undo.forget()
         self.outcome = f"live-migrated to {dest}"
-        self._finish(move, spec, source)
+        finish(self.ctx, move, self.migration_uuid, source, dest, pick["node"],
+               spec.get("port_ids") or [])
 
     def _prepare_somewhere(self, move: Move, spec: dict[str, Any],
                            picks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -182,27 +180,6 @@ class LiveMigrationTask:
             self._undo.push(f"port {port_id} active on {source} again",
                             partial(network.activate_binding, port_id, source))
 
-    def _finish(self, move: Move, spec: dict[str, Any], source: str) -> None:
-        """Past the point of no return: the source copy, its bindings and its allocations
-        go. A step that fails here is logged; the audit finds what it left."""
-        compute = self.ctx.compute(move.cell)
-        steps: list[tuple[str, Callable[[], object]]] = [
-            ("drop the source copy", partial(compute.prepare(server=source).call,
-                                             "confirm_resize",
-                                             instance_uuid=self.instance_uuid)),
-            ("free the source's allocations",
-             partial(self.ctx.placement.delete_allocations, self.migration_uuid))]
-        network = self.ctx.network
-        for port_id in spec.get("port_ids") or []:
-            assert network is not None
-            steps.append((f"delete port {port_id}'s source binding",
-                          partial(network.delete_binding, port_id, source)))
-        for what, step in steps:
-            try:
-                step()
-            except Exception:
-                LOG.exception("live migration of %s: could not %s", self.instance_uuid, what)
-
     def _move_claim(self, pick: dict[str, Any]) -> bool:
         held = self.ctx.placement.get_allocations(self.instance_uuid)
         outcome = claims.claim(self.ctx.placement, self.instance_uuid,
@@ -230,3 +207,32 @@ class LiveMigrationTask:
                                     fault=f"Live migration failed: {reason}")
         self.outcome = f"error: {reason}"
         LOG.warning("live migration of %s rolled back: %s", self.instance_uuid, reason)
+
+
+def finish(ctx: ConductorContext, move: Move, migration_uuid: str, source: str, dest: str,
+           node: str | None, port_ids: list[str]) -> None:
+    """Past the point of no return (the destination's bindings are active): the source
+    copy, its bindings and its allocations go, and the records say where the server is.
+    A cleanup step that fails is logged (the audit finds what it left); run again by a
+    recovering conductor, every step is a no-op the second time."""
+    instance_uuid = move.migration.instance_uuid
+    compute = ctx.compute(move.cell)
+    steps: list[tuple[str, Callable[[], object]]] = [
+        ("drop the source copy", partial(compute.prepare(server=source).call,
+                                         "confirm_resize", instance_uuid=instance_uuid)),
+        ("free the source's allocations",
+         partial(ctx.placement.delete_allocations, migration_uuid))]
+    network = ctx.network
+    for port_id in port_ids:
+        assert network is not None
+        steps.append((f"delete port {port_id}'s source binding",
+                      partial(network.delete_binding, port_id, source)))
+    for what, step in steps:
+        try:
+            step()
+        except Exception:
+            LOG.exception("live migration of %s: could not %s", instance_uuid, what)
+    with db.write(move.engine) as conn:
+        moves.update(conn, migration_uuid, status=moves.COMPLETED)
+        records.update_instance(conn, instance_uuid, live_only=True, host=dest, node=node,
+                                task_state=None, power_state=RUNNING, fault=None)

@@ -152,3 +152,14 @@ def _stay_offloaded(ctx: ConductorContext, cell: CellMapping, uuid: str, reason:
          node=None, power_state=SHUTDOWN, fault=f"Unshelve failed: {reason}")
     LOG.warning("unshelve of %s failed: %s", uuid, reason)
     return f"error: {reason}"
+
+
+def give_up_unshelve(ctx: ConductorContext, cell: CellMapping, uuid: str) -> str:
+    """An unshelve of an offloaded server that its conductor never finished: whatever it
+    claimed is freed, its ports unbound; it stays offloaded (a copy it may have started
+    is reaped by its host: the record names no host). Unshelve it again."""
+    if ctx.network is not None:
+        found = ports.read_ports(ctx.network, ctx.api_engine, [uuid])[uuid]
+        for port in found:
+            ctx.network.unbind_port(port, detach=False)
+    return _stay_offloaded(ctx, cell, uuid, "interrupted (its conductor stopped)")

@@ -194,7 +194,7 @@ def test_microversion_header(world):
     assert world.client.get("/os-services", version="2.60").headers[
         "OpenStack-API-Version"] == "compute 2.60"
     assert world.client.get("/os-services", version="latest").headers[
-        "OpenStack-API-Version"] == "compute 2.88"
+        "OpenStack-API-Version"] == "compute 2.91"
     unversioned = world.client.get("/os-services", version=None)
     assert unversioned.headers["OpenStack-API-Version"] == "compute 2.53"
     legacy = world.http.get("/os-services", headers={"X-Auth-Token": "admin",
@@ -205,7 +205,7 @@ def test_microversion_header(world):
     assert "invalid format" in fault(world.client.get("/os-services", version="2.x"), 400,
                                      "badRequest")
     versions = world.http.get("/").json()["versions"][0]
-    assert (versions["min_version"], versions["version"]) == ("2.1", "2.88")
+    assert (versions["min_version"], versions["version"]) == ("2.1", "2.91")
 
 
 def test_deleting_a_compute_removes_its_providers_and_records(world):
