@@ -139,7 +139,7 @@ def test_scheduler_refuses_an_old_placement(tmp_path):
     import threading
 
     class OldPlacement(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:   # noqa: N802 (the stdlib's name)
+        def do_GET(self) -> None:
             body = json.dumps({"versions": [{"id": "v1.0", "max_version": "1.20",
                                              "min_version": "1.0", "status": "CURRENT"}]})
             self.send_response(200)
