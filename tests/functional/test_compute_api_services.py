@@ -200,7 +200,7 @@ def test_microversion_header(world):
     legacy = world.http.get("/os-services", headers={"X-Auth-Token": "admin",
                                                      "X-OpenStack-Nova-API-Version": "2.70"})
     assert legacy.headers["X-OpenStack-Nova-API-Version"] == "2.70"
-    assert "not supported" in fault(world.client.get("/os-services", version="2.89"), 406,
+    assert "not supported" in fault(world.client.get("/os-services", version="2.92"), 406,
                                     "computeFault")
     assert "invalid format" in fault(world.client.get("/os-services", version="2.x"), 400,
                                      "badRequest")

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from stratus.cells import moves
 from stratus.compute.shapes import NetworkDevice
 from tests.functional.compute_world import World, eventually
 from tests.functional.test_compute_api_services import fault
