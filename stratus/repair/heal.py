@@ -7,7 +7,7 @@ Per server on a host with no task running:
 * no allocations (or ``force``): the flavor's VCPU, MEMORY_MB and DISK_GB on its compute
   node's root provider;
 * each port whose resource request has no ``allocation`` in its binding (or every such
-  port with ``force``): Placement is asked for the port's groups on the server's own
+  port when the server's allocations are created or rebuilt here): Placement is asked for the port's groups on the server's own
   node only (``in_tree``); the first candidate is added to the server's allocation and
   its ``mappings`` name the providers written into the ports' bindings. (Nova heals a
   port only when exactly one candidate exists; any candidate is right for a new
@@ -103,8 +103,11 @@ def heal_instance(placement: pc.PlacementClient, network: nc.NetworkClient | Non
     except nc.NetworkClientError as exc:
         raise HealError(PORTS_UNREADABLE, f"instance {uuid}: its ports cannot be read: "
                                           f"{exc}") from None
+    # A port whose binding names providers but whose share the server no longer holds
+    # (its allocations were lost, or are rebuilt here) is placed again too.
+    placed_again = force or bool(what)
     needy = [p for p in ports if port_groups(p) and (
-        force or not (p.get("binding:profile") or {}).get("allocation"))]
+        placed_again or not (p.get("binding:profile") or {}).get("allocation"))]
     port_values: dict[str, Any] = {}
     if needy:
         if force and allocations and not what:   # ports only: their old share goes

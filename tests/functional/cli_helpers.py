@@ -93,7 +93,9 @@ def server(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
     log = tmp_path / f"server-{port}.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [*command("stratus"), subcommand, "--port", str(port), *args],
+            [*command("stratus"), subcommand, "--port", str(port),
+             *(["--api-port", "0", "--network-port", "0"] if subcommand == "serve" else []),
+             *args],
             stdout=out, stderr=subprocess.STDOUT, text=True, env=env or clean_env(),
             stdin=subprocess.DEVNULL, start_new_session=True,
         )

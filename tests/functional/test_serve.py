@@ -33,10 +33,10 @@ class Serve:
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(
                 [*cli_helpers.command("stratus"), "serve", "--data-dir", str(data_dir),
-                 "--port", "0", "--api-port", "0", *args],
+                 "--port", "0", "--api-port", "0", "--network-port", "0", *args],
                 stdout=out, stderr=subprocess.STDOUT, text=True, env=cli_helpers.clean_env(),
                 stdin=subprocess.DEVNULL, start_new_session=True)
-        self.placement_url = self.api_url = ""
+        self.placement_url = self.api_url = self.network_url = ""
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -55,6 +55,8 @@ class Serve:
                 self.placement_url = line.split()[-1].rstrip("/")
             if line.startswith("Compute API:"):
                 self.api_url = line.split()[-1].removesuffix("/v2.1")
+            if line.startswith("Network API:"):
+                self.network_url = line.split()[-1].rstrip("/")
         assert self.placement_url and self.api_url, self.output()
         return self
 
@@ -78,7 +80,8 @@ class Serve:
 
     def client(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         env = cli_helpers.clean_env(STRATUS_API_URL=self.api_url,
-                                    STRATUS_PLACEMENT_URL=self.placement_url)
+                                    STRATUS_PLACEMENT_URL=self.placement_url,
+                                    STRATUS_NETWORK_URL=self.network_url)
         result = cli_helpers.run("stratus", *args, env=env, timeout=180)
         if check:
             assert result.returncode == 0, f"stratus {' '.join(args)}: {result.stderr}"
@@ -88,7 +91,10 @@ class Serve:
         return json.loads(self.client(*args, "--json").stdout)
 
     def manage(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return cli_helpers.run("stratus-manage", *args, "--data-dir", str(self.data_dir))
+        env = cli_helpers.clean_env(OS_PLACEMENT_CLIENT__ENDPOINT=self.placement_url,
+                                    OS_NETWORK_CLIENT__ENDPOINT=self.network_url)
+        return cli_helpers.run("stratus-manage", *args, "--data-dir", str(self.data_dir),
+                               env=env)
 
     def placement(self, path: str) -> Any:
         resp = httpx.get(self.placement_url + path, headers=ADMIN, timeout=30)
@@ -207,7 +213,7 @@ def test_restart_runs_the_same_hosts_with_the_same_providers(serve, tmp_path):
     assert again.stop() == 0
 
     refused = cli_helpers.run("stratus", "serve", "--data-dir", str(data), "--port", "0",
-                              "--api-port", "0", "--hosts", "5")
+                              "--api-port", "0", "--network-port", "0", "--hosts", "5")
     assert refused.returncode == 2
     assert refused.stderr.strip() == (
         f"error: {data} holds a cloud started with --hosts 4 --cells 2; start it the same "
@@ -299,7 +305,7 @@ hosts:
 def test_one_line_errors(tmp_path):
     def serve_cli(*args: str) -> subprocess.CompletedProcess[str]:
         return cli_helpers.run("stratus", "serve", "--data-dir", str(tmp_path / "d"),
-                               "--port", "0", "--api-port", "0", *args)
+                               "--port", "0", "--api-port", "0", "--network-port", "0", *args)
 
     both = serve_cli("--fleet", "f.yaml", "--hosts", "2")
     assert (both.returncode, both.stderr.strip()) == (
@@ -314,7 +320,8 @@ def test_one_line_errors(tmp_path):
 
     with cli_helpers.server(tmp_path) as busy:   # a Placement API holding a port
         taken = cli_helpers.run("stratus", "serve", "--data-dir", str(tmp_path / "e"),
-                                "--port", str(busy.port), "--api-port", "0")
+                                "--port", str(busy.port), "--api-port", "0",
+                                "--network-port", "0")
     assert taken.returncode == 1
     assert taken.stderr.strip().startswith(f"error: cannot listen on 127.0.0.1:{busy.port}")
     assert len(taken.stderr.strip().splitlines()) == 1
@@ -325,3 +332,36 @@ def test_ctrl_c_stops_cleanly(serve):
     assert srv.stop(signal.SIGINT) == 0
     assert "stratus serve stopped" in srv.output()
     assert "Traceback" not in srv.output()
+
+
+def test_audit_and_heal_allocations_through_stratus_manage(serve):
+    """The operator's repair loop on a running serve: a server whose allocations are lost
+    is found by the audit (exit 3), healed (exit 0: its flavor on its host and its port's
+    bandwidth on the host's NIC again, the port's binding naming it), and audited clean."""
+    srv = serve("--hosts", "2")
+    srv.client("qos", "create", "gold", "--min-kbps", "100000")
+    srv.client("port", "create", "p1", "--network", "physnet1", "--qos-policy", "gold")
+    [vm] = srv.boot("vm", "--port", "p1")
+    clean = srv.manage("placement", "audit")
+    assert (clean.returncode, clean.stdout.strip()) == (
+        0, "the allocations match the servers, migrations and ports"), clean.stderr
+    before = srv.placement(f"/allocations/{vm['id']}")["allocations"]
+    assert len(before) == 2   # the host's root and its NIC
+    assert httpx.delete(f"{srv.placement_url}/allocations/{vm['id']}", headers=ADMIN,
+                        timeout=30).status_code == 204
+    found = srv.manage("placement", "audit")
+    assert found.returncode == 3 and f"missing: {vm['id']}" in found.stdout, found.stdout
+    dry = srv.manage("placement", "heal_allocations", "--dry-run")
+    assert dry.returncode == 4 and "[dry-run] would heal" in dry.stdout, dry.stdout
+    assert srv.placement(f"/allocations/{vm['id']}")["allocations"] == {}
+    healed = srv.manage("placement", "heal_allocations", "--verbose")
+    assert healed.returncode == 0 and f"healed instance {vm['id']}" in healed.stdout, \
+        healed.stdout + healed.stderr
+    after = srv.placement(f"/allocations/{vm['id']}")["allocations"]
+    assert {rp: a["resources"] for rp, a in after.items()} == \
+        {rp: a["resources"] for rp, a in before.items()}
+    assert srv.manage("placement", "audit").returncode == 0
+    again = srv.manage("placement", "heal_allocations")
+    assert (again.returncode, again.stdout.strip()) == (4, "nothing to heal")
+    bad = srv.manage("placement", "heal_allocations", "--force")
+    assert bad.returncode == 127 and bad.stderr.strip() == "error: --force needs --instance"
