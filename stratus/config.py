@@ -194,6 +194,40 @@ OPTIONS: list[Option] = [
            "Seconds the scheduler keeps a cell's compute_nodes/services rows before reading "
            "them again (a host it has not seen is read at once; 0: read every request). "
            "Disabled and forced-down flags and heartbeats can lag by this much."),
+    # Zones (design document 003): not availability zones, a tree of deployments.
+    Option("zones", "name", str, "", "This zone's name in the zone tree (its zone "
+           "manager's server name on the zones' bus)."),
+    Option("zones", "parent", str, "", "The parent zone's name (empty: this is the top)."),
+    Option("zones", "transport_url", str, "", "The bus zones talk over (amqp://...; "
+           "inproc://NAME in one process), apart from each zone's own bus."),
+    Option("zones", "database", str, "", "This zone manager's local store (default: "
+           "zone-NAME.db in data_dir)."),
+    Option("zones", "results", int, 10, "N: the best hosts each zone passes up.",
+           minimum=1),
+    Option("zones", "weights", list, ["ram:1.0", "cpu:1.0"],
+           "Per-host weighers zones rank with (ram, cpu, disk, num_instances), "
+           "NAME:MULTIPLIER; every zone of a tree should use the same."),
+    Option("zones", "select_timeout", float, 5.0,
+           "Seconds the origin waits for a select; each level gives its children 80% of "
+           "its own budget, and a child that is late is left out of that answer."),
+    Option("zones", "capabilities_interval", float, 10.0,
+           "Seconds between a zone's capability posts to its parent."),
+    Option("zones", "capabilities_ttl", float, 30.0,
+           "Seconds after its last post that a child is left out of selects."),
+    Option("zones", "build_timeout", float, 120.0,
+           "Seconds the origin waits for a server to become ACTIVE on a chosen host before "
+           "trying the next."),
+    Option("zones", "key_file", str, "", "This service's Ed25519 private key (PEM; "
+           "default: zones/keys/ZONE-SERVICE.pem in data_dir)."),
+    Option("zones", "key_id", str, "1", "The id of that key in the trust store (a "
+           "rotation adds a new id)."),
+    Option("zones", "trust_store", str, "", "JSON file of the public keys every zone "
+           "service is checked against (default: zones/trust.json in data_dir); reloaded "
+           "when it changes."),
+    Option("zones", "message_window", float, 60.0,
+           "Seconds a signed message between zones stays acceptable (clock skew included); "
+           "older ones are refused as expired, and ids are remembered this long against "
+           "replays.", minimum=1),
 ]
 
 _BY_KEY: dict[tuple[str, str], Option] = {(o.section, o.name): o for o in OPTIONS}

@@ -80,11 +80,15 @@ class Started:
 class AllInOne:
     def __init__(self, config: configuration.Config, topology: Topology, *,
                  listen: str = "127.0.0.1", placement_port: int = 8778, api_port: int = 8774,
-                 network_port: int = 9696, bus_prefix: str = "stratus") -> None:
+                 network_port: int = 9696, bus_prefix: str = "stratus",
+                 http: bool = True) -> None:
         self.config, self.topology = config, topology
         self.listen, self.placement_port, self.api_port = listen, placement_port, api_port
         self.network_port = network_port
         self.network_url = ""
+        # False: no HTTP servers (a leaf zone's deployment, reached through its zone
+        # manager); ``compute_deps`` is what its API would use.
+        self.http = http
         self.layout = Layout.from_config(config, bus_prefix)
         self.started = Started()
         self.cells: dict[str, CellMapping] = {}
@@ -264,8 +268,9 @@ class AllInOne:
                             cell_timeout=config.get("scheduler", "cell_timeout"),
                             max_age=config.get("scheduler", "host_state_max_age"))
         self.started.closers.append(hosts.close)   # its pool of cell readers
-        api_bus.serve(SchedulerRPC, SchedulerManager(self.placement_client(), self.api_engine,
-                                                     hosts, options), server="allinone")
+        self.scheduler = SchedulerManager(self.placement_client(), self.api_engine, hosts,
+                                          options)
+        api_bus.serve(SchedulerRPC, self.scheduler, server="allinone")
         buses = CellBuses(api_bus, identity="conductor:allinone",
                           compute_cap=compute_cap(str(config.get("upgrade_levels", "compute")),
                                                   self.api_engine, self.engines))
@@ -320,6 +325,12 @@ class AllInOne:
         from stratus.api.service import build_wsgi as build_compute_wsgi
         from stratus.api.service import make_deps
 
+        deps = make_deps(self.config, bus=api_bus, placement=self.placement_client(),
+                         network=self.network_client())
+        self.started.closers.append(deps.close)
+        self.compute_deps = deps
+        if not self.http:
+            return
         level = "info" if self.config.get("DEFAULT", "debug") else "warning"
         placement = ThreadedServer("placement-api", self.placement_wsgi, self.listen,
                                    self.placement_port, log_level=level)
@@ -331,9 +342,6 @@ class AllInOne:
         self.started.servers.append(network)
         network.start()
         self.network_url = network.url + "/"
-        deps = make_deps(self.config, bus=api_bus, placement=self.placement_client(),
-                         network=self.network_client())
-        self.started.closers.append(deps.close)
         compute = ThreadedServer("compute-api", build_compute_wsgi(deps, self.config),
                                  self.listen, self.api_port, log_level=level)
         self.started.servers.append(compute)

@@ -15,6 +15,7 @@ from stratus.bus.envelope import Version
 from stratus.bus.errors import (
     BadMessage,
     BusError,
+    ExpiredMessage,
     InvalidSignature,
     MessagingTimeout,
     NoSuchMethod,
@@ -25,9 +26,10 @@ from stratus.bus.errors import (
     UnknownSender,
     UnsignedMessage,
     UnsupportedVersion,
+    WrongZone,
 )
 from stratus.bus.interfaces import RPCInterface, rpc_method
-from stratus.bus.rpc import Bus, RPCClient, RPCServer
+from stratus.bus.rpc import Bus, RPCClient, RPCServer, current_sender
 from stratus.bus.signing import HmacSigner, HmacVerifier
 from stratus.bus.transport import Target, Transport, get_transport
 
@@ -35,6 +37,7 @@ __all__ = [
     "BadMessage",
     "Bus",
     "BusError",
+    "ExpiredMessage",
     "HmacSigner",
     "HmacVerifier",
     "InvalidSignature",
@@ -53,6 +56,8 @@ __all__ = [
     "UnsignedMessage",
     "UnsupportedVersion",
     "Version",
+    "WrongZone",
+    "current_sender",
     "get_transport",
     "rpc_method",
 ]

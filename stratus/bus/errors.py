@@ -104,6 +104,14 @@ class ReplayedMessage(SecurityError):
     pass
 
 
+class ExpiredMessage(SecurityError):
+    """Sent too long ago (or with a key past its end of life)."""
+
+
+class WrongZone(SecurityError):
+    """A sender speaking for a zone that is not its own."""
+
+
 class RemoteError(BusError):
     """The remote method raised an exception its interface does not declare."""
 
@@ -120,7 +128,7 @@ BUS_ERRORS: dict[str, type[BusError]] = {
     cls.__name__: cls
     for cls in (BusError, TransportError, MessagingTimeout, BadMessage, NoSuchMethod,
                 UnsupportedVersion, SecurityError, UnsignedMessage, UnknownSender,
-                InvalidSignature, ReplayedMessage, RemoteError)
+                InvalidSignature, ReplayedMessage, ExpiredMessage, WrongZone, RemoteError)
 }
 
 

@@ -21,6 +21,7 @@ signed and verified (see :mod:`stratus.bus.signing`).
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
 import logging
 import os
 import socket
@@ -35,6 +36,14 @@ from stratus.bus.transport import Listener, Target, Transport, get_transport
 
 LOG = logging.getLogger(__name__)
 IfaceT = TypeVar("IfaceT", bound=RPCInterface)
+# The sender of the message an endpoint is answering (verified, when the bus verifies):
+# an endpoint that acts for someone may check who that is.
+_SENDER: contextvars.ContextVar[str | None] = contextvars.ContextVar("sender", default=None)
+
+
+def current_sender() -> str | None:
+    """Who sent the message being handled (None outside a handler)."""
+    return _SENDER.get()
 DESCRIBE = "_describe"  # answered by every server itself, at any version
 
 
@@ -143,7 +152,11 @@ class RPCServer:
             raise errors.UnsupportedVersion(self.interface.service, message.method,
                                             str(requested), str(self.version), "server")
         spec.check_args(self.interface.service, message.args)
-        return getattr(self.endpoint, message.method)(**message.args)
+        token = _SENDER.set(message.sender)
+        try:
+            return getattr(self.endpoint, message.method)(**message.args)
+        finally:
+            _SENDER.reset(token)
 
     def _log_failure(self, message: Request, exc: BaseException) -> None:
         where = f"{self.receiver}: {message.method} from {message.sender}"

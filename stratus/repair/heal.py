@@ -7,11 +7,12 @@ Per server on a host with no task running:
 * no allocations (or ``force``): the flavor's VCPU, MEMORY_MB and DISK_GB on its compute
   node's root provider;
 * each port whose resource request has no ``allocation`` in its binding (or every such
-  port when the server's allocations are created or rebuilt here): Placement is asked for the port's groups on the server's own
-  node only (``in_tree``); the first candidate is added to the server's allocation and
-  its ``mappings`` name the providers written into the ports' bindings. (Nova heals a
-  port only when exactly one candidate exists; any candidate is right for a new
-  allocation, so Stratus takes the first.)
+  port when the server's allocations are created or rebuilt here): Placement is asked
+  for the port's groups on the server's own node only (``in_tree``); the first
+  candidate is added to the server's allocation and its ``mappings`` name the
+  providers written into the ports' bindings. (Nova heals a port only when exactly one
+  candidate exists; any candidate is right for a new allocation, so Stratus takes the
+  first.)
 
 The ports are written first and rolled back if the allocation cannot be, so a failure
 leaves nothing half done. Exit codes follow ``nova-manage placement heal_allocations``.

@@ -101,11 +101,21 @@ class SchedulerManager:
                             return_alternates: bool = True) -> list[list[dict[str, Any]]]:
         try:
             spec = RequestSpec.from_dict(request_spec)
-            query = query_from_spec(spec)
         except InvalidRequest as exc:
             raise NoValidHost(f"The request cannot be scheduled: {exc}") from None
         if not instance_uuids:
             return []
+        passed, counts = self.feasible_hosts(spec)
+        return self._place_all(spec, instance_uuids, passed, counts, return_alternates)
+
+    def feasible_hosts(self, spec: RequestSpec) -> tuple[list[HostState], Counter[str]]:
+        """The hosts that can take ``spec`` now (Placement's candidates through the request
+        and host filters), unweighed and unclaimed, and the counts of every rejection;
+        NoValidHost if there is none. A zone's manager ranks these for its parent."""
+        try:
+            query = query_from_spec(spec)
+        except InvalidRequest as exc:
+            raise NoValidHost(f"The request cannot be scheduled: {exc}") from None
         with db.read(self.api_engine) as conn:
             view = context.load(conn, self.host_manager.cells.all())
         try:
@@ -156,7 +166,7 @@ class SchedulerManager:
             counts.update(self._explained(params))
             raise NoValidHost(f"Placement offered {len(by_root)} host(s); none passed the "
                               "scheduler's checks.", counts)
-        return self._place_all(spec, instance_uuids, passed, counts, return_alternates)
+        return passed, counts
 
     def _candidates(self, params: Sequence[tuple[str, str]],
                     query: PlacementQuery) -> pc.Candidates:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import webob
@@ -38,11 +38,14 @@ MAX_BODY_BYTES = 1_048_576
 
 class ComputeApp:
     def __init__(self, api: ComputeAPIDeps, *, keystone: bool = False,
-                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
+                 max_body_bytes: int = MAX_BODY_BYTES,
+                 routes: list[tuple[str, Mapping[str, Handler]]] | None = None) -> None:
+        # ``routes``: another route table on the same pipeline (the top of a zone tree
+        # serves a few routes of its own, with its own ``api``).
         self.api = api
         self.keystone = keystone
         self.max_body_bytes = max_body_bytes
-        self._router: Router[Handler] = Router(ROUTES)
+        self._router: Router[Handler] = Router(routes if routes is not None else ROUTES)
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         request_id = "req-" + str(uuid.uuid4())

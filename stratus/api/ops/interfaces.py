@@ -217,7 +217,8 @@ def _take_port(api: ComputeAPIDeps, client: nc.NetworkClient, server: Server, un
     owner = f"compute:{server.availability_zone or api.default_az}"
     if port_id:
         port_ops.claim_port(client, port_id, server.uuid, owner, server.project_id, is_admin)
-        undo.push("give the port back", lambda: port_ops.give_back(api, [port_id]))
+        taken: str = port_id
+        undo.push("give the port back", lambda: port_ops.give_back(api, [taken]))
         preserve = True
     else:
         assert network_id

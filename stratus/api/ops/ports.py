@@ -88,7 +88,7 @@ def claim_for_boot(api: ComputeAPIDeps, requests: list[NetworkRequest] | str,
                    zone: str | None, supports_port_requests: bool) -> Claimed:
     """Check every entry and claim the user's ports for the new server; nothing is left
     claimed if this raises."""
-    if not requests:
+    if not requests or requests == NONE:
         return Claimed([], [])
     client = network(api)
     if requests == AUTO:

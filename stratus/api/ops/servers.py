@@ -47,6 +47,9 @@ class Boot:
     networks: list[ports.NetworkRequest] | str = ports.NONE
     # Microversion 2.72 or later: ports with resource requests may be given.
     supports_port_requests: bool = True
+    # A zone's build: the uuid the origin zone chose, and the host it chose.
+    uuid: str | None = None
+    force_host: str | None = None
 
 
 def request_flavor(flavor: flavor_store.Flavor) -> rq.Flavor:
@@ -74,7 +77,7 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     group = group_state(api, boot.group, boot.project_id, is_admin)
     flavor = request_flavor(boot.flavor)
     check_extra_specs(flavor.extra_specs)
-    instances = [{"uuid": str(uuidlib.uuid4()),
+    instances = [{"uuid": boot.uuid if boot.uuid and count == 1 else str(uuidlib.uuid4()),
                   "name": boot.name if count == 1 else f"{boot.name}-{i + 1}",
                   "project_id": boot.project_id, "user_id": boot.user_id}
                  for i in range(count)]
@@ -83,7 +86,8 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
                                    boot.supports_port_requests)
     spec = rq.RequestSpec(flavor=flavor, project_id=boot.project_id, user_id=boot.user_id,
                           num_instances=count, availability_zone=zone, server_group=group,
-                          requested_networks=claimed.requested_networks)
+                          requested_networks=claimed.requested_networks,
+                          force_hosts={boot.force_host} if boot.force_host else set())
     spec_dict = spec.to_dict()
     try:
         with db.write(api.dbs.api) as conn:

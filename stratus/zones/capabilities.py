@@ -1,0 +1,180 @@
+"""What a zone can offer, in one schema that senders build and matchers read (design
+document 003 leaves this "to be worked out": here it is).
+
+A leaf derives its capabilities from its hosts; a parent merges its children's. Only
+summaries travel up, never host lists::
+
+    resources   per resource class: total and free (summed over hosts), and the
+                largest free on any one host (the most one new server could get)
+    traits      every trait some host has (a union)
+    zones       the availability zones of its hosts
+    flavors     the flavor names some host could fit right now
+    hosts       how many hosts it summarises
+
+``could_match`` is the routing test: a request that needs more of a class than the
+largest free, a trait no host has, an availability zone it lacks, or a flavor none of
+its hosts could fit, cannot be placed below this zone, so the request does not go
+there. It is a necessary condition only: a zone that could may still answer with no
+host (the largest free VCPU and the largest free memory may be on different hosts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+class CapabilityError(ValueError):
+    """Capabilities that do not follow the schema (the message says which field)."""
+
+
+@dataclass(frozen=True)
+class ClassCapacity:
+    total: int
+    free: int
+    largest_free: int
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    zone: str
+    hosts: int
+    resources: Mapping[str, ClassCapacity]
+    traits: frozenset[str] = frozenset()
+    availability_zones: frozenset[str] = frozenset()
+    flavors: frozenset[str] = frozenset()
+    generated_at: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": SCHEMA_VERSION, "zone": self.zone, "hosts": self.hosts,
+                "resources": {rc: [c.total, c.free, c.largest_free]
+                              for rc, c in sorted(self.resources.items())},
+                "traits": sorted(self.traits),
+                "availability_zones": sorted(self.availability_zones),
+                "flavors": sorted(self.flavors), "generated_at": self.generated_at}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Capabilities:
+        """Parse what a child sent; CapabilityError for anything off the schema."""
+        if not isinstance(data, dict):
+            raise CapabilityError("capabilities must be an object")
+        if data.get("schema") != SCHEMA_VERSION:
+            raise CapabilityError(f"capabilities schema {data.get('schema')!r} is not "
+                                  f"{SCHEMA_VERSION}")
+        try:
+            resources = {}
+            for rc, figures in dict(data["resources"]).items():
+                total, free, largest = (int(x) for x in figures)
+                if min(total, free, largest) < 0 or largest > free or free > total:
+                    raise CapabilityError(f"resources.{rc}: inconsistent figures {figures}")
+                resources[str(rc)] = ClassCapacity(total, free, largest)
+            return cls(zone=str(data["zone"]), hosts=int(data["hosts"]), resources=resources,
+                       traits=frozenset(map(str, data.get("traits", ()))),
+                       availability_zones=frozenset(map(str,
+                                                        data.get("availability_zones", ()))),
+                       flavors=frozenset(map(str, data.get("flavors", ()))),
+                       generated_at=float(data.get("generated_at", 0.0)))
+        except CapabilityError:
+            raise
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CapabilityError(f"capabilities are not readable: {exc!r}") from None
+
+
+@dataclass(frozen=True)
+class HostFigures:
+    """One host as a leaf sees it: free and total per class (over its whole provider
+    tree), its traits, its availability zone."""
+
+    name: str
+    total: Mapping[str, int]
+    free: Mapping[str, int]
+    traits: frozenset[str] = frozenset()
+    availability_zone: str | None = None
+
+
+def from_hosts(zone: str, hosts: Iterable[HostFigures],
+               flavors: Mapping[str, Mapping[str, int]], now: float) -> Capabilities:
+    """A leaf's capabilities; ``flavors`` maps flavor names to what each needs of a host."""
+    totals: dict[str, list[int]] = {}
+    traits: set[str] = set()
+    zones: set[str] = set()
+    fits: set[str] = set()
+    count = 0
+    for host in hosts:
+        count += 1
+        for rc, total in host.total.items():
+            figures = totals.setdefault(rc, [0, 0, 0])
+            free = max(0, int(host.free.get(rc, 0)))
+            figures[0] += int(total)
+            figures[1] += free
+            figures[2] = max(figures[2], free)
+        traits |= host.traits
+        if host.availability_zone:
+            zones.add(host.availability_zone)
+        fits |= {name for name, needs in flavors.items() if name not in fits and all(
+            host.free.get(rc, 0) >= n for rc, n in needs.items())}
+    return Capabilities(zone, count, {rc: ClassCapacity(*f) for rc, f in totals.items()},
+                        frozenset(traits), frozenset(zones), frozenset(fits), now)
+
+
+def merge(zone: str, children: Iterable[Capabilities], now: float) -> Capabilities:
+    """A parent's capabilities: sums and maxima of its children's, sets unioned."""
+    totals: dict[str, list[int]] = {}
+    traits: set[str] = set()
+    zones: set[str] = set()
+    flavors: set[str] = set()
+    count = 0
+    for child in children:
+        count += child.hosts
+        for rc, c in child.resources.items():
+            figures = totals.setdefault(rc, [0, 0, 0])
+            figures[0] += c.total
+            figures[1] += c.free
+            figures[2] = max(figures[2], c.largest_free)
+        traits |= child.traits
+        zones |= child.availability_zones
+        flavors |= child.flavors
+    return Capabilities(zone, count, {rc: ClassCapacity(*f) for rc, f in totals.items()},
+                        frozenset(traits), frozenset(zones), frozenset(flavors), now)
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """What a request needs of one host, as routing reads it."""
+
+    resources: Mapping[str, int] = field(default_factory=dict)
+    traits: frozenset[str] = frozenset()
+    availability_zone: str | None = None
+    flavor: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"resources": dict(self.resources), "traits": sorted(self.traits),
+                "availability_zone": self.availability_zone, "flavor": self.flavor}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Requirement:
+        return cls({str(k): int(v) for k, v in (data.get("resources") or {}).items()},
+                   frozenset(map(str, data.get("traits") or ())),
+                   data.get("availability_zone"), data.get("flavor"))
+
+
+def could_match(caps: Capabilities, need: Requirement) -> str | None:
+    """None if a host below this zone could take the request; else why not."""
+    if caps.hosts == 0:
+        return "no hosts"
+    if need.availability_zone and need.availability_zone not in caps.availability_zones:
+        return f"no host in availability zone {need.availability_zone}"
+    if need.flavor and need.flavor not in caps.flavors:
+        return f"no host with room for flavor {need.flavor}"
+    for rc, amount in sorted(need.resources.items()):
+        have = caps.resources.get(rc)
+        largest = have.largest_free if have else 0
+        if largest < amount:
+            return f"needs {amount} {rc}; the most free on one host is {largest}"
+    missing = sorted(need.traits - caps.traits)
+    if missing:
+        return f"no host with trait(s) {', '.join(missing)}"
+    return None

@@ -1,0 +1,127 @@
+"""Wiring a zone's services: keys and trust store, the signed bus between zones, the
+zone manager's local store, and the leaf deployment a manager schedules on.
+
+Where things live by default (``[zones]`` options override each)::
+
+    DATA_DIR/zones/keys/ZONE-SERVICE.pem   a service's Ed25519 private key (0600)
+    DATA_DIR/zones/trust.json              every trusted public key
+    DATA_DIR/zone-ZONE.db                  a zone manager's local store
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from stratus.bus import Bus
+from stratus.config import Config
+from stratus.storage import engine as db
+from stratus.storage import migrate
+from stratus.zones import signing
+
+MIGRATIONS = os.path.join(os.path.dirname(__file__), "migrations")
+
+
+def key_path(config: Config, zone: str, service: str) -> Path:
+    configured = str(config.get("zones", "key_file"))
+    if configured:
+        return Path(configured)
+    return Path(config.data_dir, "zones", "keys", f"{zone}-{service}.pem")
+
+
+def trust_path(config: Config) -> Path:
+    configured = str(config.get("zones", "trust_store"))
+    return Path(configured) if configured else Path(config.data_dir, "zones", "trust.json")
+
+
+def ensure_key(config: Config, zone: str, service: str) -> bool:
+    """A key for ``zone:<zone>/<service>`` (made if missing, its public half added to the
+    trust store); True if it was made now."""
+    path = key_path(config, zone, service)
+    key_id = str(config.get("zones", "key_id"))
+    trust = trust_path(config)
+    if path.exists():
+        return False
+    public = signing.generate(path, key_id)
+    trust.parent.mkdir(parents=True, exist_ok=True)
+    signing.add_to_file(trust, signing.signer_name(zone, service), key_id, public)
+    return True
+
+
+def signed_bus(config: Config, zone: str, service: str, *, url: str | None = None,
+               timeout: float | None = None) -> Bus:
+    """The zones' bus as ``zone:<zone>/<service>``: every message out signed with its key,
+    every message in verified against the trust store."""
+    key = signing.load_private(key_path(config, zone, service))
+    signer = signing.Ed25519Signer(signing.signer_name(zone, service), key,
+                                   str(config.get("zones", "key_id")))
+    trust = signing.TrustStore.load(trust_path(config))
+    verifier = signing.Ed25519Verifier(trust, window=float(config.get("zones",
+                                                                      "message_window")))
+    transport = url or str(config.get("zones", "transport_url"))
+    if not transport:
+        raise ValueError("no bus between zones: give --transport-url or [zones] "
+                         "transport_url")
+    return Bus(transport, signer=signer, verifier=verifier,
+               timeout=timeout or float(config.get("DEFAULT", "rpc_response_timeout")))
+
+
+def store_url(config: Config, zone: str) -> str:
+    return str(config.get("zones", "database")) or \
+        f"sqlite:///{os.path.join(os.path.abspath(config.data_dir), f'zone-{zone}.db')}"
+
+
+def open_store(url: str) -> Engine:
+    """The zone manager's local store, migrated to the current schema."""
+    engine = db.create_engine(url)
+    migrate.upgrade(engine, MIGRATIONS)
+    return engine
+
+
+def leaf_of_cloud(zone: str, cloud: Any, build_timeout: float) -> Any:
+    """The leaf of an in-process deployment (:class:`stratus.allinone.cloud.AllInOne`)."""
+    from stratus.zones.leaf import Leaf
+
+    return Leaf(zone, cloud.compute_deps, cloud.scheduler, build_timeout=build_timeout)
+
+
+def leaf_of_services(zone: str, config: Config, build_timeout: float) -> tuple[Any, Any]:
+    """The leaf of a deployment run as separate services (its API database, Placement
+    and bus from ``config``); returns the leaf and a function that closes it."""
+    from stratus.api.service import make_deps
+    from stratus.cells import mappings
+    from stratus.cells.cache import CellCache
+    from stratus.cells.engines import CellEngines
+    from stratus.placement.client import PlacementClient
+    from stratus.scheduler.host_manager import HostManager
+    from stratus.scheduler.manager import SchedulerManager, SchedulerOptions
+    from stratus.zones.leaf import Leaf
+
+    deps = make_deps(config, identity=f"zone-manager:{zone}")
+    placement = PlacementClient(str(config.get("placement_client", "endpoint")),
+                                token=str(config.get("placement_client", "token")))
+    engine = deps.dbs.api
+
+    def load_cells() -> list[mappings.CellMapping]:
+        with db.read(engine) as conn:
+            return mappings.list_cells(conn)
+
+    cache = CellCache(load_cells, config.get("scheduler", "cell_cache_refresh_interval"))
+    engines = CellEngines()
+    hosts = HostManager(cache, engines,
+                        service_down_time=config.get("compute", "service_down_time"),
+                        cell_timeout=config.get("scheduler", "cell_timeout"),
+                        max_age=config.get("scheduler", "host_state_max_age"))
+    scheduler = SchedulerManager(placement, engine, hosts,
+                                 SchedulerOptions.from_config(config))
+
+    def close() -> None:
+        hosts.close()
+        engines.dispose()
+        placement.close()
+        deps.close()
+
+    return Leaf(zone, deps, scheduler, build_timeout=build_timeout), close

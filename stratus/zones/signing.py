@@ -1,0 +1,227 @@
+"""Ed25519 signatures on every message between zones (design document 003: "signed
+messages so queue consumers can verify the source").
+
+Each zone's service signs as ``zone:<zone>/<service>`` with its private key; every
+receiver checks against a trust store of public keys. Public keys, not a shared secret:
+a zone holds only its own private key, so a compromised zone can speak for itself and
+no other (the HMAC signing of :mod:`stratus.bus.signing`, a shared secret, stays
+available inside one zone, where every service is one trust domain anyway).
+
+A message is refused, and the refusal logged with why, when it is:
+
+* unsigned (``UnsignedMessage``);
+* from a signer, or with a key, the trust store does not have (``UnknownSender``);
+* changed after it was signed (``InvalidSignature``);
+* sent outside the window around the receiver's clock, or signed with a key past its
+  end of life (``ExpiredMessage``);
+* one the receiver already accepted (``ReplayedMessage``, by message id within the
+  window).
+
+Whether a sender may speak for the zone a message names is the zone manager's check
+(``WrongZone``): the verified sender is known to the endpoint while it runs
+(:func:`stratus.bus.rpc.current_sender`).
+
+Keys rotate without downtime: the trust store may hold two keys of one signer at once
+(the signature names its key id), so receivers learn the new key, the signer switches,
+and the old key is then dropped (or expires by its ``not_after``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.exceptions import InvalidSignature as BadSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
+
+from stratus.bus import envelope, errors
+
+
+def signer_name(zone: str, service: str = "manager") -> str:
+    return f"zone:{zone}/{service}"
+
+
+def zone_of(sender: str) -> str | None:
+    """The zone a signer name speaks for (None: not a zone signer)."""
+    if not sender.startswith("zone:") or "/" not in sender:
+        return None
+    return sender[len("zone:"):].rsplit("/", 1)[0]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+# ---- keys ------------------------------------------------------------------------------
+
+
+def generate(path: Path, key_id: str) -> str:
+    """A new private key at ``path`` (mode 0600); its public key, base64, for the trust
+    store."""
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(pem)
+    return public_of(key)
+
+
+def public_of(key: Ed25519PrivateKey) -> str:
+    raw = key.public_key().public_bytes(serialization.Encoding.Raw,
+                                        serialization.PublicFormat.Raw)
+    return _b64(raw)
+
+
+def load_private(path: Path) -> Ed25519PrivateKey:
+    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    if not isinstance(key, Ed25519PrivateKey):
+        raise ValueError(f"{path} is not an Ed25519 private key")
+    return key
+
+
+@dataclass(frozen=True)
+class TrustedKey:
+    sender: str
+    key_id: str
+    public: Ed25519PublicKey
+    not_after: float | None = None   # Unix time; None: until removed
+
+
+class TrustStore:
+    """Public keys by signer and key id. A JSON file: ``[{"sender", "key_id",
+    "public_key", "not_after"?}, ...]``; reloaded when it changes, so a rotation is a
+    file edit, not a restart."""
+
+    def __init__(self, keys: Mapping[tuple[str, str], TrustedKey] | None = None,
+                 path: Path | None = None) -> None:
+        self._keys = dict(keys or {})
+        self.path = path
+        self._mtime = 0.0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, path: Path) -> TrustStore:
+        store = cls(path=path)
+        store.refresh()
+        return store
+
+    def refresh(self) -> None:
+        if self.path is None:
+            return
+        try:
+            mtime = self.path.stat().st_mtime
+        except FileNotFoundError:
+            return
+        if mtime == self._mtime:
+            return
+        entries = json.loads(self.path.read_text() or "[]")
+        keys = {}
+        for e in entries:
+            public = Ed25519PublicKey.from_public_bytes(_unb64(e["public_key"]))
+            keys[(e["sender"], e["key_id"])] = TrustedKey(e["sender"], e["key_id"], public,
+                                                          e.get("not_after"))
+        with self._lock:
+            self._keys, self._mtime = keys, mtime
+
+    def add(self, sender: str, key_id: str, public_key: str,
+            not_after: float | None = None) -> None:
+        with self._lock:
+            self._keys[(sender, key_id)] = TrustedKey(
+                sender, key_id, Ed25519PublicKey.from_public_bytes(_unb64(public_key)),
+                not_after)
+
+    def get(self, sender: str, key_id: str) -> TrustedKey | None:
+        self.refresh()
+        with self._lock:
+            return self._keys.get((sender, key_id))
+
+    def senders(self) -> list[str]:
+        with self._lock:
+            return sorted({s for s, _ in self._keys})
+
+
+def add_to_file(path: Path, sender: str, key_id: str, public_key: str,
+                not_after: float | None = None) -> None:
+    """Add (or replace) one key in a trust store file, written atomically."""
+    entries = json.loads(path.read_text() or "[]") if path.exists() else []
+    entries = [e for e in entries if (e["sender"], e["key_id"]) != (sender, key_id)]
+    entry: dict[str, object] = {"sender": sender, "key_id": key_id, "public_key": public_key}
+    if not_after is not None:
+        entry["not_after"] = not_after
+    entries.append(entry)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(entries, indent=2, sort_keys=True))
+    tmp.replace(path)
+
+
+# ---- the bus's signer and verifier ----------------------------------------------------
+
+
+class Ed25519Signer:
+    def __init__(self, sender: str, key: Ed25519PrivateKey, key_id: str) -> None:
+        self.sender, self._key, self.key_id = sender, key, key_id
+
+    def sign(self, message: envelope.Message) -> envelope.Message:
+        signature = self._key.sign(envelope.canonical(message))
+        return envelope.with_signature(message, f"{self.key_id}.{_b64(signature)}")
+
+
+class Ed25519Verifier:
+    def __init__(self, trust: TrustStore, window: float = 60.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        if window <= 0:
+            raise ValueError("the replay window must be positive")
+        self.trust, self._window, self._clock = trust, window, clock
+        self._seen: dict[tuple[str, str], float] = {}
+        self._lock = threading.Lock()
+        self._next_prune = 0.0
+
+    def verify(self, message: envelope.Message, receiver: str) -> None:
+        who = message.sender
+        if not message.signature:
+            raise errors.UnsignedMessage(f"unsigned message from '{who}' refused")
+        key_id, _, signature = message.signature.partition(".")
+        trusted = self.trust.get(who, key_id)
+        if trusted is None:
+            raise errors.UnknownSender(f"message from '{who}' signed with key '{key_id}', "
+                                       "which the trust store does not have, refused")
+        try:
+            trusted.public.verify(_unb64(signature), envelope.canonical(message))
+        except (BadSignature, ValueError):
+            raise errors.InvalidSignature(f"message {message.msg_id} from '{who}' does not "
+                                          "match its signature (changed after signing)") \
+                from None
+        now = self._clock()
+        if trusted.not_after is not None and message.sent_at > trusted.not_after:
+            raise errors.ExpiredMessage(f"message {message.msg_id} from '{who}' is signed "
+                                        f"with key '{key_id}', past its end of life")
+        if abs(now - message.sent_at) > self._window:
+            raise errors.ExpiredMessage(
+                f"message {message.msg_id} from '{who}' was sent {now - message.sent_at:.1f}s "
+                f"from now, outside the {self._window:g}s window")
+        with self._lock:
+            if now >= self._next_prune:
+                horizon = now - self._window
+                self._seen = {k: t for k, t in self._seen.items() if t >= horizon}
+                self._next_prune = now + self._window / 4
+            seen = (receiver, message.msg_id)
+            if seen in self._seen:
+                raise errors.ReplayedMessage(f"message {message.msg_id} from '{who}' was "
+                                             "already received")
+            self._seen[seen] = message.sent_at
