@@ -219,8 +219,6 @@ OPTIONS: list[Option] = [
            "trying the next."),
     Option("zones", "key_file", str, "", "This service's Ed25519 private key (PEM; "
            "default: zones/keys/ZONE-SERVICE.pem in data_dir)."),
-    Option("zones", "key_id", str, "1", "The id of that key in the trust store (a "
-           "rotation adds a new id)."),
     Option("zones", "trust_store", str, "", "JSON file of the public keys every zone "
            "service is checked against (default: zones/trust.json in data_dir); reloaded "
            "when it changes."),

@@ -28,7 +28,8 @@ HOST = "OS-EXT-SRV-ATTR:host"
 
 SERVER_FIELDS = (("ID", "id"), ("Name", "name"), ("Status", "status"), ("Host", HOST),
                  ("Node", "OS-EXT-SRV-ATTR:hypervisor_hostname"),
-                 ("Zone", "OS-EXT-AZ:availability_zone"), ("Project", "tenant_id"),
+                 ("Availability zone", "OS-EXT-AZ:availability_zone"),
+                 ("Project", "tenant_id"),
                  ("Created", "created"), ("Fault", "fault_message"))
 
 
@@ -134,8 +135,10 @@ def server_list(args: argparse.Namespace, api: HTTP) -> None:
 def server_show(args: argparse.Namespace, api: HTTP) -> None:
     server = find_server(api, args.server)
     flat = _flat(server)
+    # Behind a zone tree's API, admins also see which zone of the tree holds it.
+    tree = (("Zone (tree)", "stratus:zone"),) if "stratus:zone" in server else ()
     emit(args, server, lambda: fields(flat, (*SERVER_FIELDS[:5], ("Flavor", "flavor_name"),
-                                             *SERVER_FIELDS[5:])))
+                                             *tree, *SERVER_FIELDS[5:])))
 
 
 def server_delete(args: argparse.Namespace, api: HTTP) -> None:

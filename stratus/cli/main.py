@@ -20,6 +20,7 @@ from stratus.cli import (
     network_cmd,
     scheduler_cmd,
     serve,
+    zone_cmd,
 )
 
 
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     conductor_cmd.add_commands(sub)
     api_cmd.add_commands(sub)
     network_cmd.add_commands(sub)
+    zone_cmd.add_commands(sub)
     client.add_commands(sub)
     return parser
 

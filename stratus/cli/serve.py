@@ -61,6 +61,15 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--fleet", metavar="FILE",
                    help="fleet file (YAML/JSON): hosts, shapes, cells, availability zones "
                    "and aggregates, instead of --hosts/--cells")
+    p.add_argument("--zones", metavar="SPEC",
+                   help="run a zone tree instead (design document 003's zones, not "
+                   "availability zones): SPEC is PARENT=CHILD,CHILD[;PARENT=...], e.g. "
+                   "'top=eu,us;eu=eu-1,eu-2'; every zone without children is a leaf "
+                   "deployment of --hosts hosts; only the top's compute API is served "
+                   "(--api-port)")
+    p.add_argument("--zones-transport-url", metavar="URL", default="inproc://zones",
+                   help="with --zones: the bus between zones (default inproc://zones; an "
+                   "amqp:// URL lets stratus zone list|show|capabilities reach the tree)")
     p.set_defaults(func=cmd_serve)
 
     p = common.add_parser(
@@ -197,6 +206,53 @@ def _interrupt(*_: object) -> None:
     raise KeyboardInterrupt
 
 
+def cmd_serve_zones(args: argparse.Namespace, config: configuration.Config) -> int:
+    from stratus.allinone.http import ServerError
+    from stratus.zones.tree import LocalTree, TreeError, parse_spec
+
+    if args.cells or args.fleet:
+        common.fail("--zones runs leaves of --hosts hosts each; --cells and --fleet do not "
+                    "apply", common.USAGE_ERROR)
+    try:
+        spec = parse_spec(args.zones)
+    except TreeError as exc:
+        common.fail(str(exc), common.USAGE_ERROR)
+    if args.api_port:
+        common.check_can_listen(args.host, args.api_port)
+    hosts = args.hosts or topology.DEFAULT_HOSTS
+    print(f"stratus serve: zone tree {args.zones} ({len(spec.leaves)} leaves of {hosts} "
+          f"simulated host(s)); data in {os.path.abspath(config.data_dir)}", flush=True)
+    signal.signal(signal.SIGTERM, _interrupt)
+    started = time.monotonic()
+    tree = LocalTree(config, spec, hosts_per_leaf=hosts,
+                     transport_url=args.zones_transport_url, listen=args.host,
+                     api_port=args.api_port)
+    try:
+        tree.start(lambda line: print(f"  {line}", flush=True))
+    except (ServerError, TreeError) as exc:
+        common.fail(str(exc))
+    except KeyboardInterrupt:
+        print("stratus serve: interrupted while starting; stopped", flush=True)
+        return 130
+    try:
+        api = tree.api_url.removesuffix("/v2.1")
+
+        def announce() -> None:
+            env = "" if api == client.DEFAULT_API_URL else \
+                f"export STRATUS_API_URL={api}\n"
+            print(f"Compute API (top zone {spec.top}): {tree.api_url}", flush=True)
+            print(f"Ready in {time.monotonic() - started:.1f}s. Try: {env}stratus server "
+                  "create vm1 --flavor m1.tiny --wait   (stratus server show vm1: its zone "
+                  "and host)", flush=True)
+            print("Ctrl-C stops it.", flush=True)
+
+        wait_for_stop(ready=announce)
+    finally:
+        tree.stop()
+    print("stratus serve stopped", flush=True)
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from stratus.allinone import networks
     from stratus.allinone.cloud import AllInOne
@@ -214,6 +270,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.makedirs(data_dir, exist_ok=True)
     except OSError as exc:
         common.fail(f"cannot create the data directory {data_dir}: {exc.strerror}")
+    if args.zones:
+        return cmd_serve_zones(args, config)
     for port in (args.port, args.api_port, args.network_port):
         if port:
             common.check_can_listen(args.host, port)

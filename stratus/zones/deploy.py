@@ -37,17 +37,22 @@ def trust_path(config: Config) -> Path:
     return Path(configured) if configured else Path(config.data_dir, "zones", "trust.json")
 
 
+def new_key(path: Path, trust: Path, sender: str) -> str:
+    """A new key at ``path``, its public half trusted in ``trust``; its key id."""
+    public = signing.generate(path, "")
+    key_id = signing.fingerprint(public)
+    trust.parent.mkdir(parents=True, exist_ok=True)
+    signing.add_to_file(trust, sender, key_id, public)
+    return key_id
+
+
 def ensure_key(config: Config, zone: str, service: str) -> bool:
     """A key for ``zone:<zone>/<service>`` (made if missing, its public half added to the
     trust store); True if it was made now."""
     path = key_path(config, zone, service)
-    key_id = str(config.get("zones", "key_id"))
-    trust = trust_path(config)
     if path.exists():
         return False
-    public = signing.generate(path, key_id)
-    trust.parent.mkdir(parents=True, exist_ok=True)
-    signing.add_to_file(trust, signing.signer_name(zone, service), key_id, public)
+    new_key(path, trust_path(config), signing.signer_name(zone, service))
     return True
 
 
@@ -55,9 +60,8 @@ def signed_bus(config: Config, zone: str, service: str, *, url: str | None = Non
                timeout: float | None = None) -> Bus:
     """The zones' bus as ``zone:<zone>/<service>``: every message out signed with its key,
     every message in verified against the trust store."""
-    key = signing.load_private(key_path(config, zone, service))
-    signer = signing.Ed25519Signer(signing.signer_name(zone, service), key,
-                                   str(config.get("zones", "key_id")))
+    signer = signing.FileSigner(signing.signer_name(zone, service),
+                                key_path(config, zone, service))
     trust = signing.TrustStore.load(trust_path(config))
     verifier = signing.Ed25519Verifier(trust, window=float(config.get("zones",
                                                                       "message_window")))

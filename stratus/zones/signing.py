@@ -22,13 +22,16 @@ Whether a sender may speak for the zone a message names is the zone manager's ch
 (:func:`stratus.bus.rpc.current_sender`).
 
 Keys rotate without downtime: the trust store may hold two keys of one signer at once
-(the signature names its key id), so receivers learn the new key, the signer switches,
-and the old key is then dropped (or expires by its ``not_after``).
+(the signature names its key id, the key's fingerprint), so receivers learn the new key
+first; the signer then switches when its key file is replaced (:class:`FileSigner`
+re-reads it), and the old key is dropped from the trust store (or expires by its
+``not_after``). ``stratus zone keygen --rotate`` / ``--activate`` do these steps.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import threading
@@ -86,6 +89,12 @@ def public_of(key: Ed25519PrivateKey) -> str:
     raw = key.public_key().public_bytes(serialization.Encoding.Raw,
                                         serialization.PublicFormat.Raw)
     return _b64(raw)
+
+
+def fingerprint(public_key: str) -> str:
+    """A public key's id in signatures and trust stores: short, and the same wherever the
+    key is (no second name to keep in step)."""
+    return hashlib.sha256(_unb64(public_key)).hexdigest()[:16]
 
 
 def load_private(path: Path) -> Ed25519PrivateKey:
@@ -180,6 +189,40 @@ class Ed25519Signer:
     def sign(self, message: envelope.Message) -> envelope.Message:
         signature = self._key.sign(envelope.canonical(message))
         return envelope.with_signature(message, f"{self.key_id}.{_b64(signature)}")
+
+
+class FileSigner:
+    """An :class:`Ed25519Signer` whose key is a file, re-read when the file is replaced
+    (checked at most once a second): a rotation needs no restart."""
+
+    def __init__(self, sender: str, path: Path) -> None:
+        self.sender, self.path = sender, path
+        self._lock = threading.Lock()
+        self._checked = 0.0
+        self._mtime = 0.0
+        self._signer = self._load()
+
+    def _load(self) -> Ed25519Signer:
+        self._mtime = self.path.stat().st_mtime
+        key = load_private(self.path)
+        return Ed25519Signer(self.sender, key, fingerprint(public_of(key)))
+
+    @property
+    def key_id(self) -> str:
+        return self._signer.key_id
+
+    def sign(self, message: envelope.Message) -> envelope.Message:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._checked >= 1.0:
+                self._checked = now
+                try:
+                    if self.path.stat().st_mtime != self._mtime:
+                        self._signer = self._load()
+                except (OSError, ValueError):
+                    pass   # mid-replacement or unreadable: keep signing with the old key
+            signer = self._signer
+        return signer.sign(message)
 
 
 class Ed25519Verifier:
