@@ -58,29 +58,50 @@ class Capabilities:
 
     @classmethod
     def from_dict(cls, data: Any) -> Capabilities:
-        """Parse what a child sent; CapabilityError for anything off the schema."""
+        """Parse what a child sent; CapabilityError for anything off the schema (a child
+        is trusted to speak for itself, not to send what cannot be summed)."""
         if not isinstance(data, dict):
             raise CapabilityError("capabilities must be an object")
-        if data.get("schema") != SCHEMA_VERSION:
-            raise CapabilityError(f"capabilities schema {data.get('schema')!r} is not "
-                                  f"{SCHEMA_VERSION}")
-        try:
-            resources = {}
-            for rc, figures in dict(data["resources"]).items():
-                total, free, largest = (int(x) for x in figures)
-                if min(total, free, largest) < 0 or largest > free or free > total:
-                    raise CapabilityError(f"resources.{rc}: inconsistent figures {figures}")
-                resources[str(rc)] = ClassCapacity(total, free, largest)
-            return cls(zone=str(data["zone"]), hosts=int(data["hosts"]), resources=resources,
-                       traits=frozenset(map(str, data.get("traits", ()))),
-                       availability_zones=frozenset(map(str,
-                                                        data.get("availability_zones", ()))),
-                       flavors=frozenset(map(str, data.get("flavors", ()))),
-                       generated_at=float(data.get("generated_at", 0.0)))
-        except CapabilityError:
-            raise
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CapabilityError(f"capabilities are not readable: {exc!r}") from None
+        schema = data.get("schema")
+        if type(schema) is not int or schema != SCHEMA_VERSION:
+            raise CapabilityError(f"capabilities schema {schema!r} is not {SCHEMA_VERSION}")
+        for key in ("zone", "hosts", "resources"):
+            if key not in data:
+                raise CapabilityError(f"capabilities lack '{key}'")
+        if not isinstance(data["zone"], str) or not data["zone"]:
+            raise CapabilityError("zone must be a non-empty string")
+        resources_in = data["resources"]
+        if not isinstance(resources_in, dict):
+            raise CapabilityError("resources must be an object")
+        resources = {}
+        for rc, figures in resources_in.items():
+            if not isinstance(figures, list) or len(figures) != 3:
+                raise CapabilityError(f"resources.{rc} must be [total, free, largest_free]")
+            total, free, largest = (_count(f"resources.{rc}", x) for x in figures)
+            if largest > free or free > total:
+                raise CapabilityError(f"resources.{rc}: inconsistent figures {figures}")
+            resources[str(rc)] = ClassCapacity(total, free, largest)
+        generated = data.get("generated_at", 0.0)
+        if type(generated) not in (int, float) or generated != generated \
+                or generated in (float("inf"), float("-inf")):
+            raise CapabilityError("generated_at must be a finite number")
+        return cls(zone=data["zone"], hosts=_count("hosts", data["hosts"]),
+                   resources=resources, traits=_names(data, "traits"),
+                   availability_zones=_names(data, "availability_zones"),
+                   flavors=_names(data, "flavors"), generated_at=float(generated))
+
+
+def _count(where: str, value: Any) -> int:
+    if type(value) is not int or value < 0:
+        raise CapabilityError(f"{where}: {value!r} is not a whole number >= 0")
+    return value
+
+
+def _names(data: dict[str, Any], key: str) -> frozenset[str]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CapabilityError(f"{key} must be a list of strings")
+    return frozenset(value)
 
 
 @dataclass(frozen=True)

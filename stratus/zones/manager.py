@@ -441,7 +441,7 @@ class ZoneManager:
                 zstore.attempt(conn, uuid, index, reasons + failures)
             outcome = self._try(req.body, candidate)
             if outcome.get("ok"):
-                self._placed(uuid, req.body, candidate)
+                self._placed(uuid, req.body, candidate, reasons + failures)
                 return
             failures.append(str(outcome.get("reason") or "failed"))
         self._fail(uuid, str(NoValidHost(f"Tried {len(plan)} host(s); none could build "
@@ -468,14 +468,16 @@ class ZoneManager:
             LOG.warning("zone %s: could not clean up %s along %s: %s", self.name, uuid,
                         "/".join(route), exc)
 
-    def _placed(self, uuid: str, body: dict[str, Any], c: rank.Candidate) -> None:
+    def _placed(self, uuid: str, body: dict[str, Any], c: rank.Candidate,
+                reasons: list[str]) -> None:
         with db.write(self.engine) as conn:
             req = zstore.request(conn, uuid)
             cancelled = req is not None and req.cancelled
             if not cancelled:
                 zstore.place(conn, uuid, list(c.route), c.host, str(body["project_id"]))
             zstore.finish(conn, uuid, zstore.FAILED if cancelled else zstore.DONE,
-                          {"zone": c.zone, "host": c.host, "route": list(c.route)}
+                          {"zone": c.zone, "host": c.host, "route": list(c.route),
+                           "reasons": reasons}
                           if not cancelled else {"reason": "deleted while building"})
         if cancelled:
             self._quietly_delete(uuid, list(c.route))
