@@ -188,8 +188,6 @@ def could_match(caps: Capabilities, need: Requirement) -> str | None:
         return "no hosts"
     if need.availability_zone and need.availability_zone not in caps.availability_zones:
         return f"no host in availability zone {need.availability_zone}"
-    if need.flavor and need.flavor not in caps.flavors:
-        return f"no host with room for flavor {need.flavor}"
     for rc, amount in sorted(need.resources.items()):
         have = caps.resources.get(rc)
         largest = have.largest_free if have else 0
@@ -198,4 +196,6 @@ def could_match(caps: Capabilities, need: Requirement) -> str | None:
     missing = sorted(need.traits - caps.traits)
     if missing:
         return f"no host with trait(s) {', '.join(missing)}"
+    if need.flavor and need.flavor not in caps.flavors:
+        return f"no host with room for flavor {need.flavor} (on one host at once)"
     return None
