@@ -141,6 +141,9 @@ class ZoneManager:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._boots = concurrent.futures.ThreadPoolExecutor(32, f"zone-{self.name}-boot")
+        # Calls to other zones in flight (fan-outs, lookups): kept, not made per request;
+        # its threads only wait on replies.
+        self._calls = concurrent.futures.ThreadPoolExecutor(64, f"zone-{self.name}-call")
         self._parent_ok: bool | None = None
         self._stale: set[str] = set()
 
@@ -167,6 +170,7 @@ class ZoneManager:
         for thread in self._threads:
             thread.join(timeout=10)
         self._boots.shutdown(wait=True, cancel_futures=False)
+        self._calls.shutdown(wait=True, cancel_futures=True)
 
     def _post_loop(self) -> None:
         while not self._stop.is_set():
@@ -263,20 +267,15 @@ class ZoneManager:
                 found.skipped[child.name] = why
             else:
                 ask.append(child.name)
-        pending = None
-        if ask:
-            client = self.client.prepare(timeout=budget)
-            pool = concurrent.futures.ThreadPoolExecutor(1, f"zone-{self.name}-select")
-            pending = pool.submit(client.scatter, ask, "select", request=request, n=n,
-                                  budget=budget * CHILD_SHARE)
-            pool.shutdown(wait=False)
+        pending = self._scatter(ask, budget, "select", request=request, n=n,
+                                budget=budget * CHILD_SHARE)
         hosts: list[rank.Candidate] = []
         if self.leaf is not None:
             own, rejected = self.leaf.candidates(request, n, dict(self.options.weights))
             hosts += own
             found.rejected.update(rejected)
-        if pending is not None:
-            for name, outcome in pending.result().items():
+        if ask:
+            for name, outcome in self._gather(pending, budget).items():
                 if isinstance(outcome, MessagingTimeout):
                     found.unreachable[name] = f"did not answer within {budget:g}s"
                     LOG.warning("zone %s: child %s did not answer a select within %gs",
@@ -291,6 +290,29 @@ class ZoneManager:
                     found.unreachable.update(answer.unreachable)
         found.hosts = rank.best(hosts, self.options.weights, n)
         return found
+
+    def _scatter(self, zones: list[str], timeout: float, method: str, **args: Any
+                 ) -> dict[str, concurrent.futures.Future[Any]]:
+        """Call ``method`` on each zone at once (answers: :meth:`_gather`)."""
+        client = self.client.prepare(timeout=timeout)
+        return {zone: self._calls.submit(client.prepare(server=zone).call, method, **args)
+                for zone in zones}
+
+    def _gather(self, calls: dict[str, concurrent.futures.Future[Any]], timeout: float
+                ) -> dict[str, Any]:
+        """Each zone's answer, or the exception it raised (a timeout for one whose call
+        could not even start in time)."""
+        concurrent.futures.wait(calls.values(), timeout=timeout + 1.0)
+        out: dict[str, Any] = {}
+        for zone, future in calls.items():
+            if not future.done():
+                future.cancel()
+                out[zone] = MessagingTimeout("zone", "zone", zone, "select", timeout)
+            elif future.exception() is not None:
+                out[zone] = future.exception()
+            else:
+                out[zone] = future.result()
+        return out
 
     # ---- routed to the leaf that holds a host or server -------------------------------
 
@@ -366,7 +388,9 @@ class ZoneManager:
         with db.read(self.engine) as conn:
             ask = [c.name for c in zstore.children(conn)
                    if c.fresh(now, self.options.capabilities_ttl)]
-        for child, outcome in sorted(self.client.scatter(ask, "flavors").items()):
+        timeout = self.client.timeout
+        answers = self._gather(self._scatter(ask, timeout, "flavors"), timeout)
+        for child, outcome in sorted(answers.items()):
             if isinstance(outcome, Exception):
                 LOG.warning("zone %s: no flavors from %s: %s", self.name, child, outcome)
                 continue
@@ -437,8 +461,9 @@ class ZoneManager:
         failures: list[str] = []
         for index in range(start, len(plan)):
             candidate = rank.Candidate.from_dict(plan[index])
-            with db.write(self.engine) as conn:
-                zstore.attempt(conn, uuid, index, reasons + failures)
+            if index > start:   # the plan (or the restart) already says where it is
+                with db.write(self.engine) as conn:
+                    zstore.attempt(conn, uuid, index, reasons + failures)
             outcome = self._try(req.body, candidate)
             if outcome.get("ok"):
                 self._placed(uuid, req.body, candidate, reasons + failures)
@@ -471,8 +496,7 @@ class ZoneManager:
     def _placed(self, uuid: str, body: dict[str, Any], c: rank.Candidate,
                 reasons: list[str]) -> None:
         with db.write(self.engine) as conn:
-            req = zstore.request(conn, uuid)
-            cancelled = req is not None and req.cancelled
+            cancelled = zstore.is_cancelled(conn, uuid)
             if not cancelled:
                 zstore.place(conn, uuid, list(c.route), c.host, str(body["project_id"]))
             zstore.finish(conn, uuid, zstore.FAILED if cancelled else zstore.DONE,
@@ -541,17 +565,14 @@ class ZoneManager:
             by_route = zstore.located(conn, project_id)
             unplaced = zstore.unplaced(conn, project_id)
         out: list[dict[str, Any]] = []
-        if by_route:
-            with concurrent.futures.ThreadPoolExecutor(min(8, len(by_route))) as pool:
-                futures = {pool.submit(self._servers, uuids, route.split("/")): uuids
-                           for route, uuids in by_route.items()}
-                for future, uuids in futures.items():
-                    try:
-                        out += [{"uuid": s["uuid"], "state": "placed", "server": s}
-                                for s in future.result()]
-                    except (BusError, ZoneError) as exc:
-                        out += [{"uuid": u, "state": "unknown", "reason": str(exc)}
-                                for u in uuids]
+        futures = {self._calls.submit(self._servers, uuids, route.split("/")): uuids
+                   for route, uuids in by_route.items()}
+        for future, uuids in futures.items():
+            try:
+                out += [{"uuid": s["uuid"], "state": "placed", "server": s}
+                        for s in future.result()]
+            except (BusError, ZoneError) as exc:
+                out += [{"uuid": u, "state": "unknown", "reason": str(exc)} for u in uuids]
         out += [dict(r.result, uuid=r.uuid, state=r.state, request=r.body,
                      created_at=r.created_at.isoformat()) for r in unplaced]
         return out

@@ -111,6 +111,11 @@ def cancel(conn: Connection, uuid: str) -> bool:
         cancelled=True, updated_at=utcnow())).rowcount)
 
 
+def is_cancelled(conn: Connection, uuid: str) -> bool:
+    return bool(conn.execute(sa.select(s.requests.c.cancelled).where(
+        s.requests.c.uuid == uuid)).scalar())
+
+
 @dataclass(frozen=True)
 class Request:
     uuid: str
