@@ -2,9 +2,10 @@
 
 The bus calls two optional hooks: a :class:`Signer` on every message it sends
 (requests and replies) and a :class:`Verifier` on every message it receives.
-The HMAC-SHA256 pair here is what zones use: each sender has a secret key, the
-signature covers the canonical envelope (:func:`stratus.bus.envelope.canonical`),
-and the envelope's ``sender`` names the key to check it with.
+The HMAC-SHA256 pair here is for the services inside one deployment (one trust
+domain): each sender has a secret key, the signature covers the canonical envelope
+(:func:`stratus.bus.envelope.canonical`), and the envelope's ``sender`` names the key
+to check it with. Between zones, Ed25519 (:mod:`stratus.zones.signing`).
 
 Replay protection: a message is accepted only if its ``sent_at`` lies within
 ``window`` seconds of the receiver's clock, and only once per receiver within

@@ -90,7 +90,14 @@ def cmd_zone_manager(args: argparse.Namespace) -> int:
     from stratus.zones.manager import ZoneManager, ZoneOptions
 
     config = _zone_config(args, args.name)
-    common.setup_logging(bool(config.get("DEFAULT", "debug")))
+    debug = bool(config.get("DEFAULT", "debug"))
+    common.setup_logging(debug)
+    if not debug:
+        # A leaf's simulated hosts log a line each; what the zone does is what matters.
+        import logging
+
+        logging.getLogger().setLevel(logging.WARNING)
+        logging.getLogger("stratus.zones").setLevel(logging.INFO)
     try:
         options = ZoneOptions.from_config(config)
     except ValueError as exc:

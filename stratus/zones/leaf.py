@@ -66,42 +66,59 @@ class Leaf:
     # ---- capabilities -----------------------------------------------------------------
 
     def capabilities(self, now: float) -> Capabilities:
-        """This zone's hosts (enabled and up), summarised."""
+        """This zone's hosts that can take servers now (service enabled and up), with
+        Placement's free figures (the book of record; a compute's own row lags until its
+        next resource-tracker pass)."""
         with db.read(self.api.dbs.api) as conn:
             cells = [c for c in list_cells(conn) if not c.is_cell0 and not c.disabled]
             flavors = flavor_store.list_all(conn, is_public=None)
         zones = server_ops.host_zones(self.api)
-        hosts: list[HostFigures] = []
+        nodes: list[tuple[str, str, dict[str, int]]] = []
         clock = self.api.clock()
         for cell in cells:
             with db.read(self.api.dbs.engine(cell)) as conn:
-                hosts += self._cell_hosts(conn, zones, clock)
+                nodes += self._cell_nodes(conn, clock)
+        free = self._placement_free(len(nodes))
+        hosts = [HostFigures(host, total, free.get(uuid, {}),
+                             availability_zone=zones.get(host, self.api.default_az))
+                 for host, uuid, total in nodes]
         fits: dict[str, dict[str, int]] = {}
         for f in flavors:
             fits[f.name] = fits[f.flavorid] = flavor_needs(f)
         caps = from_hosts(self.zone, hosts, fits, now)
         return dataclasses.replace(caps, traits=frozenset(self._traits()))
 
-    def _cell_hosts(self, conn: sa.Connection, zones: dict[str, str],
-                    clock: dt.datetime) -> list[HostFigures]:
+    def _cell_nodes(self, conn: sa.Connection, clock: dt.datetime
+                    ) -> list[tuple[str, str, dict[str, int]]]:
+        """(host, compute node uuid, totals) of every enabled, up compute of a cell."""
         n, svc = cs.compute_nodes, cs.services
         rows = conn.execute(sa.select(
-            n.c.host, n.c.vcpus, n.c.vcpus_used, n.c.memory_mb, n.c.memory_mb_used,
-            n.c.local_gb, n.c.local_gb_used, svc.c.disabled, svc.c.forced_down,
-            svc.c.last_seen_up).select_from(n.join(svc, svc.c.id == n.c.service_id))
+            n.c.host, n.c.uuid, n.c.vcpus, n.c.memory_mb, n.c.local_gb, svc.c.disabled,
+            svc.c.forced_down, svc.c.last_seen_up)
+            .select_from(n.join(svc, svc.c.id == n.c.service_id))
             .where(svc.c.binary == BINARY))
         seen_since = clock - dt.timedelta(seconds=self.api.service_down_time)
-        out = []
-        for r in rows:
-            if r.disabled or r.forced_down or r.last_seen_up is None \
-                    or r.last_seen_up < seen_since:
-                continue
-            total = {"VCPU": r.vcpus, "MEMORY_MB": r.memory_mb, "DISK_GB": r.local_gb}
-            free = {"VCPU": r.vcpus - r.vcpus_used, "MEMORY_MB": r.memory_mb - r.memory_mb_used,
-                    "DISK_GB": r.local_gb - r.local_gb_used}
-            out.append(HostFigures(r.host, total, free,
-                                   availability_zone=zones.get(r.host, self.api.default_az)))
-        return out
+        return [(r.host, r.uuid, {"VCPU": r.vcpus, "MEMORY_MB": r.memory_mb,
+                                  "DISK_GB": r.local_gb})
+                for r in rows if not (r.disabled or r.forced_down or r.last_seen_up is None
+                                      or r.last_seen_up < seen_since)]
+
+    def _placement_free(self, hosts: int) -> dict[str, dict[str, int]]:
+        """Root provider -> free VCPU, MEMORY_MB and DISK_GB over its tree, for every
+        enabled host with a VCPU free (one candidates query; a host that is missing has
+        nothing to offer)."""
+        found = self.api.placement.allocation_candidates([
+            ("resources", "VCPU:1"), ("required", "!COMPUTE_STATUS_DISABLED"),
+            ("limit", str(max(hosts, 1)))])
+        free: dict[str, dict[str, int]] = {}
+        for uuid, summary in found.provider_summaries.items():
+            root = summary.get("root_provider_uuid") or uuid
+            mine = free.setdefault(root, {})
+            for rc, figures in summary.get("resources", {}).items():
+                if rc in ("VCPU", "MEMORY_MB", "DISK_GB"):
+                    mine[rc] = mine.get(rc, 0) + int(figures["capacity"]) - \
+                        int(figures["used"])
+        return free
 
     def _traits(self) -> list[str]:
         """Every trait some provider of this zone has (one Placement request)."""

@@ -60,6 +60,9 @@ def test_boots_spread_over_the_leaves_and_are_found_where_they_went(tree: LocalT
     assert sorted((s["stratus:zone"], s["OS-EXT-SRV-ATTR:host"]) for s in shown) == [
         ("eu", "compute0001"), ("eu", "compute0002"), ("us", "compute0001"),
         ("us", "compute0002")]
+    # Each leaf's capabilities follow Placement at once (not the computes' periodic rows).
+    eu = tree.managers["eu"].capabilities().resources["MEMORY_MB"]
+    assert eu.free == eu.total - 2 * 16384 and eu.largest_free == 65536 - 16384
     listed = api.get("/servers/detail").json()["servers"]
     assert sorted(s["id"] for s in listed) == sorted(uuids)
     # The top keeps only where each server is; the server itself lives in its leaf.
