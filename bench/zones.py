@@ -372,8 +372,8 @@ def write_docs(path: Path, section: str) -> None:
     if BEGIN in text:
         start, end = text.index(BEGIN), text.index(END) + len(END)
         text = text[:start] + block + text[end:]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
+    else:   # newest figures first
+        text = text.replace("# Benchmarks\n\n", f"# Benchmarks\n\n{block}\n\n", 1)
     path.write_text(text)
 
 

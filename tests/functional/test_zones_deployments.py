@@ -158,3 +158,42 @@ def test_serve_zones_refuses_a_bad_spec_in_one_line(tmp_path: Path) -> None:
                            str(tmp_path))
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "one top" in done.stderr
+
+
+def test_a_leaf_of_separate_services_schedules_and_builds_there(tmp_path: Path) -> None:
+    """``zone-manager --services``: the leaf reaches its deployment only through the config
+    (API database, Placement endpoint, the deployment's bus), as a separate process would."""
+    from stratus.allinone import topology
+    from stratus.allinone.cloud import AllInOne
+    from stratus.zones import deploy
+
+    config = configuration.load([], environ={}, overrides={
+        ("DEFAULT", "data_dir"): str(tmp_path)})
+    cloud = AllInOne(config, topology.from_counts(2, 1), placement_port=0, api_port=0,
+                     network_port=0, bus_prefix=f"svc-{uuidlib.uuid4().hex[:8]}")
+    cloud.start()
+    try:
+        leaf_config = config.with_overrides({
+            ("DEFAULT", "transport_url"): cloud.layout.api_bus_url,
+            ("api_database", "connection"): cloud.layout.api_db_url,
+            ("placement_client", "endpoint"): cloud.placement_url,
+            ("network_client", "endpoint"): cloud.network_url})
+        leaf, close = deploy.leaf_of_services("solo", leaf_config, build_timeout=60)
+        try:
+            caps = leaf.capabilities(time.time())
+            assert caps.hosts == 2 and "m1.tiny" in caps.flavors
+            found, _ = leaf.candidates({"flavor": "m1.tiny", "project_id": "p"}, 5,
+                                       {"ram": 1.0})
+            assert [c.host for c in found] == ["compute0001", "compute0002"]
+            uuid = str(uuidlib.uuid4())
+            built = leaf.build({"uuid": uuid, "name": "svc", "flavor": "m1.tiny",
+                                "project_id": "p", "user_id": "u"}, "compute0002",
+                               deadline=time.time() + 60)
+            assert built["ok"], built
+            assert built["server"]["host"] == "compute0002"
+            assert leaf.show(uuid)["zone"] == "solo"
+            assert leaf.delete(uuid) is True
+        finally:
+            close()
+    finally:
+        cloud.stop()
