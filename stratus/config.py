@@ -114,6 +114,9 @@ OPTIONS: list[Option] = [
     Option("cors", "allow_methods", list, ["GET", "PUT", "POST", "DELETE", "PATCH"],
            "Methods allowed in CORS requests."),
     Option("cors", "allow_headers", list, [], "Extra request headers allowed in CORS requests."),
+    Option("api", "max_servers_per_request", int, 100,
+           "The most servers one compute API boot may ask for (max_count); more is 403.",
+           minimum=1),
     Option("api_server", "max_body_bytes", int, 1_048_576,
            "Largest request body accepted; larger bodies get 413.", minimum=1),
     Option("DEFAULT", "transport_url", str, "", "Message bus URL: inproc://NAME (one "

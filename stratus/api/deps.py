@@ -32,6 +32,9 @@ class ComputeAPIDeps:
     internal_az: str = INTERNAL_AZ
     allow_resize_to_same_host: bool = False
     shelved_offload_time: int = 0
+    # The most servers one boot request may ask for ([api] max_servers_per_request;
+    # quotas are the operators' tool for the rest).
+    max_servers_per_request: int = 100
     clock: Callable[[], dt.datetime] = services.utcnow
     # The network service (ports, QoS, bindings); None: servers boot without ports.
     network: NetworkClient | None = None

@@ -75,7 +75,8 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
         default_az=str(config.get("DEFAULT", "default_availability_zone")),
         internal_az=str(config.get("DEFAULT", "internal_service_availability_zone")),
         allow_resize_to_same_host=bool(config.get("DEFAULT", "allow_resize_to_same_host")),
-        shelved_offload_time=int(config.get("DEFAULT", "shelved_offload_time")))
+        shelved_offload_time=int(config.get("DEFAULT", "shelved_offload_time")),
+        max_servers_per_request=int(config.get("api", "max_servers_per_request")))
 
 
 def build_wsgi(api: ComputeAPIDeps, config: configuration.Config | None = None) -> WSGIApp:

@@ -44,7 +44,8 @@ _ZONE_MEMBERS = (sa.select(api.aggregate_hosts.c.aggregate_id, api.aggregate_hos
                      sa.bindparam("aggregates", expanding=True))))
 
 
-def load(conn: Connection, cells: Sequence[CellMapping]) -> CloudView:
+def load(conn: Connection, cells: Sequence[CellMapping],
+         default_zone: str | None = None) -> CloudView:
     """The request filters' context and each host's zone, from one read of the aggregates."""
     rows = conn.execute(_AGGREGATE_METADATA)
     zones: dict[str, set[str]] = {}
@@ -74,5 +75,6 @@ def load(conn: Connection, cells: Sequence[CellMapping]) -> CloudView:
         disabled_cell_aggregates=frozenset(cell_aggregate_uuid(c.uuid) for c in cells
                                            if c.disabled and not c.is_cell0),
         cell_aggregates=cell_aggregates,
+        default_zone=default_zone,
     )
     return CloudView(ctx, host_zones)

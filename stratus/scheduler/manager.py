@@ -54,6 +54,9 @@ class SchedulerOptions:
     weights: Mapping[str, float] = field(
         default_factory=lambda: dict(weighers.DEFAULT_MULTIPLIERS))
     claim_retries: int = 3
+    # Hosts in no availability-zone aggregate are in this zone ([DEFAULT]
+    # default_availability_zone), as Nova has it.
+    default_zone: str = "nova"
 
     @classmethod
     def from_config(cls, config: configuration.Config) -> SchedulerOptions:
@@ -73,7 +76,8 @@ class SchedulerOptions:
                        max_attempts=get("max_attempts"),
                        host_filters=filters.resolve(get("enabled_filters")),
                        request_filters=request_filters.resolve(get("request_filters")),
-                       weights=weights, claim_retries=get("claim_retries"))
+                       weights=weights, claim_retries=get("claim_retries"),
+                       default_zone=str(config.get("DEFAULT", "default_availability_zone")))
         except ValueError as exc:
             raise configuration.ConfigError(f"[scheduler]: {exc}") from None
 
@@ -117,7 +121,7 @@ class SchedulerManager:
         except InvalidRequest as exc:
             raise NoValidHost(f"The request cannot be scheduled: {exc}") from None
         with db.read(self.api_engine) as conn:
-            view = context.load(conn, self.host_manager.cells.all())
+            view = context.load(conn, self.host_manager.cells.all(), self.options.default_zone)
         try:
             notes = request_filters.apply(spec, query, view.filters, self.options.request_filters)
         except request_filters.NoHostPossible as exc:
@@ -141,6 +145,8 @@ class SchedulerManager:
         by_root = _by_root(found.allocation_requests, found.provider_summaries)
         states = self.host_manager.host_states(by_root, requested_cell=spec.requested_cell,
                                                host_zones=view.host_zones)
+        for known in states.hosts.values():
+            known.availability_zone = known.availability_zone or self.options.default_zone
         counts: Counter[str] = Counter()
         for cell_uuid, why in states.skipped_cells.items():
             LOG.warning("cell %s skipped while scheduling: %s", cell_uuid, why)

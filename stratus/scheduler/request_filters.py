@@ -31,6 +31,9 @@ class FilterContext:
     disabled_cell_aggregates: frozenset[str] = frozenset()
     # cell name -> aggregate uuid holding that cell's compute nodes
     cell_aggregates: Mapping[str, str] = field(default_factory=dict)
+    # the zone of hosts in no availability-zone aggregate ([DEFAULT]
+    # default_availability_zone)
+    default_zone: str | None = None
 
 
 RequestFilter = Callable[[RequestSpec, PlacementQuery, FilterContext], "str | None"]
@@ -62,6 +65,13 @@ def availability_zone(spec: RequestSpec, query: PlacementQuery, ctx: FilterConte
     if not spec.availability_zone:
         return None
     aggregates = ctx.az_aggregates.get(spec.availability_zone)
+    if not aggregates and spec.availability_zone == ctx.default_zone:
+        # The default zone is every host in no zone's aggregate (Nova's meaning).
+        others = frozenset().union(*ctx.az_aggregates.values()) if ctx.az_aggregates \
+            else frozenset()
+        query.unnumbered.forbidden_aggregates |= others
+        return (f"member_of=!in:{len(others)} aggregate(s) of other zones (default zone "
+                f"{spec.availability_zone})")
     if not aggregates:
         raise NoHostPossible(f"availability zone {spec.availability_zone!r} has no hosts")
     query.unnumbered.member_of.append(frozenset(aggregates))

@@ -21,7 +21,12 @@ MAX_JSON_DEPTH = 32
 
 
 class InputError(ValueError):
-    """Input that cannot be taken: the message says what, for a 400."""
+    """Input that cannot be taken: the message says what, for a 400. ``parser`` is the
+    JSON parser's own words when that is what refused it (APIs that quote them)."""
+
+    def __init__(self, message: str, parser: str | None = None) -> None:
+        super().__init__(message)
+        self.parser = parser
 
 
 def check_text(value: str, what: str) -> str:
@@ -75,7 +80,7 @@ def decode_json(body: bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
     except RecursionError:   # the depth check is a bound on brackets; belt and braces
         raise InputError(f"The request body nests deeper than {max_depth} levels.") from None
     except ValueError as exc:
-        raise InputError(f"The request body is not valid JSON: {exc}.") from None
+        raise InputError(f"The request body is not valid JSON: {exc}.", str(exc)) from None
     for where, item in _strings(value, "body"):
         check_text(item, f"A string in the request body ({where})")
     return value

@@ -26,6 +26,7 @@ from stratus.api.store.errors import ComputeAPIError
 from stratus.placement.http import auth
 from stratus.placement.http.errors import HTTPError as PlacementHTTPError
 from stratus.placement.http.wsgi import Context
+from stratus.web.inputs import InputError, path_info, query_pairs
 from stratus.web.routing import MethodNotAllowed, NoRoute, Router
 
 LOG = logging.getLogger(__name__)
@@ -54,10 +55,10 @@ class ComputeApp:
         want: microversion.Version | None = None
         warnings: list[str] = []
         try:
-            path = self._path(request.path_info or "/")
+            path, query = self._decoded(environ)
             ctx = self._authenticate(request, path, request_id)
             want = microversion.from_headers(request.headers)
-            response = self._dispatch(request, path, want, ctx, warnings)
+            response = self._dispatch(request, path, query, want, ctx, warnings)
         except microversion.VersionError as exc:
             response = fault_response(exc.status, str(exc))
         except PlacementHTTPError as exc:  # from the shared auth helpers
@@ -83,14 +84,27 @@ class ComputeApp:
             response.headers.add("Warning", f'199 stratus-compute-api "{text}"')
         return response(environ, start_response)
 
+    def _decoded(self, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
+        """The route path and the query as text (``stratus.web.inputs``): a path no
+        resource can have is 404, a query that is not text is 400."""
+        try:
+            path = self._path(path_info(environ) or "/")
+        except InputError:
+            raise HTTPError(404, "The resource could not be found.") from None
+        try:
+            return path, query_pairs(environ)
+        except InputError as exc:
+            raise HTTPError(400, str(exc)) from None
+
     @staticmethod
     def _path(path: str) -> str:
         if path in ("/v2.1", "/v2.1/"):
             return "/v2.1"
         return _PREFIX.sub("", path, count=1) or "/"
 
-    def _dispatch(self, request: webob.Request, path: str, want: microversion.Version,
-                  ctx: Context, warnings: list[str]) -> webob.Response:
+    def _dispatch(self, request: webob.Request, path: str, query: list[tuple[str, str]],
+                  want: microversion.Version, ctx: Context,
+                  warnings: list[str]) -> webob.Response:
         if request.content_length and request.content_length > self.max_body_bytes:
             raise HTTPError(413, f"Request body is {request.content_length} bytes; the "
                                  f"limit is {self.max_body_bytes}.")
@@ -101,7 +115,7 @@ class ComputeApp:
         except MethodNotAllowed as exc:
             raise HTTPError(405, "The method specified is not allowed for this resource.",
                             headers={"Allow": exc.allow}) from None
-        req = Req(request, self.api, want, ctx, args, warnings)
+        req = Req(request, self.api, want, ctx, args, warnings, query)
         return handler(req)
 
     def _authenticate(self, request: webob.Request, path: str, request_id: str) -> Context:

@@ -20,6 +20,7 @@ from stratus.api.http import microversion, policy
 from stratus.api.http.errors import HTTPError
 from stratus.api.store.errors import BadRequest
 from stratus.placement.http.wsgi import Context
+from stratus.web.inputs import InputError, decode_json
 
 if TYPE_CHECKING:
     from stratus.api.deps import ComputeAPIDeps
@@ -34,6 +35,8 @@ class Req:
     path_args: dict[str, str] = field(default_factory=dict)
     # Warnings for the caller (a Warning header), e.g. a compute that could not be told.
     warnings: list[str] = field(default_factory=list)
+    # The query string's (name, value) pairs, decoded and checked once by the app.
+    query_pairs: list[tuple[str, str]] = field(default_factory=list)
 
     def arg(self, name: str) -> str:
         return self.path_args[name]
@@ -55,16 +58,21 @@ class Req:
         if content_type and content_type != "application/json":
             raise HTTPError(415, f"Unsupported Content-Type {content_type}: use "
                                  "application/json.")
+        body = self.webob.body or b""
+        if not body.strip():
+            raise BadRequest("Malformed request body: it is not JSON.")
         try:
-            data = json.loads(self.webob.body or b"")
-        except (ValueError, UnicodeDecodeError):
-            raise BadRequest("Malformed request body: it is not JSON.") from None
+            data = decode_json(body)
+        except InputError as exc:
+            raise BadRequest(f"Malformed request body: {exc}") from None
         if schema is not None:
             validate(data, schema)
         return data
 
     def query(self, name: str) -> str | None:
-        return self.webob.GET.get(name)
+        """The last value of query parameter ``name`` (as webob's ``GET.get``)."""
+        found = [v for k, v in self.query_pairs if k == name]
+        return found[-1] if found else None
 
     def query_bool(self, name: str, default: bool = False) -> bool:
         raw = self.query(name)

@@ -22,7 +22,7 @@ from stratus.api.store import ports as port_store
 from stratus.api.store import server_groups as group_store
 from stratus.api.store import servers as store
 from stratus.api.store.cells import COMPUTE_BINARY
-from stratus.api.store.errors import BadRequest, NotFound, ServiceUnavailable
+from stratus.api.store.errors import BadRequest, Forbidden, NotFound, ServiceUnavailable
 from stratus.api.store.servers import Mapping, Server
 from stratus.bus import BusError
 from stratus.cells import moves, services
@@ -73,6 +73,9 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
         raise BadRequest(f"min_count ({boot.min_count}) must be <= max_count "
                          f"({boot.max_count}).")
     count = boot.max_count
+    if count > api.max_servers_per_request:
+        raise Forbidden(f"Asked for {count} servers in one request; the limit is "
+                        f"{api.max_servers_per_request} ([api] max_servers_per_request).")
     zone = _check_zone(api, boot.availability_zone)
     group = group_state(api, boot.group, boot.project_id, is_admin)
     flavor = request_flavor(boot.flavor)
@@ -117,7 +120,7 @@ def _check_zone(api: ComputeAPIDeps, zone: str | None) -> str | None:
         return None
     with db.read(api.dbs.api) as conn:
         zones = agg_store.zone_names(conn)
-    if zone not in zones:
+    if zone not in zones and zone != api.default_az:   # the default: hosts in no zone
         raise BadRequest(f"The requested availability zone {zone} is not available "
                          f"(zones: {', '.join(sorted(zones)) or 'none defined'}).")
     return zone

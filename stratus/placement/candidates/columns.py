@@ -174,13 +174,14 @@ class RcColumn:
 
     def reasons(self, amount: int, at: Slots) -> list[tuple[str, np.ndarray]]:
         """Each way ``amount`` can be refused, as (reason, passes) in check order."""
-        amount = min(amount, MAX_AMOUNT + 1)
+        # Past every int32 inventory figure, and compared as int64 so it cannot overflow.
+        wanted = np.int64(min(amount, MAX_AMOUNT + 1))
         has = self.has[at]
         # Without the class, only "no_inventory" applies.
         return [
             ("no_inventory", has),
-            ("insufficient_capacity", ~has | (self.free[at] >= amount)),
-            ("below_min_unit", ~has | (self.min_unit[at] <= amount)),
-            ("above_max_unit", ~has | (self.max_unit[at] >= amount)),
-            ("step_size", ~has | (amount % self.step[at] == 0)),
+            ("insufficient_capacity", ~has | (self.free[at] >= wanted)),
+            ("below_min_unit", ~has | (self.min_unit[at] <= wanted)),
+            ("above_max_unit", ~has | (self.max_unit[at] >= wanted)),
+            ("step_size", ~has | (wanted % self.step[at] == 0)),
         ]

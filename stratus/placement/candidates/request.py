@@ -125,7 +125,9 @@ def _request_wide(values: dict[str, list[str]], supports: Supports) -> Candidate
             raise errors.BadRequest(
                 f"Invalid query string parameters: '{first}' does not match '^[1-9][0-9]*$'"
             )
-        limit = int(first)
+        # A limit past any count of candidates means no limit (not an error: Placement
+        # takes any positive integer).
+        limit = min(int(first), 2**63 - 1)
     group_policy = values["group_policy"][0] if values.get("group_policy") else None
     required: frozenset[str] = frozenset()
     forbidden: frozenset[str] = frozenset()

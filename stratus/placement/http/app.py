@@ -29,6 +29,7 @@ from stratus.placement.http.routes import ROUTES
 from stratus.placement.http.wsgi import Context, Handler, Req
 from stratus.placement.store.consumers import CONCURRENT
 from stratus.storage import engine as db
+from stratus.web.inputs import InputError, path_info, query_pairs
 from stratus.web.routing import MethodNotAllowed, NoRoute, Router
 
 LOG = logging.getLogger(__name__)
@@ -67,9 +68,10 @@ class PlacementApp:
         request = webob.Request(environ)
         want: microversion.Version | None = None
         try:
-            ctx = self._authenticate(request, request.path_info or "/", request_id)
+            path, query = _decoded(environ)
+            ctx = self._authenticate(request, path, request_id)
             want = microversion.from_environ(environ)
-            response = self._dispatch(request, want, ctx)
+            response = self._dispatch(request, path, query, want, ctx)
         except microversion.VersionError as exc:
             response = error_response(
                 HTTPError(406 if not exc.acceptable else 400, str(exc)), environ, None
@@ -102,9 +104,9 @@ class PlacementApp:
         )
 
     def _dispatch(
-        self, request: webob.Request, want: microversion.Version, ctx: Context
+        self, request: webob.Request, path: str, query: list[tuple[str, str]],
+        want: microversion.Version, ctx: Context
     ) -> webob.Response:
-        path = request.path_info or "/"
         if request.content_length and not request.environ.get("CONTENT_TYPE"):
             raise HTTPError(400, "content-type header required when content-length > 0")
         if request.content_length and request.content_length > self.max_body_bytes:
@@ -124,7 +126,7 @@ class PlacementApp:
             and not request.accept.acceptable_offers(["application/json"])
         ):
             raise HTTPError(406, "Only application/json is provided")
-        return handler(Req(request, self, want, ctx, args))
+        return handler(Req(request, self, want, ctx, args, query))
 
     def _authenticate(self, request: webob.Request, path: str, request_id: str) -> Context:
         if path in ("/", ""):
@@ -147,3 +149,16 @@ def build_wsgi(app: PlacementApp) -> WSGIApp:
 
         wsgi = wrap_cors(wsgi, config)
     return wsgi
+
+
+def _decoded(environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
+    """The path and the query as text (``stratus.web.inputs``): a path no resource can
+    have is 404, a query that is not text is 400."""
+    try:
+        path = path_info(environ) or "/"
+    except InputError:
+        raise HTTPError(404, "The resource could not be found.") from None
+    try:
+        return path, query_pairs(environ)
+    except InputError as exc:
+        raise errors.BadRequest(str(exc)) from None

@@ -21,6 +21,7 @@ from stratus.placement import errors
 from stratus.placement.http import microversion
 from stratus.placement.http.errors import HTTPError
 from stratus.placement.http.validation import validate
+from stratus.web.inputs import InputError, decode_json
 
 if TYPE_CHECKING:
     from stratus.placement.http.app import PlacementApp
@@ -52,6 +53,8 @@ class Req:
     want: microversion.Version
     ctx: Context
     path_args: dict[str, str] = field(default_factory=dict)
+    # The query string's (name, value) pairs, decoded and checked once by the app.
+    query_pairs: list[tuple[str, str]] = field(default_factory=list)
 
     # ---- policy -----------------------------------------------------------
 
@@ -78,10 +81,14 @@ class Req:
             raise HTTPError(
                 415, f"The media type {shown} is not supported, use application/json"
             )
+        body = self.webob.body
         try:
-            data = json.loads(self.webob.body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise errors.BadRequest(f"Malformed JSON: {exc}") from None
+            if not body.strip():
+                raise InputError("empty", "Expecting value: line 1 column 1 (char 0)")
+            data = decode_json(body)
+        except InputError as exc:
+            # Placement's words for what its parser refuses; Stratus's for the rest.
+            raise errors.BadRequest(f"Malformed JSON: {exc.parser or exc}") from None
         if schema is not None:
             validate(data, schema)
         return data
@@ -89,7 +96,7 @@ class Req:
     def query(self) -> dict[str, list[str]]:
         """Query parameters as name → every value given, in order."""
         out: dict[str, list[str]] = {}
-        for key, value in self.webob.GET.items():
+        for key, value in self.query_pairs:
             out.setdefault(key, []).append(value)
         return out
 

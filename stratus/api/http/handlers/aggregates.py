@@ -12,13 +12,18 @@ from stratus.api.store import aggregates as store
 from stratus.api.store.errors import BadRequest, NotFound
 from stratus.storage import engine as db
 
+MAX_ID = 2_147_483_647
+
 
 def _id(req: Req) -> int:
     raw = req.arg("aggregate_id")
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise NotFound(f"Aggregate {raw} could not be found.") from None
+    if not 0 < value <= MAX_ID:   # no row can have it (the column is a 32-bit integer)
+        raise NotFound(f"Aggregate {raw} could not be found.")
+    return value
 
 
 def _check_zone_name(req: Req, zone: str | None) -> None:

@@ -21,7 +21,7 @@ def _parse(req: Req, extra: tuple[str, ...] = ()) -> candidates.CandidateRequest
     """The checked request; ``extra`` keys (explain's) are not the query's business."""
     req.require("allocation_candidates")
     req.authorize("placement:allocation_candidates:list")
-    pairs = tuple((k, v) for k, v in req.webob.GET.items() if k not in extra)
+    pairs = tuple((k, v) for k, v in req.query_pairs if k not in extra)
     return _checked(pairs, req.want)
 
 
@@ -83,7 +83,7 @@ def explain_allocation_candidates(req: Req) -> webob.Response:
     request = _parse(req, extra=("provider",))
     options = _options(req, request)
     classes, traits = _names(request)
-    named = req.webob.GET.getall("provider")
+    named = [v for k, v in req.query_pairs if k == "provider"]
     with db.read_latest(req.app.engine) as conn, req.app.candidates.current(conn) as index:
         candidates.ensure_names(index, conn, classes, traits)
         body = explaining.explain(index, request, options, named)
