@@ -45,6 +45,7 @@ def bump_generation(conn: Connection, provider_id: int, expected: int | None = N
     """
     params = {"provider": provider_id, "stamp": now()}
     if expected is not None:
+        _possible(expected)
         params["expected"] = expected
     _swapped(Outcome(conn.execute(_BUMP if expected is None else _SWAP, params).rowcount))
     if expected is not None:
@@ -54,8 +55,16 @@ def bump_generation(conn: Connection, provider_id: int, expected: int | None = N
 
 def queue_swap(batch: Batch, provider_id: int, expected: int) -> None:
     """:func:`bump_generation` with ``expected``, queued in ``batch`` (its check included)."""
+    _possible(expected)
     batch.add(_SWAP, {"provider": provider_id, "stamp": now(), "expected": expected},
               then=_swapped)
+
+
+def _possible(expected: int) -> None:
+    """A generation no provider can have (the column is 32-bit) is a conflict, decided
+    here: the database would refuse to compare it."""
+    if not 0 <= expected <= MAX_GENERATION:
+        _swapped(Outcome(0))
 
 
 def _swapped(outcome: Outcome) -> None:
@@ -65,6 +74,8 @@ def _swapped(outcome: Outcome) -> None:
             "since you read it. Please update the generation and try again."
         )
 
+
+MAX_GENERATION = 2_147_483_647
 
 # Built once (the claim path runs these per request; see store.allocations).
 _rp = s.resource_providers

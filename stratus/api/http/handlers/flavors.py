@@ -24,7 +24,7 @@ def _int_query(req: Req, name: str) -> int:
         raise BadRequest(f"Invalid {name} filter [{raw}]") from None
     if value < 0:
         raise BadRequest(f"Invalid {name} filter [{raw}]")
-    return min(value, 2**31)   # past any flavor's figures (32-bit columns)
+    return min(value, 2**31 - 1)   # 32-bit columns: no flavor has more
 
 
 def _list(req: Req, detail: bool) -> webob.Response:
