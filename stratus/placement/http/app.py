@@ -68,7 +68,7 @@ class PlacementApp:
         request = webob.Request(environ)
         want: microversion.Version | None = None
         try:
-            path, query = _decoded(environ)
+            path, query = _decoded(environ, request.method)
             ctx = self._authenticate(request, path, request_id)
             want = microversion.from_environ(environ)
             response = self._dispatch(request, path, query, want, ctx)
@@ -151,12 +151,15 @@ def build_wsgi(app: PlacementApp) -> WSGIApp:
     return wsgi
 
 
-def _decoded(environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
-    """The path and the query as text (``stratus.web.inputs``): a path no resource can
-    have is 404, a query that is not text is 400."""
+def _decoded(environ: dict[str, Any], method: str) -> tuple[str, list[tuple[str, str]]]:
+    """The path and the query as text (``stratus.web.inputs``). A path no resource can
+    have is 404 when reading or deleting, 400 when it would name a new one (as the
+    reference answers a NUL in a trait's name); a query that is not text is 400."""
     try:
         path = path_info(environ) or "/"
-    except InputError:
+    except InputError as exc:
+        if method in ("PUT", "POST", "PATCH"):
+            raise errors.BadRequest(str(exc)) from None
         raise HTTPError(404, "The resource could not be found.") from None
     try:
         return path, query_pairs(environ)
