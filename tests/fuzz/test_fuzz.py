@@ -105,6 +105,15 @@ def test_placement_answers_no_5xx(client) -> None:
     assert sum(n for s, n in statuses.items() if s < 300) > 0, statuses   # it got through
 
 
+def test_placement_over_http_answers_everything(client, live_server) -> None:
+    """The same through uvicorn (as deployed): no 5xx and no dropped connection."""
+    surface = placement_surface(client)
+    with httpx.Client(base_url=live_server.url, timeout=30) as http:
+        findings, statuses = run(http, surface, seed=5, count=_count(FUZZ_REQUESTS // 2))
+    assert not findings, f"{len(findings)} answers >= 500 or dropped:\n{report(findings)}"
+    assert 0 not in statuses
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", _seeds(LONG_SEEDS))
 def test_placement_long_fuzz(client, seed: int) -> None:
