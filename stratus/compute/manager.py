@@ -53,6 +53,8 @@ class ComputeManager(MoveSteps):
                                alternates: list) -> None:
         uuid = str(instance["uuid"])
         target = Instance(uuid, str(instance.get("name", "")), instance.get("node"))
+        if self._already_running(uuid):
+            return
         try:
             bound = self.bind_ports(uuid, request_spec.get("port_ids") or [],
                                     request_spec.get("provider_mappings") or {})
@@ -77,6 +79,18 @@ class ComputeManager(MoveSteps):
             self.unbind_ports(bound)
             return
         LOG.info("%s: instance %s is active on node %s", self.host, uuid, node)
+
+    def _already_running(self, uuid: str) -> bool:
+        """A build sent twice (a recovery re-sent one this host had taken): the server runs
+        here once; its record says so."""
+        try:
+            placed = self.driver.instance(uuid)
+        except InstanceNotFound:
+            return False
+        with db.write(self.cell_engine) as conn:
+            cell_records.instance_active(conn, uuid, self.host, placed.node, self.clock())
+        LOG.info("%s: instance %s was already running here", self.host, uuid)
+        return True
 
     # ---- ports ------------------------------------------------------------------
 

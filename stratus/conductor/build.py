@@ -108,9 +108,15 @@ class BuildTask:
     spec: dict[str, Any]
     built: list[str] = field(default_factory=list)     # uuids handed to a compute
     buried: list[str] = field(default_factory=list)    # uuids put in ERROR
+    # A recovery has already taken these builds' leases (see records.lease_build).
+    leased: bool = False
     _undo: Undo = field(default_factory=Undo)
 
     def execute(self) -> None:
+        if not self.leased:
+            self._take_leases()
+            if not self.instances:
+                return
         uuids = [i["uuid"] for i in self.instances]
         with db.write(self.ctx.api_engine) as conn:
             for instance in self.instances:
@@ -141,6 +147,16 @@ class BuildTask:
             else:
                 self._undo.forget()   # the compute has it now; reschedule takes over
                 self.built.append(instance["uuid"])
+
+    def _take_leases(self) -> None:
+        """Build only what no recovery took meanwhile (a cast that waited in a queue
+        while another conductor recovered its servers)."""
+        now = records.utcnow()
+        with db.write(self.ctx.api_engine) as conn:
+            mine = [i for i in self.instances if records.lease_build(conn, i["uuid"], now)]
+        for gone in {i["uuid"] for i in self.instances} - {i["uuid"] for i in mine}:
+            LOG.info("build of %s skipped: another conductor took it", gone)
+        self.instances = mine
 
     def _port_specs(self) -> dict[str, dict[str, Any]]:
         """Each instance's spec with its ports and their requests (the ports a boot's
@@ -193,8 +209,8 @@ class BuildTask:
             records.map_instance(conn, uuid, cell, instance["project_id"],
                                  instance.get("user_id"))
             records.save_request_spec(conn, uuid, self.spec, {
-                "instance": instance, "host": selected["host"], "alternates": alternates,
-                "failures": []})
+                "instance": instance, "host": selected["host"], "selected": selected,
+                "alternates": alternates, "failures": []})
         cast_build(self.ctx, cell, instance, selected, spec, alternates)
 
     def _unclaimer(self, uuid: str) -> Callable[[], None]:
@@ -257,7 +273,7 @@ class RescheduleTask:
                                         task_state=records.SPAWNING)
             with db.write(self.ctx.api_engine) as conn:
                 records.save_request_spec(conn, self.instance_uuid, spec, {
-                    "instance": instance, "host": selected["host"],
+                    "instance": instance, "host": selected["host"], "selected": selected,
                     "alternates": alternates, "failures": failures})
             cast_build(self.ctx, cell, instance, selected,
                        ports.with_ports(spec, found) if found else spec, alternates)

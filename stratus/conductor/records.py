@@ -87,6 +87,46 @@ def map_instance(conn: Connection, instance_uuid: str, cell: CellMapping | None,
                      .where(api.build_requests.c.instance_uuid == instance_uuid))
 
 
+def lease_build(conn: Connection, instance_uuid: str, now: dt.datetime,
+                stale_before: dt.datetime | None = None) -> bool:
+    """Take the build of a server no cell holds yet; True if this caller may build it.
+
+    The build request's ``updated_at`` is the lease: a conductor answering the API's cast
+    takes it only if nobody has (``stale_before`` None); a recovery takes it once it is
+    older than ``stale_before`` (its conductor died). So a cast that arrives after a
+    recovery built the server, or a recovery racing a slow conductor, builds nothing
+    twice. A server without a build request (not from the API) is the caller's.
+    """
+    b = api.build_requests
+    fresh: sa.ColumnElement[bool]
+    if stale_before is None:
+        fresh = b.c.updated_at.is_(None)
+    else:
+        fresh = sa.or_(sa.and_(b.c.updated_at.is_(None), b.c.created_at <= stale_before),
+                       b.c.updated_at <= stale_before)
+    taken = conn.execute(sa.update(b).where(b.c.instance_uuid == instance_uuid, fresh)
+                         .values(updated_at=now)).rowcount
+    if taken:
+        return True
+    return conn.execute(sa.select(b.c.id).where(b.c.instance_uuid == instance_uuid)
+                        ).first() is None
+
+
+def stale_builds(conn: Connection, before: dt.datetime) -> list[dict[str, Any]]:
+    """Servers the API accepted that no cell holds and no conductor has touched since
+    ``before``: ``{uuid, name, project_id, user_id}`` each."""
+    b, m = api.build_requests, api.instance_mappings
+    rows = conn.execute(
+        sa.select(b.c.instance_uuid, b.c.name, b.c.project_id, b.c.user_id)
+        .select_from(b.join(m, m.c.instance_uuid == b.c.instance_uuid))
+        .where(m.c.cell_id.is_(None), m.c.queued_for_delete.is_(False),
+               sa.or_(sa.and_(b.c.updated_at.is_(None), b.c.created_at <= before),
+                      b.c.updated_at <= before))
+        .order_by(b.c.created_at, b.c.id))
+    return [{"uuid": r.instance_uuid, "name": r.name, "project_id": r.project_id,
+             "user_id": r.user_id} for r in rows]
+
+
 def still_wanted(conn: Connection, instance_uuid: str) -> bool:
     """False once the API deleted the server (its mapping is queued for delete or gone).
 
@@ -135,6 +175,25 @@ def update_instance(conn: Connection, instance_uuid: str, *, live_only: bool = F
     if live_only:
         query = query.where(cs.instances.c.deleted_at.is_(None))
     return bool(conn.execute(query.values(**values)).rowcount)
+
+
+def stuck_building(conn: Connection, before: dt.datetime) -> list[dict[str, Any]]:
+    """A cell's servers still building that nothing has updated since ``before``."""
+    t = cs.instances
+    rows = conn.execute(sa.select(t.c.uuid, t.c.host, t.c.task_state).where(
+        t.c.vm_state == BUILDING, t.c.deleted_at.is_(None),
+        sa.func.coalesce(t.c.updated_at, t.c.created_at) <= before))
+    return [{"uuid": r.uuid, "host": r.host, "task_state": r.task_state} for r in rows]
+
+
+def lease_instance(conn: Connection, instance_uuid: str, now: dt.datetime,
+                   stale_before: dt.datetime) -> bool:
+    """Take over a stuck build in a cell (a compare-and-swap on ``updated_at``)."""
+    t = cs.instances
+    return bool(conn.execute(sa.update(t).where(
+        t.c.uuid == instance_uuid, t.c.vm_state == BUILDING,
+        sa.func.coalesce(t.c.updated_at, t.c.created_at) <= stale_before)
+        .values(updated_at=now)).rowcount)
 
 
 def delete_instance(conn: Connection, instance_uuid: str) -> None:
