@@ -152,6 +152,14 @@ OPTIONS: list[Option] = [
            "that no conductor finished (one crashed mid-move) and drives it to an end: "
            "rolled back before it finished, confirm or revert done again after.",
            minimum=0),
+    Option("conductor", "stuck_build_after", int, 120,
+           "Seconds after which a conductor takes over a server build that nobody has "
+           "driven since (its conductor or compute stopped during it): built again, sent "
+           "to its compute again, or put in ERROR with a fault saying why. Longer than "
+           "your slowest spawn.", minimum=1),
+    Option("conductor", "recovery_interval", int, 60,
+           "Seconds between a conductor's passes over stuck builds (also one at start); "
+           "0: only at start.", minimum=0),
     Option("network_database", "connection", str, "", "Network database URL (networks, "
            "ports, QoS policies, bindings); default: network.db in data_dir."),
     Option("network_database", "sync_on_startup", bool, True,

@@ -52,6 +52,7 @@ from stratus.compute import drivers
 from stratus.compute.fleet import Fleet
 from stratus.compute.rpcapi import ComputeRPC, service_version
 from stratus.conductor.build import ConductorContext
+from stratus.conductor.build_recovery import recover_builds
 from stratus.conductor.recovery import recover_moves
 from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
@@ -96,6 +97,8 @@ class AllInOne:
         self.cache: CellCache | None = None
         self.placement_url = self.api_url = ""
         self.timings: dict[str, float] = {}
+        # What the start-up recovery pass did with builds a stop interrupted.
+        self.recovered_builds: dict[str, str] = {}
 
     # ---- start ------------------------------------------------------------------------
 
@@ -142,6 +145,7 @@ class AllInOne:
         # Whatever was moving when the last run stopped is driven to an end now that
         # every compute answers (one process: nothing else is driving it).
         recover_moves(conductor_ctx, older_than=dt.timedelta(0))
+        self.recovered_builds = recover_builds(conductor_ctx, older_than=dt.timedelta(0))
 
         self._http(api_bus)
         self.timings["total"] = time.monotonic() - t0

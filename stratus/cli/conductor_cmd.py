@@ -18,6 +18,7 @@ from stratus.cli.scheduler_cmd import (
     api_engine,
     network_client,
     open_bus,
+    periodically,
     placement_client,
     server_name,
     service_config,
@@ -42,6 +43,7 @@ def cmd_conductor(args: argparse.Namespace) -> int:
     from stratus.bus import Bus
     from stratus.cells.engines import CellEngines
     from stratus.conductor.build import ConductorContext
+    from stratus.conductor.build_recovery import recover_builds
     from stratus.conductor.manager import CellBuses, ConductorManager, compute_cap
     from stratus.conductor.recovery import recover_moves
     from stratus.conductor.rpcapi import ConductorRPC
@@ -70,7 +72,18 @@ def cmd_conductor(args: argparse.Namespace) -> int:
         if recovered:
             print(f"conductor {name}: took over {len(recovered)} unfinished move(s)",
                   flush=True)
-        wait_for_stop(ready=lambda: print(
+        stuck_after = dt.timedelta(seconds=config.get("conductor", "stuck_build_after"))
+        interval = float(config.get("conductor", "recovery_interval"))
+
+        def recover() -> None:
+            taken = recover_builds(ctx, stuck_after)
+            if taken:
+                print(f"conductor {name}: took over {len(taken)} unfinished build(s)",
+                      flush=True)
+
+        recover()
+        wait_for_stop(tick=periodically(interval, recover) if interval else lambda: None,
+                      ready=lambda: print(
             f"conductor {name}: ConductorRPC on "
             f"{common.redact(str(config.get('DEFAULT', 'transport_url')))}; Placement at "
             f"{config.get('placement_client', 'endpoint')}", flush=True))

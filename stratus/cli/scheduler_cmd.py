@@ -10,10 +10,12 @@ directory so ``signal_schedulers`` (cell enable/disable) can reach it.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -154,6 +156,24 @@ def check_placement(placement: Any, url: str, needed: str, seconds: float = 3.0)
 
 def server_name(args: argparse.Namespace) -> str:
     return args.name or f"{socket.gethostname()}:{os.getpid()}"
+
+
+def periodically(seconds: float, work: Callable[[], object]) -> Callable[[], None]:
+    """A ``wait_for_stop`` tick that runs ``work`` every ``seconds``; a failing pass is
+    logged and the next one still runs."""
+    last = time.monotonic()
+
+    def tick() -> None:
+        nonlocal last
+        if time.monotonic() - last < seconds:
+            return
+        last = time.monotonic()
+        try:
+            work()
+        except Exception:
+            logging.getLogger(__name__).exception("periodic %s failed",
+                                                  getattr(work, "__name__", "task"))
+    return tick
 
 
 def wait_for_stop(tick: Callable[[], object] = lambda: None,

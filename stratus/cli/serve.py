@@ -182,6 +182,18 @@ def _progress(started: float) -> Callable[[int, int], None]:
     return show
 
 
+def _report_recovered(outcomes: dict[str, str]) -> None:
+    """Say what became of the builds the last run left unfinished."""
+    if not outcomes:
+        return
+    kinds: dict[str, int] = {}
+    for outcome in outcomes.values():
+        kind = outcome.split(":")[0].split(" to ")[0]
+        kinds[kind] = kinds.get(kind, 0) + 1
+    summary = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+    print(f"Builds the last run left unfinished: {len(outcomes)} ({summary})", flush=True)
+
+
 def _hint(placement_url: str, api_url: str, network_url: str, physnet: str | None) -> str:
     api, placement = api_url.removesuffix("/v2.1"), placement_url.rstrip("/")
     network = network_url.rstrip("/")
@@ -301,6 +313,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"Placement API: {cloud.placement_url}", flush=True)
             print(f"Compute API:   {cloud.api_url}", flush=True)
             print(f"Network API:   {cloud.network_url}", flush=True)
+            _report_recovered(cloud.recovered_builds)
             physnets = networks.physnets(topo.fleet)
             hint = _hint(cloud.placement_url, cloud.api_url, cloud.network_url,
                          physnets[0] if physnets else None)

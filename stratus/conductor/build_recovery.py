@@ -63,15 +63,17 @@ def _unplaced(ctx: ConductorContext, now: dt.datetime, before: dt.datetime
     with db.read(ctx.api_engine) as conn:
         stale = records.stale_builds(conn, before)
     out: dict[str, str] = {}
+    leased: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for instance in stale:
-        uuid = instance["uuid"]
         with db.write(ctx.api_engine) as conn:
-            if not records.lease_build(conn, uuid, now, stale_before=before):
+            if not records.lease_build(conn, instance["uuid"], now, stale_before=before):
                 continue
-            loaded = records.load_request_spec(conn, uuid)
-        if loaded is None:
-            continue
-        spec, _ = loaded
+            loaded = records.load_request_spec(conn, instance["uuid"])
+        if loaded is not None:
+            leased.append((instance, loaded[0]))
+    _drop_unmapped_records(ctx, [instance["uuid"] for instance, _ in leased])
+    for instance, spec in leased:
+        uuid = instance["uuid"]
         # Whatever a dead conductor claimed for it goes back; the build claims afresh.
         claims.unclaim(ctx.placement, uuid)
         task = BuildTask(ctx, [instance], dict(spec, num_instances=1), leased=True)
@@ -84,6 +86,18 @@ def _unplaced(ctx: ConductorContext, now: dt.datetime, before: dt.datetime
             continue
         out[uuid] = "built again" if task.built else "no host: in ERROR"
     return out
+
+
+def _drop_unmapped_records(ctx: ConductorContext, uuids: list[str]) -> None:
+    """A conductor that died between writing a server into a cell and mapping it there
+    left a record no lookup finds; the rebuild writes its own, maybe in another cell."""
+    if not uuids:
+        return
+    with db.read(ctx.api_engine) as conn:
+        cells = [c for c in list_cells(conn) if not c.is_cell0]
+    for cell in cells:
+        with db.write(ctx.engines.get(cell)) as conn:
+            records.delete_unmapped_builds(conn, uuids)
 
 
 def _in_cell(ctx: ConductorContext, cell: CellMapping, now: dt.datetime,

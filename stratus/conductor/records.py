@@ -95,7 +95,8 @@ def lease_build(conn: Connection, instance_uuid: str, now: dt.datetime,
     takes it only if nobody has (``stale_before`` None); a recovery takes it once it is
     older than ``stale_before`` (its conductor died). So a cast that arrives after a
     recovery built the server, or a recovery racing a slow conductor, builds nothing
-    twice. A server without a build request (not from the API) is the caller's.
+    twice. A server without a build request is the caller's unless a cell already holds
+    it (servers made without the API, as some tests and tools do, have none).
     """
     b = api.build_requests
     fresh: sa.ColumnElement[bool]
@@ -108,8 +109,12 @@ def lease_build(conn: Connection, instance_uuid: str, now: dt.datetime,
                          .values(updated_at=now)).rowcount
     if taken:
         return True
-    return conn.execute(sa.select(b.c.id).where(b.c.instance_uuid == instance_uuid)
-                        ).first() is None
+    if conn.execute(sa.select(b.c.id).where(b.c.instance_uuid == instance_uuid)).first():
+        return False   # someone holds its lease
+    m = api.instance_mappings
+    placed = conn.execute(sa.select(m.c.id).where(m.c.instance_uuid == instance_uuid,
+                                                  m.c.cell_id.is_not(None))).first()
+    return placed is None   # built already (by a recovery) if a cell holds it
 
 
 def stale_builds(conn: Connection, before: dt.datetime) -> list[dict[str, Any]]:
@@ -184,6 +189,14 @@ def stuck_building(conn: Connection, before: dt.datetime) -> list[dict[str, Any]
         t.c.vm_state == BUILDING, t.c.deleted_at.is_(None),
         sa.func.coalesce(t.c.updated_at, t.c.created_at) <= before))
     return [{"uuid": r.uuid, "host": r.host, "task_state": r.task_state} for r in rows]
+
+
+def delete_unmapped_builds(conn: Connection, instance_uuids: list[str]) -> None:
+    """Delete building records of servers the API database maps to no cell."""
+    t = cs.instances
+    for chunk in range(0, len(instance_uuids), 500):
+        conn.execute(sa.delete(t).where(t.c.uuid.in_(instance_uuids[chunk:chunk + 500]),
+                                        t.c.vm_state == BUILDING))
 
 
 def lease_instance(conn: Connection, instance_uuid: str, now: dt.datetime,
