@@ -324,6 +324,9 @@ def run_scenario(cloud: Cloud) -> None:
             f"/resource_providers/{cloud.provider(host)}/allocations")["allocations"])
     assert consumers == remaining | {s["id"] for s in last}
 
+    # ---- a conductor killed while it hands builds to computes: its restart ends each ----
+    run_conductor_crash(cloud, remaining | {s["id"] for s in last})
+
     # ---- a server with two bandwidth ports lands where both physnets are ----
     run_ports_scenario(cloud)
 
@@ -349,6 +352,42 @@ def run_scenario(cloud: Cloud) -> None:
     # ---- everything stops cleanly ----
     for name, proc in reversed(list(cloud.procs.items())):
         assert proc.stop() == 0, f"{name}:\n{proc.output()}"
+
+
+def run_conductor_crash(cloud: Cloud, before: set[str]) -> None:
+    """Issue 17's report: a conductor SIGKILLed during the hand-off of ``--count 10`` left
+    servers in BUILD for good, some holding allocations. Restarted, it finds the builds
+    nobody drove for ``[conductor] stuck_build_after`` and ends each: ACTIVE holding its
+    claim, or ERROR holding nothing. Then the batch is deleted (the rest of the scenario
+    counts VCPUs)."""
+    cloud.client("server", "create", "crash", "--flavor", "tiny", "--count", "10")
+    time.sleep(0.05)
+    cloud.procs["conductor"].kill()
+    cloud.env.update(OS_CONDUCTOR__STUCK_BUILD_AFTER="3", OS_CONDUCTOR__RECOVERY_INTERVAL="1")
+    cloud.start("conductor", "conductor", "--transport-url", cloud.buses["api"],
+                "--placement-url", cloud.placement_url, "--name", "conductor-api",
+                ready="conductor ")
+    deadline = time.monotonic() + 90
+    while True:
+        batch = [cloud.client("server", "show", s["id"]) for s in
+                 cloud.client("server", "list") if s["name"].startswith("crash")]
+        if len(batch) == 10 and all(s["status"] in ("ACTIVE", "ERROR") for s in batch):
+            break
+        assert time.monotonic() < deadline, \
+            f"after a conductor restart: {[s['status'] for s in batch]}\n" \
+            f"{cloud.procs['conductor'].output()}"
+        time.sleep(1)
+    active = {s["id"] for s in batch if s["status"] == "ACTIVE"}
+    consumers: set[str] = set()
+    for host in HOSTS:
+        consumers |= set(cloud.placement(
+            f"/resource_providers/{cloud.provider(host)}/allocations")["allocations"])
+    assert consumers == before | active
+    cloud.client("server", "delete", *[s["id"] for s in batch])
+    deadline = time.monotonic() + 60
+    while any(cloud.placement(f"/allocations/{s['id']}")["allocations"] for s in batch):
+        assert time.monotonic() < deadline, "the crash batch's allocations outlived it"
+        time.sleep(0.5)
 
 
 def run_ports_scenario(cloud: Cloud) -> None:
