@@ -205,6 +205,22 @@ OPTIONS: list[Option] = [
            "Seconds the scheduler keeps a cell's compute_nodes/services rows before reading "
            "them again (a host it has not seen is read at once; 0: read every request). "
            "Disabled and forced-down flags and heartbeats can lag by this much."),
+    # Identity (Keystone v3 compatible) and the service catalog its tokens carry.
+    Option("identity_database", "connection", str, "", "Identity database URL (users, "
+           "projects, roles); default: identity.db in data_dir."),
+    Option("identity", "key_file", str, "", "Fernet keys for tokens, one per line, the "
+           "first one signing (default: identity-fernet.keys in data_dir; made if missing "
+           "by `stratus serve` and `stratus-manage identity bootstrap`)."),
+    Option("identity", "token_expiration", int, 3600, "Seconds a token is valid.",
+           minimum=60),
+    Option("identity", "region", str, "RegionOne", "The catalog's one region."),
+    Option("catalog", "identity", str, "", "The identity endpoint in the catalog "
+           "(e.g. http://127.0.0.1:5000/v3)."),
+    Option("catalog", "compute", str, "", "The compute endpoint in the catalog "
+           "(e.g. http://127.0.0.1:8774/v2.1)."),
+    Option("catalog", "placement", str, "", "The placement endpoint in the catalog."),
+    Option("catalog", "network", str, "", "The network endpoint in the catalog."),
+    Option("catalog", "image", str, "", "The image endpoint in the catalog."),
     # Zones (design document 003): not availability zones, a tree of deployments.
     Option("zones", "name", str, "", "This zone's name in the zone tree (its zone "
            "manager's server name on the zones' bus)."),
