@@ -214,6 +214,12 @@ OPTIONS: list[Option] = [
     Option("identity", "token_expiration", int, 3600, "Seconds a token is valid.",
            minimum=60),
     Option("identity", "region", str, "RegionOne", "The catalog's one region."),
+    Option("image_database", "connection", str, "", "Image database URL; default: "
+           "image.db in data_dir."),
+    Option("image", "store_dir", str, "", "Where image data is kept, a file per image "
+           "(default: images/ in data_dir)."),
+    Option("image", "max_image_size", int, 268_435_456, "Largest image upload in bytes.",
+           minimum=0),
     Option("catalog", "identity", str, "", "The identity endpoint in the catalog "
            "(e.g. http://127.0.0.1:5000/v3)."),
     Option("catalog", "compute", str, "", "The compute endpoint in the catalog "

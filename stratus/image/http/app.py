@@ -1,0 +1,96 @@
+"""The image API (Glance v2's subset that clients and Nova use).
+
+Per request: request id -> decode path and query -> ``/`` and ``/versions`` are the
+versions document -> authentication (noauth2 tokens, or keystonemiddleware's headers, as
+the other Stratus APIs) -> route -> handler. Errors are webob's JSON error shape, which
+Glance answers too: ``{"code": "404 Not Found", "title": "Not Found", "message": ...}``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import webob
+from sqlalchemy.engine import Engine
+
+from stratus.image.http import handlers
+from stratus.image.http.errors import ImageAPIError
+from stratus.placement.http import auth
+from stratus.placement.http.errors import HTTPError as AuthError
+from stratus.web.inputs import InputError, path_info, query_pairs
+from stratus.web.routing import MethodNotAllowed, NoRoute, Router
+
+LOG = logging.getLogger(__name__)
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+TITLES = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+          405: "Method Not Allowed", 409: "Conflict", 413: "Request Entity Too Large",
+          415: "Unsupported Media Type", 500: "Internal Server Error"}
+
+
+@dataclass
+class ImageDeps:
+    engine: Engine
+    store_dir: Path
+    max_image_size: int = 256 * 1024 * 1024
+
+
+def error_response(status: int, message: str) -> webob.Response:
+    title = TITLES.get(status, "Error")
+    return webob.Response(status=status, content_type="application/json", charset=None,
+                          body=json.dumps({"code": f"{status} {title}", "title": title,
+                                           "message": message}).encode())
+
+
+class ImageApp:
+    def __init__(self, deps: ImageDeps, *, keystone: bool = False) -> None:
+        self.deps, self.keystone = deps, keystone
+        self._router: Router[handlers.Handler] = Router(handlers.ROUTES)
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        request_id = "req-" + str(uuid.uuid4())
+        request = webob.Request(environ)
+        try:
+            response = self._serve(request, environ, request_id)
+        except ImageAPIError as exc:
+            response = error_response(exc.status, exc.message)
+        except AuthError as exc:
+            response = error_response(exc.status, exc.detail)
+        except Exception:
+            LOG.exception("unexpected error serving %s %s (%s)", request.method,
+                          environ.get("PATH_INFO"), request_id)
+            response = error_response(500, "The server could not complete the request "
+                                      f"(request {request_id}).")
+        response.headers["X-Openstack-Request-Id"] = request_id
+        return response(environ, start_response)
+
+    def _serve(self, request: webob.Request, environ: dict[str, Any],
+               request_id: str) -> webob.Response:
+        try:
+            path = path_info(environ).rstrip("/") or "/"
+            query = query_pairs(environ)
+        except InputError as exc:
+            raise ImageAPIError(400, str(exc)) from None
+        if path in ("/", "/versions"):
+            return handlers.versions(request)
+        if path != "/v2" and not path.startswith("/v2/"):
+            raise ImageAPIError(404, "The resource could not be found.")
+        ctx = (auth.keystone_context if self.keystone else auth.noauth_context)(
+            request.headers, request_id)
+        try:
+            handler, args = self._router.match(path[len("/v2"):], request.method)
+        except NoRoute:
+            raise ImageAPIError(404, "The resource could not be found.") from None
+        except MethodNotAllowed:
+            raise ImageAPIError(405, "The method is not allowed for this resource."
+                                ) from None
+        return handler(handlers.Req(request, self.deps, ctx, query, args))
+
+
+def build_wsgi(deps: ImageDeps, *, keystone: bool = False) -> WSGIApp:
+    return ImageApp(deps, keystone=keystone)
