@@ -30,6 +30,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -39,6 +40,7 @@ from stratus import config as configuration
 from stratus.allinone import networks, seed
 from stratus.allinone.computes import FleetCompute, Heartbeats
 from stratus.allinone.http import ThreadedServer
+from stratus.allinone.identity import Identity, start_identity, write_client_files
 from stratus.allinone.layout import Layout, ensure_cells, open_api_db
 from stratus.allinone.topology import Topology
 from stratus.bus import Bus
@@ -54,6 +56,7 @@ from stratus.compute.rpcapi import ComputeRPC, service_version
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.build_recovery import recover_builds
 from stratus.conductor.recovery import recover_moves
+from stratus.identity import service as identity_service
 from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
 from stratus.storage import engine as db
@@ -82,11 +85,16 @@ class AllInOne:
     def __init__(self, config: configuration.Config, topology: Topology, *,
                  listen: str = "127.0.0.1", placement_port: int = 8778, api_port: int = 8774,
                  network_port: int = 9696, bus_prefix: str = "stratus",
-                 http: bool = True) -> None:
+                 http: bool = True, identity_port: int = 5000,
+                 image_port: int = 9292) -> None:
         self.config, self.topology = config, topology
         self.listen, self.placement_port, self.api_port = listen, placement_port, api_port
         self.network_port = network_port
         self.network_url = ""
+        self.identity_port, self.image_port = identity_port, image_port
+        self.identity_url = self.image_url = ""
+        self.identity: Identity | None = None
+        self.client_files: tuple[Path, Path] | None = None
         # False: no HTTP servers (a leaf zone's deployment, reached through its zone
         # manager); ``compute_deps`` is what its API would use.
         self.http = http
@@ -120,6 +128,7 @@ class AllInOne:
         self.placement_app = PlacementApp(self.config, placement_engine)
         self.placement_wsgi = build_wsgi(self.placement_app)
         self._network_service()
+        self._image_service()
         api_engine = open_api_db(self.layout)
         self.started.closers.append(api_engine.dispose)
         self.api_engine = api_engine
@@ -164,6 +173,14 @@ class AllInOne:
         self.started.closers.append(engine.dispose)
         deps = network_service.make_deps(self.config, engine)
         self.network_wsgi = network_service.make_app(self.config, deps)
+
+    def _image_service(self) -> None:
+        from stratus.image import service as image_service
+
+        deps = image_service.make_deps(self.config)
+        self.started.closers.append(deps.engine.dispose)
+        self.image_deps = deps
+        self.image_wsgi = image_service.make_app(self.config, deps)
 
     def network_client(self) -> NetworkClient:
         client = NetworkClient("http://network.allinone",
@@ -336,21 +353,33 @@ class AllInOne:
         if not self.http:
             return
         level = "info" if self.config.get("DEFAULT", "debug") else "warning"
-        placement = ThreadedServer("placement-api", self.placement_wsgi, self.listen,
-                                   self.placement_port, log_level=level)
-        self.started.servers.append(placement)
-        placement.start()
-        self.placement_url = placement.url + "/"
-        network = ThreadedServer("network-api", self.network_wsgi, self.listen,
-                                 self.network_port, log_level=level)
-        self.started.servers.append(network)
-        network.start()
-        self.network_url = network.url + "/"
-        compute = ThreadedServer("compute-api", build_compute_wsgi(deps, self.config),
-                                 self.listen, self.api_port, log_level=level)
-        self.started.servers.append(compute)
-        compute.start()
-        self.api_url = compute.url + "/v2.1"
+        self.identity = start_identity(self.config, Path(self.config.data_dir))
+        self.started.closers.append(self.identity.deps.engine.dispose)
+        guard = self.identity.guard
+
+        def serve(name: str, app: Any, port: int) -> str:
+            server = ThreadedServer(name, guard(app), self.listen, port, log_level=level)
+            self.started.servers.append(server)
+            server.start()
+            return server.url
+
+        self.placement_url = serve("placement-api", self.placement_wsgi,
+                                   self.placement_port) + "/"
+        self.network_url = serve("network-api", self.network_wsgi, self.network_port) + "/"
+        self.api_url = serve("compute-api", build_compute_wsgi(deps, self.config),
+                             self.api_port) + "/v2.1"
+        self.image_url = serve("image-api", self.image_wsgi, self.image_port)
+        identity = ThreadedServer("identity-api", identity_service.make_app(
+            self.identity.deps), self.listen, self.identity_port, log_level=level)
+        self.started.servers.append(identity)
+        identity.start()
+        self.identity.url = self.identity_url = identity.url + "/v3"
+        self.identity.deps.catalog = identity_service.catalog(
+            self.config, identity=self.identity_url, compute=self.api_url,
+            placement=self.placement_url, network=self.network_url, image=self.image_url)
+        self.client_files = write_client_files(
+            Path(self.config.data_dir), self.identity, str(self.config.get("identity",
+                                                                           "region")))
 
     # ---- running ----------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from stratus import __version__
 from stratus import config as configuration
 from stratus.cli import (
     api_cmd,
+    catalog_cmd,
     client,
     common,
     compute_cmd,
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     conductor_cmd.add_commands(sub)
     api_cmd.add_commands(sub)
     network_cmd.add_commands(sub)
+    catalog_cmd.add_commands(sub)
     zone_cmd.add_commands(sub)
     client.add_commands(sub)
     return parser

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from stratus import config as configuration
-from stratus.cli import cell_v2, common
+from stratus.cli import cell_v2, common, identity_manage
 
 DB_WAIT_SECONDS = 5.0
 
@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     books.set_defaults(func=cmd_db_check_usage)
     _repair_commands(psub)
     cell_v2.add_commands(top)
+    identity_manage.add_commands(top)
     return parser
 
 

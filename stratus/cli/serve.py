@@ -51,6 +51,10 @@ def add_commands(sub: Any) -> None:
                    help="compute API port (default 8774, Nova's; 0 picks a free port)")
     p.add_argument("--network-port", type=_port_or_zero, default=9696,
                    help="network API port (default 9696, Neutron's; 0 picks a free port)")
+    p.add_argument("--identity-port", type=_port_or_zero, default=5000,
+                   help="identity API port (default 5000, Keystone's; 0 picks a free port)")
+    p.add_argument("--image-port", type=_port_or_zero, default=9292,
+                   help="image API port (default 9292, Glance's; 0 picks a free port)")
     p.add_argument("--hosts", type=common.positive_int, metavar="N",
                    help=f"simulated compute hosts (default {topology.DEFAULT_HOSTS}): "
                    f"16 vCPU, 64 GiB, 1000 GB and a 10 Gbit/s NIC on physnet1 each, named "
@@ -284,7 +288,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         common.fail(f"cannot create the data directory {data_dir}: {exc.strerror}")
     if args.zones:
         return cmd_serve_zones(args, config)
-    for port in (args.port, args.api_port, args.network_port):
+    for port in (args.port, args.api_port, args.network_port, args.identity_port,
+                 args.image_port):
         if port:
             common.check_can_listen(args.host, port)
     try:
@@ -298,7 +303,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     started = time.monotonic()
     cloud = AllInOne(config, topo, listen=args.host, placement_port=args.port,
-                     api_port=args.api_port, network_port=args.network_port)
+                     api_port=args.api_port, network_port=args.network_port,
+                     identity_port=args.identity_port, image_port=args.image_port)
     try:
         cloud.start(_progress(started))
     except ServerError as exc:
@@ -313,6 +319,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"Placement API: {cloud.placement_url}", flush=True)
             print(f"Compute API:   {cloud.api_url}", flush=True)
             print(f"Network API:   {cloud.network_url}", flush=True)
+            print(f"Image API:     {cloud.image_url}/", flush=True)
+            print(f"Identity API:  {cloud.identity_url}", flush=True)
+            if cloud.client_files:
+                clouds, openrc = cloud.client_files
+                print(f"OpenStack clients: export OS_CLIENT_CONFIG_FILE={clouds} "
+                      f"OS_CLOUD=stratus   (or: source {openrc})", flush=True)
             _report_recovered(cloud.recovered_builds)
             physnets = networks.physnets(topo.fleet)
             hint = _hint(cloud.placement_url, cloud.api_url, cloud.network_url,

@@ -19,6 +19,9 @@ import sqlalchemy as sa
 from stratus.storage import engine as db
 
 BIN = Path(sys.executable).parent
+# Every port of ``stratus serve`` but Placement's (--port): free ones.
+SERVE_PORTS_ZERO = ["--api-port", "0", "--network-port", "0", "--identity-port", "0",
+                    "--image-port", "0"]
 SERVER_ENV = {"POSTGRES": "STRATUS_TEST_POSTGRES_URL", "MYSQL": "STRATUS_TEST_MYSQL_URL"}
 
 
@@ -94,7 +97,7 @@ def server(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
     with open(log, "w") as out:
         proc = subprocess.Popen(
             [*command("stratus"), subcommand, "--port", str(port),
-             *(["--api-port", "0", "--network-port", "0"] if subcommand == "serve" else []),
+             *(SERVE_PORTS_ZERO if subcommand == "serve" else []),
              *args],
             stdout=out, stderr=subprocess.STDOUT, text=True, env=env or clean_env(),
             stdin=subprocess.DEVNULL, start_new_session=True,

@@ -22,6 +22,7 @@ from tests.functional import cli_helpers
 ADMIN = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
 DISABLED = "COMPUTE_STATUS_DISABLED"
 READY = "Ctrl-C stops it."
+PORTS_ZERO = ["--port", "0", *cli_helpers.SERVE_PORTS_ZERO]
 
 
 class Serve:
@@ -33,7 +34,7 @@ class Serve:
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(
                 [*cli_helpers.command("stratus"), "serve", "--data-dir", str(data_dir),
-                 "--port", "0", "--api-port", "0", "--network-port", "0", *args],
+                 *PORTS_ZERO, *args],
                 stdout=out, stderr=subprocess.STDOUT, text=True, env=cli_helpers.clean_env(),
                 stdin=subprocess.DEVNULL, start_new_session=True)
         self.placement_url = self.api_url = self.network_url = ""
@@ -213,7 +214,7 @@ def test_restart_runs_the_same_hosts_with_the_same_providers(serve, tmp_path):
     assert again.stop() == 0
 
     refused = cli_helpers.run("stratus", "serve", "--data-dir", str(data), "--port", "0",
-                              "--api-port", "0", "--network-port", "0", "--hosts", "5")
+                              *PORTS_ZERO[2:], "--hosts", "5")
     assert refused.returncode == 2
     assert refused.stderr.strip() == (
         f"error: {data} holds a cloud started with --hosts 4 --cells 2; start it the same "
@@ -305,7 +306,7 @@ hosts:
 def test_one_line_errors(tmp_path):
     def serve_cli(*args: str) -> subprocess.CompletedProcess[str]:
         return cli_helpers.run("stratus", "serve", "--data-dir", str(tmp_path / "d"),
-                               "--port", "0", "--api-port", "0", "--network-port", "0", *args)
+                               *PORTS_ZERO, *args)
 
     both = serve_cli("--fleet", "f.yaml", "--hosts", "2")
     assert (both.returncode, both.stderr.strip()) == (
@@ -321,7 +322,8 @@ def test_one_line_errors(tmp_path):
     with cli_helpers.server(tmp_path) as busy:   # a Placement API holding a port
         taken = cli_helpers.run("stratus", "serve", "--data-dir", str(tmp_path / "e"),
                                 "--port", str(busy.port), "--api-port", "0",
-                                "--network-port", "0")
+                                "--network-port", "0", "--identity-port", "0",
+                                "--image-port", "0")
     assert taken.returncode == 1
     assert taken.stderr.strip().startswith(f"error: cannot listen on 127.0.0.1:{busy.port}")
     assert len(taken.stderr.strip().splitlines()) == 1

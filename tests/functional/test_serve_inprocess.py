@@ -20,7 +20,7 @@ ADMIN = {"X-Auth-Token": "admin"}
 def make(tmp_path, hosts: int = 3, cells: int = 2) -> AllInOne:
     config = configuration.load([], environ={}, overrides={("DEFAULT", "data_dir"): str(tmp_path)})
     return AllInOne(config, topology.from_counts(hosts, cells), placement_port=0, api_port=0,
-                    network_port=0,
+                    network_port=0, identity_port=0, image_port=0,
                     bus_prefix=f"test-{uuidlib.uuid4().hex[:8]}")
 
 

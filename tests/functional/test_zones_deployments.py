@@ -170,7 +170,8 @@ def test_a_leaf_of_separate_services_schedules_and_builds_there(tmp_path: Path) 
     config = configuration.load([], environ={}, overrides={
         ("DEFAULT", "data_dir"): str(tmp_path)})
     cloud = AllInOne(config, topology.from_counts(2, 1), placement_port=0, api_port=0,
-                     network_port=0, bus_prefix=f"svc-{uuidlib.uuid4().hex[:8]}")
+                     network_port=0, identity_port=0, image_port=0,
+                     bus_prefix=f"svc-{uuidlib.uuid4().hex[:8]}")
     cloud.start()
     try:
         leaf_config = config.with_overrides({
