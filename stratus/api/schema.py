@@ -161,3 +161,17 @@ instance_ports = sa.Table(
     sa.Column("position", sa.Integer, nullable=True),
     *columns.timestamps(),
 )
+
+# Added by migration 0005: users' SSH (or x509) public keys, by name per user.
+key_pairs = sa.Table(
+    "key_pairs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", columns.name(255), nullable=False),
+    sa.Column("user_id", columns.name(255), nullable=False),
+    sa.Column("fingerprint", sa.String(255), nullable=False),
+    sa.Column("public_key", sa.Text, nullable=False),
+    sa.Column("type", sa.String(10), nullable=False),
+    *columns.timestamps(),
+    sa.UniqueConstraint("user_id", "name"),
+)

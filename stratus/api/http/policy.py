@@ -45,6 +45,9 @@ RULES: dict[str, str] = {
     "os_compute_api:os-shelve:unshelve_to_host": ADMIN,
     "os_compute_api:servers:migrations:index": ADMIN,
     "os_compute_api:servers:migrations:show": ADMIN,
+    **{f"os_compute_api:os-keypairs:{a}": ANY for a in ("index", "create", "show",
+                                                         "delete")},
+    "os_compute_api:os-keypairs:other_users": ADMIN,
     **{f"os_compute_api:os-attach-interfaces:{a}": ANY for a in ("list", "show", "create",
                                                                  "delete")},
 }

@@ -286,3 +286,21 @@ INTERFACE_ATTACH: dict[str, Any] = {
         "additionalProperties": False}},
     "additionalProperties": False,
 }
+
+# Before 2.92: a public key may be given (imported) or left out (made); names of
+# letters, digits, spaces, '-' and '_' (Nova's keypair_name_20).
+KEYPAIR_CREATE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"keypair": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 255,
+                     "pattern": r"^(?!\s)[a-zA-Z0-9 _-]+(?<!\s)$"},
+            "type": {"enum": ["ssh", "x509"]},
+            "public_key": {"type": "string", "minLength": 1, "maxLength": 65535},
+            "user_id": {"type": "string", "minLength": 1, "maxLength": 255},
+        },
+        "required": ["name"], "additionalProperties": False}},
+    "required": ["keypair"],
+    "additionalProperties": False,
+}
