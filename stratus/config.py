@@ -185,7 +185,7 @@ OPTIONS: list[Option] = [
            "for reschedules after a failed spawn.", minimum=1),
     Option("scheduler", "enabled_filters", list,
            ["compute", "compute_version", "hosts_requested", "availability_zone",
-            "server_group_affinity", "server_group_anti_affinity"],
+            "server_group_affinity", "server_group_anti_affinity", "image_properties"],
            "Host filters, in order (stratus/scheduler/filters.py names)."),
     Option("scheduler", "request_filters", list,
            ["disabled_cells", "availability_zone", "tenant_isolation"],
@@ -220,6 +220,10 @@ OPTIONS: list[Option] = [
            "(default: images/ in data_dir)."),
     Option("image", "max_image_size", int, 268_435_456, "Largest image upload in bytes.",
            minimum=0),
+    Option("glance", "api_servers", list, [], "The image API(s) the compute API looks "
+           "boots' imageRef up in (the first is used; empty: imageRef is not checked)."),
+    Option("glance", "token", str, "admin", "Token the compute API sends to the image "
+           "API (noauth2: 'admin' is admin)."),
     Option("catalog", "identity", str, "", "The identity endpoint in the catalog "
            "(e.g. http://127.0.0.1:5000/v3)."),
     Option("catalog", "compute", str, "", "The compute endpoint in the catalog "

@@ -57,6 +57,7 @@ from stratus.conductor.build import ConductorContext
 from stratus.conductor.build_recovery import recover_builds
 from stratus.conductor.recovery import recover_moves
 from stratus.identity import service as identity_service
+from stratus.image.client import ImageClient
 from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
 from stratus.storage import engine as db
@@ -176,9 +177,11 @@ class AllInOne:
 
     def _image_service(self) -> None:
         from stratus.image import service as image_service
+        from stratus.image.seed import seed_image
 
         deps = image_service.make_deps(self.config)
         self.started.closers.append(deps.engine.dispose)
+        seed_image(deps)
         self.image_deps = deps
         self.image_wsgi = image_service.make_app(self.config, deps)
 
@@ -347,7 +350,8 @@ class AllInOne:
         from stratus.api.service import make_deps
 
         deps = make_deps(self.config, bus=api_bus, placement=self.placement_client(),
-                         network=self.network_client())
+                         network=self.network_client(),
+                         image=ImageClient("http://image.allinone", wsgi_app=self.image_wsgi))
         self.started.closers.append(deps.close)
         self.compute_deps = deps
         if not self.http:

@@ -13,6 +13,7 @@ from stratus.bus import Bus, RPCClient
 from stratus.cells import services
 from stratus.cells.mappings import CellMapping
 from stratus.conductor.manager import CellBuses
+from stratus.image.client import ImageClient
 from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
 
@@ -38,6 +39,8 @@ class ComputeAPIDeps:
     clock: Callable[[], dt.datetime] = services.utcnow
     # The network service (ports, QoS, bindings); None: servers boot without ports.
     network: NetworkClient | None = None
+    # The image service (boots by imageRef); None: imageRef is taken as it is.
+    image: ImageClient | None = None
     _buses: CellBuses | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -65,5 +68,7 @@ class ComputeAPIDeps:
         self.placement.close()
         if self.network is not None:
             self.network.close()
+        if self.image is not None:
+            self.image.close()
         self.dbs.engines.dispose()
         self.dbs.api.dispose()

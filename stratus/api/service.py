@@ -21,6 +21,7 @@ from stratus.api.http.app import ComputeApp, WSGIApp
 from stratus.api.store.cells import CellDBs
 from stratus.bus import Bus
 from stratus.cells.engines import CellEngines
+from stratus.image.client import ImageClient
 from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
 from stratus.storage import engine as db
@@ -41,7 +42,8 @@ def api_db_url(config: configuration.Config) -> str:
 def make_deps(config: configuration.Config, *, bus: Bus | None = None,
               placement: PlacementClient | None = None,
               network: NetworkClient | None = None, sync: bool = False,
-              identity: str | None = None) -> ComputeAPIDeps:
+              identity: str | None = None, image: ImageClient | None = None
+              ) -> ComputeAPIDeps:
     """Everything the API needs; ``bus`` and ``placement`` may be passed in (all-in-one)."""
     engine = db.create_engine(api_db_url(config))
     if sync:
@@ -65,8 +67,11 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
     if network is None and config.get("network_client", "endpoint"):
         network = NetworkClient(str(config.get("network_client", "endpoint")),
                                 token=str(config.get("network_client", "token")))
+    servers = config.get("glance", "api_servers")
+    if image is None and servers:
+        image = ImageClient(str(servers[0]), token=str(config.get("glance", "token")))
     return ComputeAPIDeps(
-        network=network,
+        network=network, image=image,
         dbs=CellDBs(engine, CellEngines(), timeout=float(config.get("scheduler",
                                                                     "cell_timeout"))),
         placement=placement, bus=bus,

@@ -72,6 +72,9 @@ instances = sa.Table(
     sa.Column("fault", sa.Text, nullable=True),
     sa.Column("launched_at", sa.DateTime, nullable=True),
     sa.Column("deleted_at", sa.DateTime, nullable=True),
+    # Added by migration 0002: what the server booted from and the key pair it got.
+    sa.Column("image_ref", columns.name(36), nullable=True),
+    sa.Column("key_name", columns.name(255), nullable=True),
     *columns.timestamps(),
 )
 

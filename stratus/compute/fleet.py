@@ -214,7 +214,7 @@ def _numbers(value: Any, where: str, kind: type) -> dict[str, Any]:
 
 
 LIBVIRT_KEYS = {"driver", "disk_gb", "reserved", "allocation_ratios", "numa_nodes",
-                "network_devices", "traits"}
+                "network_devices", "traits", "arch"}
 DEVICE_KEYS = {"vnic_types", "egress_kbps", "ingress_kbps", "packet_rate_kpps"}
 
 
@@ -245,6 +245,7 @@ def _shape(name: str, data: Any, where: str) -> HostShape:
                 network_devices=tuple(_device(d, f"{where}.network_devices[{i}]")
                                       for i, d in enumerate(devices)),
                 traits=frozenset(_strings(spec.get("traits", []), f"{where}.traits")),
+                arch=_str(spec.get("arch", "x86_64"), f"{where}.arch"),
             )
     except ShapeError as exc:
         raise FleetError(f"{where}: {exc}") from None

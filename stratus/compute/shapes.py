@@ -22,6 +22,15 @@ CUSTOM_NAME = re.compile(r"CUSTOM_[A-Z0-9_]+")
 VNIC_TYPES = ("normal", "direct", "macvtap", "baremetal", "direct-physical",
               "virtio-forwarder", "smart-nic", "remote-managed", "vdpa")
 HOST_CLASSES = ("VCPU", "MEMORY_MB", "DISK_GB")
+# What libvirt hosts report as they do in Nova: the images they can boot from.
+LIBVIRT_IMAGE_TYPES = frozenset({"COMPUTE_IMAGE_TYPE_AKI", "COMPUTE_IMAGE_TYPE_AMI",
+                                 "COMPUTE_IMAGE_TYPE_ARI", "COMPUTE_IMAGE_TYPE_ISO",
+                                 "COMPUTE_IMAGE_TYPE_QCOW2", "COMPUTE_IMAGE_TYPE_RAW"})
+
+
+def arch_trait(arch: str) -> str:
+    """The os-traits name of a CPU architecture (``x86_64`` -> ``HW_ARCH_X86_64``)."""
+    return "HW_ARCH_" + arch.upper()
 
 
 class ShapeError(ValueError):
@@ -76,9 +85,14 @@ class LibvirtShape:
     numa_nodes: int = 0  # 0: VCPU and MEMORY_MB on the root; N: split over N child cells
     network_devices: tuple[NetworkDevice, ...] = ()
     traits: frozenset[str] = frozenset()
+    # The CPU architecture (HW_ARCH_* trait; images ask for it with hw_architecture).
+    arch: str = "x86_64"
 
     def __post_init__(self) -> None:
         where = f"shape {self.name!r}"
+        if arch_trait(self.arch) not in STANDARD_TRAITS:
+            raise ShapeError(f"{where}: unknown arch {self.arch!r} (e.g. x86_64, aarch64, "
+                             "ppc64le, s390x)")
         if self.vcpus < 1 or self.memory_mb < 1 or self.disk_gb < 0:
             raise ShapeError(f"{where}: needs vcpus >= 1, memory_mb >= 1 and disk_gb >= 0")
         for rc, amount in self.reserved.items():
@@ -99,6 +113,11 @@ class LibvirtShape:
             raise ShapeError(f"{where}: network device names must be unique")
         for trait in self.traits:
             check_trait(trait, f"{where}: traits")
+
+    @property
+    def root_traits(self) -> frozenset[str]:
+        """The root provider's traits: the shape's, its architecture's, the image types."""
+        return frozenset({*self.traits, arch_trait(self.arch), *LIBVIRT_IMAGE_TYPES})
 
     def total(self, resource_class: str) -> int:
         return {"VCPU": self.vcpus, "MEMORY_MB": self.memory_mb,

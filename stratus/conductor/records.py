@@ -168,7 +168,8 @@ def create_instance(conn: Connection, instance: dict[str, Any], flavor: dict[str
         uuid=instance["uuid"], name=instance.get("name") or f"instance-{instance['uuid'][:8]}",
         project_id=instance["project_id"], user_id=instance["user_id"], host=host, node=node,
         availability_zone=availability_zone, flavor=flavor_text(flavor),
-        vm_state=vm_state, task_state=task_state, fault=fault, created_at=now))
+        vm_state=vm_state, task_state=task_state, fault=fault, created_at=now,
+        image_ref=instance.get("image_ref"), key_name=instance.get("key_name")))
 
 
 def update_instance(conn: Connection, instance_uuid: str, *, live_only: bool = False,

@@ -68,6 +68,28 @@ def server_group_anti_affinity(host: HostState, spec: RequestSpec) -> str | None
     return "server group anti-affinity: member already here" if host.host in group.hosts else None
 
 
+# Image hypervisor types (img_hv_type) each driver runs, and the VM modes (hw_vm_mode).
+HV_TYPES = {"libvirt": {"qemu", "kvm"}, "ironic": {"baremetal", "ironic"}}
+VM_MODES = {"libvirt": {"hvm"}, "ironic": {"hvm"}}
+
+
+def image_properties(host: HostState, spec: RequestSpec) -> str | None:
+    """The image's hypervisor type and VM mode must be ones the host's driver runs
+    (Nova's ImagePropertiesFilter; its architecture is a trait Placement already
+    matched). A host whose driver is unknown passes, as Nova passes hosts that do not
+    say."""
+    props = spec.image_properties
+    if not host.hypervisor_type or not props:
+        return None
+    hv_type = props.get("img_hv_type")
+    if hv_type and hv_type.lower() not in HV_TYPES.get(host.hypervisor_type, set()):
+        return f"image needs hypervisor type {hv_type} (host runs {host.hypervisor_type})"
+    mode = props.get("hw_vm_mode")
+    if mode and mode.lower() not in VM_MODES.get(host.hypervisor_type, set()):
+        return f"image needs VM mode {mode} (host runs {host.hypervisor_type})"
+    return None
+
+
 REGISTRY: dict[str, HostFilter] = {
     "compute": compute,
     "compute_version": compute_version,
@@ -75,6 +97,7 @@ REGISTRY: dict[str, HostFilter] = {
     "availability_zone": availability_zone,
     "server_group_affinity": server_group_affinity,
     "server_group_anti_affinity": server_group_anti_affinity,
+    "image_properties": image_properties,
 }
 DEFAULT_ORDER = list(REGISTRY)
 

@@ -35,7 +35,7 @@ _SELECT = (sa.select(_nodes.c.uuid, _nodes.c.host, _nodes.c.hypervisor_hostname,
                      _nodes.c.memory_mb_used, _nodes.c.local_gb, _nodes.c.local_gb_used,
                      _svc.c.id.is_not(None).label("has_service"), _svc.c.disabled,
                      _svc.c.disabled_reason, _svc.c.forced_down, _svc.c.last_seen_up,
-                     _svc.c.version)
+                     _svc.c.version, _nodes.c.hypervisor_type)
            .select_from(_nodes.outerjoin(_svc, _svc.c.id == _nodes.c.service_id)))
 _SELECT_SOME = _SELECT.where(_nodes.c.uuid.in_(sa.bindparam("uuids", expanding=True)))
 
@@ -59,6 +59,7 @@ class NodeRecord:
     forced_down: bool
     last_seen_up: dt.datetime | None
     version: int = 0    # the service's version number (ComputeRPC 1.4 -> 1004)
+    hypervisor_type: str = ""
 
     def state(self, cell_uuid: str, seen_since: dt.datetime) -> HostState:
         """A fresh HostState (the scheduler mutates it while deciding); the service is
@@ -71,13 +72,13 @@ class NodeRecord:
             vcpus_total=self.vcpus, vcpus_used=self.vcpus_used,
             memory_mb_total=self.memory_mb, memory_mb_used=self.memory_mb_used,
             disk_gb_total=self.disk_gb, disk_gb_used=self.disk_gb_used,
-            service_version=self.version)
+            service_version=self.version, hypervisor_type=self.hypervisor_type)
 
 
 def _record(row: sa.Row) -> NodeRecord:
     return NodeRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8],
                       bool(row[9]), bool(row[10]), row[11], bool(row[12]), row[13],
-                      int(row[14] or 0))
+                      int(row[14] or 0), row[15] or "")
 
 
 def read_all(conn: Connection) -> dict[str, NodeRecord]:

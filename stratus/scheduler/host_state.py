@@ -17,6 +17,7 @@ class HostState:
     service_disabled: bool = False
     disabled_reason: str | None = None
     service_version: int = 0       # ComputeRPC X.Y as X*1000+Y (0: unknown)
+    hypervisor_type: str = ""      # the driver's ("libvirt", "ironic"; "" unknown)
     vcpus_total: int = 0
     vcpus_used: int = 0
     memory_mb_total: int = 0

@@ -123,6 +123,10 @@ class RequestSpec:
     availability_zone: str | None = None
     image_required_traits: set[str] = field(default_factory=set)
     image_forbidden_traits: set[str] = field(default_factory=set)
+    # The boot's image, and the properties of it the host filters read (img_hv_type,
+    # hw_vm_mode; hw_architecture and traits:* are required traits above).
+    image_id: str | None = None
+    image_properties: dict[str, str] = field(default_factory=dict)
     # The ports' groups and same_subtree lists: re-read from the ports each time they are
     # needed (a move, a reschedule), never kept with the saved spec (the network service
     # owns them). ``provider_mappings`` is what the chosen candidate's ``mappings`` said
@@ -247,6 +251,7 @@ def spec_to_dict(spec: RequestSpec) -> dict[str, object]:
         "num_instances": spec.num_instances, "availability_zone": spec.availability_zone,
         "image_required_traits": sorted(spec.image_required_traits),
         "image_forbidden_traits": sorted(spec.image_forbidden_traits),
+        "image_id": spec.image_id, "image_properties": dict(spec.image_properties),
         "port_groups": [_group_to_dict(g) for g in spec.port_groups],
         "same_subtree": [list(g) for g in spec.same_subtree],
         "provider_mappings": {k: list(v) for k, v in spec.provider_mappings.items()},
@@ -292,6 +297,9 @@ def spec_from_dict(data: dict) -> RequestSpec:
             availability_zone=data.get("availability_zone"),
             image_required_traits=set(data.get("image_required_traits", ())),
             image_forbidden_traits=set(data.get("image_forbidden_traits", ())),
+            image_id=data.get("image_id"),
+            image_properties={str(k): str(v)
+                              for k, v in (data.get("image_properties") or {}).items()},
             port_groups=[_group_from_dict(g) for g in data.get("port_groups", ())],
             same_subtree=[[str(s) for s in g] for g in data.get("same_subtree", ())],
             provider_mappings={str(k): [str(rp) for rp in v]

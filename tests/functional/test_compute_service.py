@@ -30,7 +30,13 @@ from stratus.compute.drivers import IronicDriver, LibvirtDriver
 from stratus.compute.provider_tree import stable_uuid
 from stratus.compute.rpcapi import BINARY, ComputeRPC, service_version
 from stratus.compute.service import ComputeService
-from stratus.compute.shapes import BaremetalNodes, IronicShape, LibvirtShape, NetworkDevice
+from stratus.compute.shapes import (
+    LIBVIRT_IMAGE_TYPES,
+    BaremetalNodes,
+    IronicShape,
+    LibvirtShape,
+    NetworkDevice,
+)
 from stratus.conductor.rpcapi import ConductorRPC
 from stratus.placement.client import PlacementClient
 from stratus.placement.http.app import build_wsgi
@@ -191,7 +197,8 @@ def test_the_driver_tree_appears_in_placement_with_inventories_traits_aggregates
     inv = client.get(f"/resource_providers/{nic}/inventories").json()["inventories"]
     assert inv["NET_BW_IGR_KILOBIT_PER_SEC"]["total"] == 20_000
 
-    assert traits(client, root) == {"COMPUTE_NODE", "HW_CPU_X86_AVX2", "CUSTOM_GOLD"}
+    assert traits(client, root) == {"COMPUTE_NODE", "HW_CPU_X86_AVX2", "CUSTOM_GOLD",
+                                    "HW_ARCH_X86_64", *LIBVIRT_IMAGE_TYPES}
     assert traits(client, numa) == {"HW_NUMA_ROOT"}
     assert traits(client, nic) == {"CUSTOM_PHYSNET_PHYSNET1", "CUSTOM_VNIC_TYPE_NORMAL",
                                    "CUSTOM_VNIC_TYPE_DIRECT"}

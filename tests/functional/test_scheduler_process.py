@@ -81,7 +81,8 @@ def test_scheduler_refuses_an_unknown_filter_in_one_line(tmp_path):
     assert result.stderr.strip().splitlines() == [
         "error: [scheduler]: unknown host filter(s): nope; known: compute, compute_version, "
         "hosts_requested, "
-        "availability_zone, server_group_affinity, server_group_anti_affinity"]
+        "availability_zone, server_group_affinity, server_group_anti_affinity, "
+        "image_properties"]
 
 
 @pytest.mark.skipif(not RABBIT, reason="needs STRATUS_TEST_RABBIT_URL (RabbitMQ)")

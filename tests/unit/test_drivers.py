@@ -8,7 +8,13 @@ from stratus.compute.drivers import IronicDriver, LibvirtDriver, create_driver
 from stratus.compute.drivers import errors as e
 from stratus.compute.drivers.base import Instance
 from stratus.compute.provider_tree import Provider, ProviderTree, stable_uuid
-from stratus.compute.shapes import BaremetalNodes, IronicShape, LibvirtShape, NetworkDevice
+from stratus.compute.shapes import (
+    LIBVIRT_IMAGE_TYPES,
+    BaremetalNodes,
+    IronicShape,
+    LibvirtShape,
+    NetworkDevice,
+)
 from stratus.placement.model import Inventory
 
 FLAT = LibvirtShape("flat", vcpus=8, memory_mb=16384, disk_gb=100,
@@ -44,7 +50,9 @@ def test_a_flat_host_is_one_provider_with_the_shape_inventory() -> None:
         "VCPU": {"total": 8, "reserved": 0, "min_unit": 1, "max_unit": 8, "step_size": 1,
                  "allocation_ratio": 4.0},
     }
-    assert root.traits == {"COMPUTE_NODE", "HW_CPU_X86_AVX2"}
+    # The shape's traits, its architecture, and the image types libvirt boots from.
+    assert root.traits == {"COMPUTE_NODE", "HW_CPU_X86_AVX2", "HW_ARCH_X86_64",
+                           *LIBVIRT_IMAGE_TYPES}
     assert root.aggregates == {"agg-1"}
     assert root.capacity("VCPU") == 32 and root.capacity("MEMORY_MB") == 15872
 

@@ -96,12 +96,14 @@ def server(req: Req, s: Server, zone: str | None,
                if s.host else "")
     body: dict[str, Any] = {
         "id": s.uuid, "name": s.name, "status": shown, "tenant_id": s.project_id,
-        "user_id": s.user_id, "metadata": {}, "hostId": host_id, "image": "",
+        "user_id": s.user_id, "metadata": {}, "hostId": host_id,
+        "image": {"id": s.image_ref, "links": req.link(f"/images/{s.image_ref}")[1:]}
+        if s.image_ref else "",
         "flavor": _server_flavor(s.flavor), "created": timestamp_z(s.created_at),
         "updated": timestamp_z(s.updated_at or s.created_at), "addresses": {},
         "accessIPv4": "", "accessIPv6": "", "links": req.link(f"/servers/{s.uuid}"),
         "OS-DCF:diskConfig": "MANUAL", "progress": 0,
-        "OS-EXT-AZ:availability_zone": zone or "", "config_drive": "", "key_name": None,
+        "OS-EXT-AZ:availability_zone": zone or "", "config_drive": "", "key_name": s.key_name,
         "OS-SRV-USG:launched_at": timestamp(s.launched_at), "OS-SRV-USG:terminated_at": None,
         "OS-EXT-STS:task_state": s.task_state, "OS-EXT-STS:vm_state": s.vm_state,
         "OS-EXT-STS:power_state": s.power_state, "os-extended-volumes:volumes_attached": [],

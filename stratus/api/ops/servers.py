@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import httpx
 
 from stratus.api.deps import ComputeAPIDeps
-from stratus.api.ops import ports
+from stratus.api.ops import images, ports
 from stratus.api.store import aggregates as agg_store
 from stratus.api.store import flavors as flavor_store
 from stratus.api.store import ports as port_store
@@ -50,6 +50,8 @@ class Boot:
     # A zone's build: the uuid the origin zone chose, and the host it chose.
     uuid: str | None = None
     force_host: str | None = None
+    image: images.BootImage | None = None
+    key_name: str | None = None
 
 
 def request_flavor(flavor: flavor_store.Flavor) -> rq.Flavor:
@@ -80,10 +82,16 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     group = group_state(api, boot.group, boot.project_id, is_admin)
     flavor = request_flavor(boot.flavor)
     check_extra_specs(flavor.extra_specs)
+    if boot.image is not None:
+        images.check_fits(boot.image, boot.flavor)
     instances = [{"uuid": boot.uuid if boot.uuid and count == 1 else str(uuidlib.uuid4()),
                   "name": boot.name if count == 1 else f"{boot.name}-{i + 1}",
                   "project_id": boot.project_id, "user_id": boot.user_id}
                  for i in range(count)]
+    booted_with = {"image_ref": boot.image.id if boot.image else None,
+                   "key_name": boot.key_name}
+    for instance in instances:
+        instance.update({k: v for k, v in booted_with.items() if v is not None})
     claimed = ports.claim_for_boot(api, boot.networks, [i["uuid"] for i in instances],
                                    boot.project_id, is_admin, zone,
                                    boot.supports_port_requests)
@@ -91,7 +99,10 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
                           num_instances=count, availability_zone=zone, server_group=group,
                           requested_networks=claimed.requested_networks,
                           force_hosts={boot.force_host} if boot.force_host else set())
+    if boot.image is not None:
+        images.apply_to_spec(boot.image, spec)
     spec_dict = spec.to_dict()
+    spec_dict["key_name"] = boot.key_name   # shown while no cell holds the server
     try:
         with db.write(api.dbs.api) as conn:
             store.create_build_requests(conn, instances, spec_dict)

@@ -59,6 +59,8 @@ class Server:
     updated_at: dt.datetime | None = None
     launched_at: dt.datetime | None = None
     cell_uuid: str | None = None
+    image_ref: str | None = None
+    key_name: str | None = None
 
 
 # ---- API database -------------------------------------------------------------------
@@ -127,7 +129,8 @@ def build_request_servers(conn: Connection, uuids: list[str]) -> dict[str, Serve
         out[row.instance_uuid] = Server(
             row.instance_uuid, row.name, row.project_id, row.user_id, BUILDING, "scheduling",
             0, None, None, spec.get("availability_zone"), dict(spec.get("flavor") or {}),
-            created_at=row.created_at, updated_at=row.updated_at)
+            created_at=row.created_at, updated_at=row.updated_at,
+            image_ref=spec.get("image_id"), key_name=spec.get("key_name"))
     return out
 
 
@@ -152,7 +155,7 @@ def _server(row: sa.Row, cell_uuid: str) -> Server:
     return Server(row.uuid, row.name, row.project_id, row.user_id, row.vm_state,
                   row.task_state, row.power_state, row.host, row.node, row.availability_zone,
                   flavor, row.fault, row.created_at, row.updated_at, row.launched_at,
-                  cell_uuid)
+                  cell_uuid, row.image_ref, row.key_name)
 
 
 def cell_servers(conn: Connection, cell_uuid: str, uuids: list[str]) -> dict[str, Server]:

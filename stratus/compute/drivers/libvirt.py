@@ -52,7 +52,7 @@ def build_tree(host: str, shape: LibvirtShape, aggregates: Iterable[str] = ()) -
         name=host, uuid=root_uuid,
         inventories={rc: host_inventory(rc, shape.total(rc), shape.reserved.get(rc, 0))
                      for rc in root_classes if shape.total(rc) > 0},
-        traits=frozenset({os_traits.COMPUTE_NODE, *shape.traits}),
+        traits=frozenset({os_traits.COMPUTE_NODE, *shape.root_traits}),
         aggregates=frozenset(aggregates),
     )
     providers = [root]

@@ -7,9 +7,11 @@ import webob
 from stratus.api.http import render
 from stratus.api.http.schemas import SERVER_CREATE
 from stratus.api.http.wsgi import Req, empty_response, json_response
+from stratus.api.ops import images as image_ops
 from stratus.api.ops import ports as port_ops
 from stratus.api.ops import servers as ops
 from stratus.api.store import flavors as flavor_store
+from stratus.api.store import keypairs as keypair_store
 from stratus.api.store import server_groups as group_store
 from stratus.api.store.errors import BadRequest, NotFound
 from stratus.api.store.servers import Server
@@ -43,7 +45,10 @@ def create_server(req: Req) -> webob.Response:
                     user_id=req.ctx.user_id or "",
                     availability_zone=data.get("availability_zone"), group=hints.get("group"),
                     networks=port_ops.parse(data.get("networks")),
-                    supports_port_requests=req.want.supports("port_resource_request"))
+                    supports_port_requests=req.want.supports("port_resource_request"),
+                    image=image_ops.look_up(req.api.image, data["imageRef"])
+                    if data.get("imageRef") else None,
+                    key_name=_key_name(req, data.get("key_name")))
     uuids = ops.create(req.api, boot, is_admin=req.is_admin)
     created = [{"id": u, "links": req.link(f"/servers/{u}"), "OS-DCF:diskConfig": "MANUAL",
                 "security_groups": [{"name": "default"}]} for u in uuids]
@@ -54,6 +59,18 @@ def create_server(req: Req) -> webob.Response:
     resp = json_response(out, status=202)
     resp.headers["Location"] = created[0]["links"][0]["href"]  # type: ignore[index]
     return resp
+
+
+def _key_name(req: Req, name: str | None) -> str | None:
+    """The key pair a boot names must be the caller's (400 otherwise, as Nova)."""
+    if name is None:
+        return None
+    with db.read(req.api.dbs.api) as conn:
+        try:
+            keypair_store.get(conn, req.ctx.user_id or "", name)
+        except NotFound:
+            raise BadRequest(f"Invalid key_name provided: no key pair {name!r}.") from None
+    return name
 
 
 def _zone(req: Req, s: Server, zones: dict[str, str]) -> str | None:

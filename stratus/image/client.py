@@ -1,0 +1,51 @@
+"""A small client of the image API for the compute API (what a boot needs of an image).
+
+It speaks only Glance v2's public HTTP API, so a real Glance can stand in
+(``[glance] api_servers``); ``wsgi_app`` talks to an in-process image app without
+sockets (``stratus serve``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import httpx
+
+from stratus.placement.client import _Answer, _InProcess
+
+
+class ImageClientError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"image service answered {status}: {message}")
+        self.status, self.message = status, message
+
+
+class ImageClient:
+    def __init__(self, base_url: str, token: str = "admin", *, timeout: float = 30.0,
+                 transport: httpx.BaseTransport | None = None,
+                 wsgi_app: Callable[..., Iterable[bytes]] | None = None) -> None:
+        headers = {"X-Auth-Token": token, "Accept": "application/json"}
+        self.base_url = base_url.rstrip("/")
+        self._http: httpx.Client | _InProcess
+        if wsgi_app is not None:
+            self._http = _InProcess(wsgi_app, self.base_url, headers)
+        else:
+            self._http = httpx.Client(base_url=self.base_url, headers=headers,
+                                      transport=transport, timeout=timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def get_image(self, image_id: str) -> dict[str, Any] | None:
+        """The image (Glance's flat document), or None if there is no such image."""
+        try:
+            resp: httpx.Response | _Answer = self._http.request(
+                "GET", f"/v2/images/{image_id}", params=None, json=None, headers=None)
+        except httpx.TransportError as exc:
+            raise ImageClientError(503, f"cannot reach the image service: {exc}") from None
+        if resp.status_code == 404:
+            return None
+        if resp.status_code >= 300:
+            raise ImageClientError(resp.status_code, resp.text[:200])
+        return dict(resp.json())
