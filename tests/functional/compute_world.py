@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from stratus import config as configuration
 from stratus.api.deps import ComputeAPIDeps
 from stratus.api.service import build_wsgi
 from stratus.api.store.cells import CellDBs
@@ -25,6 +26,8 @@ from stratus.compute.shapes import LibvirtShape, NetworkDevice
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.manager import CellBuses, ConductorManager
 from stratus.conductor.rpcapi import ConductorRPC
+from stratus.image import service as image_service
+from stratus.image.client import ImageClient
 from stratus.network import service as network_service
 from stratus.network.client import NetworkClient
 from stratus.network.http.app import NetworkDeps
@@ -90,6 +93,13 @@ class World:
         self.network_app = network_wsgi(NetworkDeps(self.network_engine,
                                                     legacy_resource_request))
         self.network = self.network_client()
+        image_config = configuration.load([], environ={}, overrides={
+            ("DEFAULT", "data_dir"): str(tmp_path)})
+        self.image_deps = image_service.make_deps(image_config)
+        self.image_app = image_service.make_app(image_config, self.image_deps)
+        self.images = httpx.Client(transport=httpx.WSGITransport(app=self.image_app),
+                                   base_url="http://image.test",
+                                   headers={"X-Auth-Token": "admin"})
         self.bus = Bus(f"inproc://compute-api-test-{uuidlib.uuid4().hex}", identity="test",
                        timeout=30)
         # Host states read afresh for every request: a test that forces a host down
@@ -110,6 +120,7 @@ class World:
             dbs=CellDBs(self.cloud.api_engine, self.cloud.engines),
             placement=self.cloud.client(), bus=self.bus, rpc_timeout=5.0,
             network=self.network_client(),
+            image=ImageClient("http://image.test", wsgi_app=self.image_app),
             allow_resize_to_same_host=allow_resize_to_same_host,
             shelved_offload_time=shelved_offload_time,
             clock=lambda: dt.datetime.now(dt.UTC).replace(tzinfo=None) + self.now_offset)
@@ -121,13 +132,28 @@ class World:
         return NetworkClient("http://network.test", token=token,
                              transport=httpx.WSGITransport(app=self.network_app))
 
+    def image(self, name: str = "img", data: bytes = b"disk", **properties: Any) -> str:
+        """An active image with ``properties``; its id."""
+        body = {"name": name, "disk_format": "qcow2", "container_format": "bare",
+                **properties}
+        resp = self.images.post("/v2/images", json=body)
+        assert resp.status_code == 201, resp.text
+        image_id = str(resp.json()["id"])
+        if data:
+            up = self.images.put(f"/v2/images/{image_id}/file", content=data,
+                                 headers={"Content-Type": "application/octet-stream"})
+            assert up.status_code == 204, up.text
+        return image_id
+
     def add_compute(self, name: str, *, vcpus: int = 4, memory_mb: int = 8192,
                     disk_gb: int = 100, cell: str = "cell1",
                     rpc_version: str | None = None,
-                    nics: tuple[NetworkDevice, ...] = ()) -> ComputeService:
+                    nics: tuple[NetworkDevice, ...] = (), arch: str = "x86_64",
+                    traits: frozenset[str] = frozenset()) -> ComputeService:
         cell_uuid = self.cloud.cells[cell].uuid
         driver = LibvirtDriver(name, LibvirtShape(name, vcpus=vcpus, memory_mb=memory_mb,
-                                                  disk_gb=disk_gb, network_devices=nics),
+                                                  disk_gb=disk_gb, network_devices=nics,
+                                                  arch=arch, traits=traits),
                                aggregates=[cell_aggregate_uuid(cell_uuid)])
         kwargs: dict[str, Any] = {"report_interval": 3600, "tracker_interval": 3600}
         if rpc_version:
@@ -195,6 +221,8 @@ class World:
             if svc.running:
                 svc.stop()
         self.http.close()
+        self.images.close()
+        self.image_deps.engine.dispose()
         self.network.close()
         self.network_engine.dispose()
         self.bus.close()
