@@ -151,8 +151,26 @@ SERVER_CREATE: dict[str, Any] = {
                 "min_count": _count(1),
                 "max_count": _count(1),
                 "availability_zone": {"type": "string", "minLength": 1, "maxLength": 255},
-                # Accepted for compatibility; Stratus has no images or volumes.
-                "imageRef": {"type": "string"},
+                # An image id (or a link ending in one); "" for none.
+                "imageRef": {"type": "string", "maxLength": 2048},
+                # The image's root disk, as the openstack CLI describes it; Stratus has
+                # no volumes, so only an image source on local disk is taken.
+                "block_device_mapping_v2": {"type": "array", "maxItems": 1, "items": {
+                    "type": "object",
+                    "properties": {
+                        "uuid": {"type": "string", "maxLength": 255},
+                        "boot_index": {"type": ["integer", "string", "null"]},
+                        "source_type": {"enum": ["image"]},
+                        "destination_type": {"enum": ["local"]},
+                        "delete_on_termination": {"type": ["boolean", "string"]},
+                        "device_name": {"type": ["string", "null"]},
+                        "volume_size": {"type": ["integer", "string", "null"]},
+                        "disk_bus": {"type": ["string", "null"]},
+                        "device_type": {"type": ["string", "null"]},
+                        "guest_format": {"type": ["string", "null"]},
+                        "tag": {"type": "string"},
+                    },
+                    "additionalProperties": False}},
                 "networks": _NETWORKS,
                 "metadata": {"type": "object"},
                 "key_name": {"type": ["string", "null"]},

@@ -46,8 +46,7 @@ def create_server(req: Req) -> webob.Response:
                     availability_zone=data.get("availability_zone"), group=hints.get("group"),
                     networks=port_ops.parse(data.get("networks")),
                     supports_port_requests=req.want.supports("port_resource_request"),
-                    image=image_ops.look_up(req.api.image, data["imageRef"])
-                    if data.get("imageRef") else None,
+                    image=_image(req, data),
                     key_name=_key_name(req, data.get("key_name")))
     uuids = ops.create(req.api, boot, is_admin=req.is_admin)
     created = [{"id": u, "links": req.link(f"/servers/{u}"), "OS-DCF:diskConfig": "MANUAL",
@@ -59,6 +58,14 @@ def create_server(req: Req) -> webob.Response:
     resp = json_response(out, status=202)
     resp.headers["Location"] = created[0]["links"][0]["href"]  # type: ignore[index]
     return resp
+
+
+def _image(req: Req, data: dict) -> image_ops.BootImage | None:
+    """The boot's image: ``imageRef``, or the image a block device mapping boots from."""
+    ref = data.get("imageRef") or next(
+        (str(b["uuid"]) for b in data.get("block_device_mapping_v2") or ()
+         if b.get("source_type") == "image" and b.get("uuid")), None)
+    return image_ops.look_up(req.api.image, ref) if ref else None
 
 
 def _key_name(req: Req, name: str | None) -> str | None:

@@ -1,0 +1,150 @@
+"""The real OpenStack clients drive all of Stratus from the ``clouds.yaml`` that
+``stratus serve`` writes, with nothing but ``OS_CLOUD`` (and where the file is) set:
+python-openstackclient with osc-placement, then openstacksdk, each through the same
+scenario: an image with properties, a port with a minimum-bandwidth QoS policy, a server
+booted from both, listed, resized and confirmed, migrated and confirmed, its allocations
+read from Placement, deleted.
+
+The clients come from PyPI into a cached virtualenv (tools/osc_scenario.py installs
+them; ``$STRATUS_OSC_VENV``); without network the test skips and says why, under CI it
+fails.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.functional.cli_helpers import unavailable
+from tests.functional.test_serve import Serve
+
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
+
+
+def _osc_tool() -> Any:
+    spec = importlib.util.spec_from_file_location("osc_scenario", TOOLS / "osc_scenario.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("osc_scenario", module)   # its dataclasses look themselves up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def openstack() -> Path:
+    tool = _osc_tool()
+    venv = Path(os.environ.get("STRATUS_OSC_VENV") or tool.DEFAULT_VENV)
+    try:
+        return Path(tool.ensure_venv(venv, install=True))
+    except tool.Unavailable as exc:
+        unavailable(f"the openstack CLI is not available here: {exc}")
+        raise AssertionError("unreachable") from None
+
+
+@pytest.fixture
+def cloud(tmp_path):
+    srv = Serve(tmp_path, tmp_path / "data", "--hosts", "3").wait_ready()
+    yield srv
+    srv.kill()
+
+
+def client_env(srv: Serve, cloud_name: str = "stratus") -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OS_", "STRATUS_"))}
+    env.update(OS_CLIENT_CONFIG_FILE=str(srv.data_dir / "clouds.yaml"), OS_CLOUD=cloud_name)
+    return env
+
+
+class Openstack:
+    def __init__(self, binary: Path, env: dict[str, str]) -> None:
+        self.binary, self.env = binary, env
+
+    def __call__(self, *args: str, json_out: bool = True) -> Any:
+        done = subprocess.run([str(self.binary), *args, *(["-f", "json"] if json_out else [])],
+                              capture_output=True, text=True, env=self.env, timeout=240,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, f"openstack {' '.join(args)}: {done.stderr[-800:]}"
+        return json.loads(done.stdout) if json_out and done.stdout.strip() else done.stdout
+
+
+@pytest.mark.timeout(1800)
+def test_the_openstack_cli_drives_every_service_from_clouds_yaml(openstack, cloud, tmp_path):
+    osc = Openstack(openstack, client_env(cloud))
+    catalog = {entry["Type"] for entry in osc("catalog", "list")}
+    assert catalog == {"identity", "compute", "placement", "network", "image"}
+
+    disk = tmp_path / "disk.img"
+    disk.write_bytes(os.urandom(4096))
+    image = osc("image", "create", "--file", str(disk), "--disk-format", "qcow2",
+                "--container-format", "bare", "--property", "hw_architecture=x86_64",
+                "--property", "os_type=linux", "linux-x86")
+    assert (image["status"], image["size"]) == ("active", 4096)
+    assert image["properties"]["hw_architecture"] == "x86_64"
+
+    policy = osc("network", "qos", "policy", "create", "gold")
+    osc("network", "qos", "rule", "create", "--type", "minimum-bandwidth", "--min-kbps",
+        "100000", "--egress", policy["id"])
+    port = osc("port", "create", "--network", "physnet1", "--qos-policy", "gold", "p1")
+    osc("keypair", "create", "k1", json_out=False)   # prints the private key
+
+    server = osc("server", "create", "--image", "linux-x86", "--flavor", "m1.tiny",
+                 "--port", port["id"], "--key-name", "k1", "--wait", "vm1")
+    assert server["status"] == "ACTIVE" and server["key_name"] == "k1"
+    assert server["image"].startswith("linux-x86")
+    listed = {s["Name"]: s for s in osc("server", "list")}
+    assert listed["vm1"]["Status"] == "ACTIVE" and listed["vm1"]["Image"] == "linux-x86"
+
+    osc("server", "resize", "--flavor", "m1.small", "--wait", "vm1", json_out=False)
+    assert osc("server", "show", "vm1")["status"] == "VERIFY_RESIZE"
+    osc("server", "resize", "confirm", "vm1", json_out=False)
+    resized = osc("server", "show", "vm1")
+    assert resized["status"] == "ACTIVE" and resized["flavor"]["name"] == "m1.small"
+
+    before = resized["OS-EXT-SRV-ATTR:host"]
+    osc("server", "migrate", "--wait", "vm1", json_out=False)
+    moved = osc("server", "show", "vm1")
+    assert moved["status"] == "VERIFY_RESIZE" and moved["OS-EXT-SRV-ATTR:host"] != before
+    osc("server", "resize", "confirm", "vm1", json_out=False)
+
+    allocations = osc("--os-placement-api-version", "1.39", "resource", "provider",
+                      "allocation", "show", server["id"])
+    held = [a["resources"] for a in allocations]
+    assert {"VCPU": 1, "MEMORY_MB": 2048, "DISK_GB": 20} in held
+    assert {"NET_BW_EGR_KILOBIT_PER_SEC": 100000} in held
+
+    osc("server", "delete", "--wait", "vm1", json_out=False)
+    assert osc("server", "list") == []
+    assert osc("--os-placement-api-version", "1.39", "resource", "provider", "allocation",
+               "show", server["id"]) == []
+
+
+@pytest.mark.timeout(1800)
+def test_openstacksdk_drives_the_same_scenario(openstack, cloud):
+    python = openstack.parent / "python"
+    done = subprocess.run([str(python), str(TOOLS / "sdk_scenario.py")], capture_output=True,
+                          text=True, env=client_env(cloud), timeout=900,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    steps = json.loads(done.stdout.strip().splitlines()[-1])
+    assert steps == ["catalog", "image", "port", "server", "resize", "migrate",
+                     "allocations", "delete"]
+
+
+@pytest.mark.timeout(600)
+def test_a_demo_user_sees_only_its_own_project(openstack, cloud):
+    admin = Openstack(openstack, client_env(cloud))
+    demo = Openstack(openstack, client_env(cloud, "stratus-demo"))
+    admin("server", "create", "--image", "cirros-0.6.2-x86_64-disk", "--flavor", "m1.tiny",
+          "--network", "physnet1", "--wait", "admins")
+    mine = demo("server", "create", "--image", "cirros-0.6.2-x86_64-disk", "--flavor",
+                "m1.tiny", "--network", "physnet1", "--wait", "demos")
+    assert mine["status"] == "ACTIVE"
+    assert [s["Name"] for s in demo("server", "list")] == ["demos"]
+    assert {s["Name"] for s in admin("server", "list", "--all-projects")} == {"admins",
+                                                                              "demos"}
