@@ -12,12 +12,14 @@ host would take is buried in cell0 (design: instance in cell0, ERROR, reason).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from stratus.api.store import decisions
 from stratus.bus import BusError, RPCClient
 from stratus.cells import services
 from stratus.cells.engines import CellEngines
@@ -125,7 +127,13 @@ class BuildTask:
                                      instance.get("user_id"))
         try:
             specs = self._port_specs()
-            picks = self._schedule(uuids, specs)
+            started = time.monotonic()
+            try:
+                picks = self._schedule(uuids, specs)
+            except (NoValidHost, BusError) as exc:
+                self._note_decision(started, exc=exc)
+                raise
+            self._note_decision(started, picks=picks)
         except (NoValidHost, BusError, nc.NetworkClientError) as exc:
             reason = str(exc) if not isinstance(exc, nc.NetworkClientError) else \
                 f"Build failed: the network service did not make or read its ports: {exc}"
@@ -191,6 +199,30 @@ class BuildTask:
                 claims.unclaim(self.ctx.placement, done)
             raise
         return picks
+
+    def _note_decision(self, started: float, *,
+                       picks: list[list[dict[str, Any]]] | None = None,
+                       exc: Exception | None = None) -> None:
+        """Keep what the scheduler decided for the console (API database, pruned). A
+        failure to write it is logged and forgotten: the build matters more."""
+        flavor = self.spec.get("flavor") or {}
+        decision = decisions.Decision(
+            instance_uuid=self.instances[0]["uuid"], num_instances=len(self.instances),
+            outcome=(decisions.CHOSEN if exc is None else
+                     decisions.NO_VALID_HOST if isinstance(exc, NoValidHost)
+                     else decisions.ERROR),
+            duration_ms=round((time.monotonic() - started) * 1000),
+            hosts=[str(p[0]["host"]) for p in picks or [] if p],
+            alternates=len(picks[0]) - 1 if picks and picks[0] else 0,
+            reason=None if exc is None else str(exc),
+            flavor=flavor.get("name") if isinstance(flavor, dict) else None,
+            project_id=self.spec.get("project_id"))
+        try:
+            with db.write(self.ctx.api_engine) as conn:
+                decisions.record(conn, decision)
+        except Exception:
+            LOG.exception("could not record the scheduling decision for %s",
+                          decision.instance_uuid)
 
     def _build_one(self, instance: dict[str, Any], selected: dict[str, Any],
                    alternates: list[dict[str, Any]], spec: dict[str, Any]) -> None:
