@@ -58,13 +58,19 @@ def snapshot(api: ComputeAPIDeps, status_of: Callable[[server_store.Server], str
     nodes = api.dbs.gather(lambda c: api.dbs.read(c, node_store.nodes))
     host_cell = {n.uuid: (cells[cu].name or cu if cu in cells else cu, n.host)
                  for cu, found in nodes.results.items() for n in found}
+    shown = [_service(api, cell.name or cell.uuid, svc)
+             for cell, svc in sorted(listed, key=lambda p: (p[1].binary != COMPUTE_BINARY,
+                                                             p[1].host, p[1].binary))]
+    computes = {s["host"]: s for s in shown if s["binary"] == COMPUTE_BINARY}
+    room = capacity(api, host_cell, problems)
+    for cell in room["cells"]:
+        for host in cell["hosts"]:
+            host["service"] = computes.get(host["host"])
     return {
         "generated_at": _when(api.clock()),
         "refresh_seconds": REFRESH_SECONDS,
-        "capacity": capacity(api, host_cell, problems),
-        "services": [_service(api, cell.name or cell.uuid, svc)
-                     for cell, svc in sorted(listed, key=lambda p: (p[1].binary != COMPUTE_BINARY,
-                                                                     p[1].host, p[1].binary))],
+        "capacity": room,
+        "services": shown,
         "servers": servers(api, status_of),
         "migrations": migrations(api),
         "decisions": decisions(api),
@@ -166,7 +172,7 @@ def servers(api: ComputeAPIDeps, status_of: Callable[[server_store.Server], str]
     loaded = server_ops.load(api, newest)
     return {"total": live, "by_status": dict(sorted(by_status.items())), "recent": [
         {"id": s.uuid, "name": s.name, "status": status_of(s), "host": s.host,
-         "flavor": s.flavor.get("name"), "cell": cells.get(s.cell_uuid or "", None),
+         "flavor": s.flavor.get("name"), "cell": cells.get(s.cell_uuid or ""),
          "project_id": s.project_id, "fault": s.fault, "created": _when(s.created_at)}
         for s in loaded.values()]}
 

@@ -120,7 +120,7 @@ class ComputeApp:
         return handler(req)
 
     def _authenticate(self, request: webob.Request, path: str, request_id: str) -> Context:
-        if path in ("/", "/v2.1") or path in CONSOLE_FILES:
+        if path in ("/", "/v2.1") or path.rstrip("/") in CONSOLE_FILES:
             # Version discovery, and the console's page and files (they hold no data).
             return Context(None, None, [], request_id=request_id)
         if self.keystone:

@@ -49,6 +49,7 @@ def record(conn: Connection, decision: Decision, keep: int = KEEP) -> int:
         hosts=json.dumps(decision.hosts) if decision.hosts else None,
         alternates=decision.alternates, duration_ms=decision.duration_ms,
         reason=decision.reason))
+    assert result.inserted_primary_key is not None
     new_id = int(result.inserted_primary_key[0])
     # Ids only grow, so "older than the keep-th newest" is a range; concurrent writers
     # leave at most a few rows fewer than ``keep``, never more for long.

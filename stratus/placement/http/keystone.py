@@ -71,7 +71,7 @@ def wrap_keystone(app: WSGIApp, config: Config,
 
         def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
             path = environ.get("PATH_INFO", "")
-            if path in ("", "/") or path in public_paths:
+            if path in ("", "/") or path.rstrip("/") in public_paths:
                 return app(environ, start_response)
             return super().__call__(environ, start_response)
 

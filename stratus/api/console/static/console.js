@@ -48,12 +48,34 @@ function setStatus(text, kind) {
 function when(iso) {
   if (!iso) return "";
   const date = new Date(iso);
-  return isNaN(date) ? iso : date.toLocaleString();
+  if (isNaN(date)) return iso;
+  const today = date.toDateString() === new Date().toDateString();
+  return today ? date.toLocaleTimeString() : date.toLocaleString();
+}
+
+function scaled(n, steps) {
+  let i = 0;
+  while (i + 1 < steps.length && Math.abs(n) >= steps[i + 1][0]) i++;
+  const [size, unit] = steps[i];
+  const value = n / size;
+  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${unit}`.trim();
 }
 
 function amount(rc, n) {
-  if (rc === "MEMORY_MB" && n >= 1024) return (n / 1024).toFixed(n % 1024 ? 1 : 0) + " GiB";
+  if (rc.endsWith("MEMORY_MB")) return scaled(n, [[1, "MiB"], [1024, "GiB"], [1048576, "TiB"]]);
+  if (rc.endsWith("_GB")) return scaled(n, [[1, "GB"], [1000, "TB"]]);
+  if (rc.endsWith("KILOBIT_PER_SEC")) {
+    return scaled(n, [[1, "kbit/s"], [1000, "Mbit/s"], [1e6, "Gbit/s"]]);
+  }
   return String(n);
+}
+
+// The classes everyone looks for first, then the rest by name.
+const FIRST = ["VCPU", "PCPU", "MEMORY_MB", "DISK_GB"];
+function byImportance(a, b) {
+  const [i, j] = [FIRST.indexOf(a), FIRST.indexOf(b)];
+  if (i !== j && (i < 0 || j < 0)) return i < 0 ? 1 : -1;
+  return i !== j ? i - j : a.localeCompare(b);
 }
 
 function bar(rc, a) {
@@ -63,13 +85,14 @@ function bar(rc, a) {
   return el("div", {class: "bar", "data-rc": rc,
                     title: `${rc}: ${a.used} used of ${a.capacity} usable ` +
                            `(total ${a.total}, reserved ${a.reserved})`},
-            el("div", {class: "label"}, el("span", {}, rc),
-               el("span", {}, `${amount(rc, a.used)} / ${amount(rc, a.capacity)}`)),
+            el("div", {class: "label"}, el("span", {class: "rc"}, rc),
+               el("span", {class: "amount"},
+                  `${amount(rc, a.used)} / ${amount(rc, a.capacity)}`)),
             el("div", {class: "track"}, fill));
 }
 
 function bars(resources) {
-  const names = Object.keys(resources).sort();
+  const names = Object.keys(resources).sort(byImportance);
   return el("div", {class: "bars"}, ...names.map((rc) => bar(rc, resources[rc])));
 }
 
@@ -93,8 +116,19 @@ function drawCapacity(capacity) {
        ...cell.hosts.map((host) =>
          el("div", {class: "host", "data-host": host.host},
             el("div", {class: "name"}, host.host,
-               host.provider !== host.host ? el("span", {class: "muted"}, host.provider) : null),
+               host.provider !== host.host ? el("span", {class: "muted"}, host.provider) : null,
+               hostState(host)),
             bars(host.resources))))));
+}
+
+function hostState(host) {
+  if (!host.service) return null;
+  const s = host.service;
+  if (s.status === "disabled") {
+    return el("span", {class: "tag disabled"},
+              "disabled" + (s.disabled_reason ? `: ${s.disabled_reason}` : ""));
+  }
+  return s.state === "down" ? el("span", {class: "tag down"}, "down") : null;
 }
 
 function drawServices(services) {
@@ -116,7 +150,8 @@ function drawDecisions(decisions) {
     }
     return el("tr", {"data-server": d.server},
       el("td", {}, when(d.at)),
-      el("td", {}, d.count > 1 ? `${d.server} (+${d.count - 1})` : d.server),
+      el("td", {title: d.server},
+         d.server.slice(0, 8) + (d.count > 1 ? ` and ${d.count - 1} more` : "")),
       el("td", {}, d.flavor || ""),
       el("td", {class: d.outcome}, d.outcome.replace(/_/g, " ")),
       el("td", {class: "reason"}, where),
@@ -132,14 +167,14 @@ function drawServers(servers) {
     ...Object.entries(servers.by_status).map(([status, n]) =>
       el("span", {class: "chip"}, `${status} ${n}`)));
   fillTable("servers", servers.recent, (s) => el("tr", {"data-name": s.name, "data-id": s.id},
-    el("td", {title: s.id}, s.name), el("td", {class: "server-status"}, s.status),
+    el("td", {title: s.id}, s.name), el("td", {class: `server-status ${s.status}`}, s.status),
     el("td", {}, s.host || ""), el("td", {}, s.cell || ""), el("td", {}, s.flavor || ""),
     el("td", {}, when(s.created)), el("td", {class: "reason"}, s.fault || "")));
 }
 
 function drawMigrations(migrations) {
   fillTable("migrations", migrations, (m) => el("tr", {"data-id": m.id},
-    el("td", {}, m.server), el("td", {}, m.type), el("td", {}, m.status),
+    el("td", {title: m.server}, m.server.slice(0, 8)), el("td", {}, m.type), el("td", {}, m.status),
     el("td", {}, m.source || ""), el("td", {}, m.dest || ""),
     el("td", {}, m.old_flavor === m.new_flavor ? (m.new_flavor || "")
                                                : `${m.old_flavor} → ${m.new_flavor}`),
