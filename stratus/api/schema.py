@@ -186,6 +186,8 @@ scheduling_decisions = sa.Table(
     # The first server of the request, and how many it asked for.
     sa.Column("instance_uuid", columns.name(36), nullable=False),
     sa.Column("num_instances", sa.Integer, nullable=False),
+    # What asked: build, resize, migration, live-migration, evacuation, unshelve.
+    sa.Column("action", sa.String(32), nullable=False),
     sa.Column("flavor", columns.name(255), nullable=True),
     sa.Column("project_id", columns.name(255), nullable=True),
     # "chosen" (hosts says where) or "no_valid_host"/"error" (reason says why).

@@ -12,14 +12,12 @@ host would take is buried in cell0 (design: instance in cell0, ERROR, reason).
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from stratus.api.store import decisions
 from stratus.bus import BusError, RPCClient
 from stratus.cells import services
 from stratus.cells.engines import CellEngines
@@ -27,6 +25,7 @@ from stratus.cells.mappings import CELL0_UUID, CellMapping, get_cell
 from stratus.compute.rpcapi import BINARY as COMPUTE_BINARY
 from stratus.compute.rpcapi import PORTS_SINCE
 from stratus.conductor import ports, records
+from stratus.conductor.selection import select_destinations
 from stratus.network import client as nc
 from stratus.placement import client as pc
 from stratus.scheduler import claims
@@ -127,13 +126,7 @@ class BuildTask:
                                      instance.get("user_id"))
         try:
             specs = self._port_specs()
-            started = time.monotonic()
-            try:
-                picks = self._schedule(uuids, specs)
-            except (NoValidHost, BusError) as exc:
-                self._note_decision(started, exc=exc)
-                raise
-            self._note_decision(started, picks=picks)
+            picks = self._schedule(uuids, specs)
         except (NoValidHost, BusError, nc.NetworkClientError) as exc:
             reason = str(exc) if not isinstance(exc, nc.NetworkClientError) else \
                 f"Build failed: the network service did not make or read its ports: {exc}"
@@ -184,45 +177,18 @@ class BuildTask:
             spec = self.spec
             if any(s.get("port_ids") for s in specs.values()):   # ports, but no requests
                 spec = dict(self.spec, needs_compute=PORTS_SINCE)
-            return list(self.ctx.scheduler.call("select_destinations", request_spec=spec,
-                                                instance_uuids=uuids, return_alternates=True))
+            return select_destinations(self.ctx, spec, uuids, "build")
         picks: list[list[dict[str, Any]]] = []
         try:
             for uuid in uuids:
                 spec = dict(specs[uuid], num_instances=1)
-                [mine] = self.ctx.scheduler.call("select_destinations", request_spec=spec,
-                                                 instance_uuids=[uuid],
-                                                 return_alternates=True)
+                [mine] = select_destinations(self.ctx, spec, [uuid], "build")
                 picks.append(mine)
         except BaseException:
             for done in uuids[:len(picks)]:
                 claims.unclaim(self.ctx.placement, done)
             raise
         return picks
-
-    def _note_decision(self, started: float, *,
-                       picks: list[list[dict[str, Any]]] | None = None,
-                       exc: Exception | None = None) -> None:
-        """Keep what the scheduler decided for the console (API database, pruned). A
-        failure to write it is logged and forgotten: the build matters more."""
-        flavor = self.spec.get("flavor") or {}
-        decision = decisions.Decision(
-            instance_uuid=self.instances[0]["uuid"], num_instances=len(self.instances),
-            outcome=(decisions.CHOSEN if exc is None else
-                     decisions.NO_VALID_HOST if isinstance(exc, NoValidHost)
-                     else decisions.ERROR),
-            duration_ms=round((time.monotonic() - started) * 1000),
-            hosts=[str(p[0]["host"]) for p in picks or [] if p],
-            alternates=len(picks[0]) - 1 if picks and picks[0] else 0,
-            reason=None if exc is None else str(exc),
-            flavor=flavor.get("name") if isinstance(flavor, dict) else None,
-            project_id=self.spec.get("project_id"))
-        try:
-            with db.write(self.ctx.api_engine) as conn:
-                decisions.record(conn, decision)
-        except Exception:
-            LOG.exception("could not record the scheduling decision for %s",
-                          decision.instance_uuid)
 
     def _build_one(self, instance: dict[str, Any], selected: dict[str, Any],
                    alternates: list[dict[str, Any]], spec: dict[str, Any]) -> None:

@@ -13,7 +13,7 @@ import stratus.api
 from stratus.api.store import decisions
 from stratus.storage import engine as db
 from stratus.storage import migrate
-from tests.functional.compute_world import World
+from tests.functional.compute_world import World, eventually
 
 API_MIGRATIONS = os.path.join(os.path.dirname(stratus.api.__file__), "migrations")
 
@@ -121,22 +121,32 @@ def test_data_shows_capacity_services_servers_and_decisions(world):
     assert (oldest["outcome"], oldest["server"], oldest["hosts"], oldest["flavor"]) == (
         "chosen", ok["id"], [ok["OS-EXT-SRV-ATTR:host"]], "small")
     assert oldest["alternates"] == 1 and oldest["duration_ms"] >= 0
+    assert oldest["action"] == newest["action"] == "build"
     assert (newest["outcome"], newest["server"], newest["hosts"]) == (
         "no_valid_host", failed["id"], [])
     assert newest["reason"] and newest["reason"] in servers["recent"][0]["fault"]
     assert got["migrations"] == []
 
 
-def test_migrations_show_with_their_hosts(world):
+def test_migrations_show_with_their_hosts_and_their_decisions(world):
     world.add_compute("cmp1")
     world.add_compute("cmp2")
     flavor = world.flavor("small")["id"]
     server = world.settled(world.boot(flavor).json()["server"]["id"])
     resp = world.client.post(f"/servers/{server['id']}/action", json={"migrate": None})
     assert resp.status_code == 202, resp.text
-    [migration] = data(world)["migrations"]
+    got = data(world)
+    [migration] = got["migrations"]
     assert (migration["server"], migration["type"], migration["source"]) == (
         server["id"], "migration", server["OS-EXT-SRV-ATTR:host"])
+    # The move asked the scheduler too: a decision of its own, for the other host.
+    moved = eventually(lambda: (s := world.client.get(f"/servers/{server['id']}")
+                                .json()["server"])["status"] == "VERIFY_RESIZE" and s)
+    assert moved, "the migration did not finish"
+    move, build = data(world)["decisions"]
+    assert (move["action"], move["server"], build["action"]) == (
+        "migration", server["id"], "build")
+    assert move["hosts"] == [moved["OS-EXT-SRV-ATTR:host"]] != build["hosts"]
 
 
 @pytest.mark.parametrize("empty_database_url", ["sqlite", "postgresql", "mysql"],
@@ -149,7 +159,8 @@ def test_decisions_are_pruned_to_the_newest_on_insert(empty_database_url):
             with db.write(engine) as conn:
                 decisions.record(conn, decisions.Decision(
                     instance_uuid=f"{n:08d}-0000-0000-0000-000000000000", num_instances=1,
-                    outcome=decisions.CHOSEN, duration_ms=n, hosts=[f"h{n}"]), keep=5)
+                    action="build", outcome=decisions.CHOSEN, duration_ms=n,
+                    hosts=[f"h{n}"]), keep=5)
         with db.read(engine) as conn:
             kept = decisions.recent(conn)
         assert [d.duration_ms for d in kept] == [11, 10, 9, 8, 7]

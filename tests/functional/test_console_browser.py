@@ -15,8 +15,23 @@ from typing import Any
 import pytest
 
 from tests.functional.cli_helpers import unavailable
-from tests.functional.test_serve import host_of, serve  # noqa: F401 (fixture)
+from tests.functional.test_serve import Serve, host_of
 from tools import console_browser
+
+
+@pytest.fixture
+def serve(tmp_path):
+    """Start ``stratus serve`` (as test_serve.py's fixture); killed afterwards."""
+    started: list[Serve] = []
+
+    def start(*args: str) -> Serve:
+        srv = Serve(tmp_path, tmp_path / "data", *args)
+        started.append(srv)
+        return srv.wait_ready()
+
+    yield start
+    for srv in started:
+        srv.kill()
 
 
 @pytest.fixture

@@ -192,6 +192,7 @@ def decisions(api: ComputeAPIDeps) -> list[dict[str, Any]]:
     with db.read(api.dbs.api) as conn:
         found = decision_store.recent(conn, RECENT_DECISIONS)
     return [{"id": d.id, "at": _when(d.created_at), "server": d.instance_uuid,
-             "count": d.num_instances, "flavor": d.flavor, "project_id": d.project_id,
+             "count": d.num_instances, "action": d.action, "flavor": d.flavor,
+             "project_id": d.project_id,
              "outcome": d.outcome, "hosts": d.hosts, "alternates": d.alternates,
              "duration_ms": d.duration_ms, "reason": d.reason} for d in found]

@@ -24,6 +24,7 @@ CHOSEN, NO_VALID_HOST, ERROR = "chosen", "no_valid_host", "error"
 class Decision:
     instance_uuid: str          # the request's first server
     num_instances: int
+    action: str                 # build, resize, migration, live-migration, ...
     outcome: str                # CHOSEN, NO_VALID_HOST or ERROR
     duration_ms: int
     hosts: list[str] = field(default_factory=list)   # chosen host per server (CHOSEN)
@@ -45,7 +46,8 @@ def record(conn: Connection, decision: Decision, keep: int = KEEP) -> int:
     result = conn.execute(sa.insert(table).values(
         created_at=decision.created_at or _utcnow(),
         instance_uuid=decision.instance_uuid, num_instances=decision.num_instances,
-        flavor=decision.flavor, project_id=decision.project_id, outcome=decision.outcome,
+        action=decision.action, flavor=decision.flavor, project_id=decision.project_id,
+        outcome=decision.outcome,
         hosts=json.dumps(decision.hosts) if decision.hosts else None,
         alternates=decision.alternates, duration_ms=decision.duration_ms,
         reason=decision.reason))
@@ -62,7 +64,7 @@ def recent(conn: Connection, limit: int = KEEP) -> list[Decision]:
     table = schema.scheduling_decisions
     rows = conn.execute(sa.select(table).order_by(table.c.id.desc()).limit(limit))
     return [Decision(instance_uuid=r.instance_uuid, num_instances=r.num_instances,
-                     outcome=r.outcome, duration_ms=r.duration_ms,
+                     action=r.action, outcome=r.outcome, duration_ms=r.duration_ms,
                      hosts=json.loads(r.hosts) if r.hosts else [],
                      alternates=r.alternates, reason=r.reason, flavor=r.flavor,
                      project_id=r.project_id, created_at=r.created_at, id=r.id)

@@ -150,6 +150,7 @@ function drawDecisions(decisions) {
     }
     return el("tr", {"data-server": d.server},
       el("td", {}, when(d.at)),
+      el("td", {}, d.action),
       el("td", {title: d.server},
          d.server.slice(0, 8) + (d.count > 1 ? ` and ${d.count - 1} more` : "")),
       el("td", {}, d.flavor || ""),
@@ -169,7 +170,7 @@ function drawServers(servers) {
   fillTable("servers", servers.recent, (s) => el("tr", {"data-name": s.name, "data-id": s.id},
     el("td", {title: s.id}, s.name), el("td", {class: `server-status ${s.status}`}, s.status),
     el("td", {}, s.host || ""), el("td", {}, s.cell || ""), el("td", {}, s.flavor || ""),
-    el("td", {}, when(s.created)), el("td", {class: "reason"}, s.fault || "")));
+    el("td", {}, when(s.created)), el("td", {class: "reason", title: s.fault}, s.fault || "")));
 }
 
 function drawMigrations(migrations) {

@@ -27,6 +27,7 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.Column("instance_uuid", _name(36), nullable=False),
         sa.Column("num_instances", sa.Integer(), nullable=False),
+        sa.Column("action", sa.String(32), nullable=False),
         sa.Column("flavor", _name(255), nullable=True),
         sa.Column("project_id", _name(255), nullable=True),
         sa.Column("outcome", sa.String(32), nullable=False),
