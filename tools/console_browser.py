@@ -46,6 +46,9 @@ def start(width: int = 1400, height: int = 1000) -> Any:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
+    # Both paths are given, so selenium-manager has nothing to find; should it run anyway,
+    # it must not report usage statistics over the network.
+    os.environ.setdefault("SE_AVOID_STATS", "true")
     options = webdriver.ChromeOptions()
     options.binary_location = _found(CHROMIUM) or str(shutil.which("chromium"))
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
