@@ -11,6 +11,7 @@ import pytest
 
 import stratus.api
 from stratus.api.store import decisions
+from stratus.placement.client import PlacementClient
 from stratus.storage import engine as db
 from stratus.storage import migrate
 from tests.functional.compute_world import World, eventually
@@ -126,6 +127,19 @@ def test_data_shows_capacity_services_servers_and_decisions(world):
         "no_valid_host", failed["id"], [])
     assert newest["reason"] and newest["reason"] in servers["recent"][0]["fault"]
     assert got["migrations"] == []
+
+
+def test_a_placement_that_does_not_answer_leaves_only_capacity_out(world):
+    world.add_compute("cmp1")
+    world.api.placement = PlacementClient("http://127.0.0.1:9", timeout=2)   # nobody there
+    try:
+        got = data(world)
+    finally:
+        world.api.placement.close()
+    assert got["capacity"] == {"cells": [], "total": {}}
+    [problem] = got["problems"]
+    assert problem.startswith("placement did not answer")
+    assert [s["host"] for s in got["services"]] == ["cmp1"]
 
 
 def test_migrations_show_with_their_hosts_and_their_decisions(world):

@@ -13,6 +13,7 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -103,7 +104,7 @@ def capacity(api: ComputeAPIDeps, host_cell: dict[str, tuple[str, str]],
     node) uuid -> (cell name, host); other trees are listed under no cell."""
     try:
         providers = api.placement.list_providers()
-    except (PlacementClientError, OSError) as exc:
+    except (PlacementClientError, httpx.HTTPError, OSError) as exc:
         problems.append(f"placement did not answer: {exc}")
         return {"cells": [], "total": {}}
     if len(providers) > MAX_PROVIDERS:
@@ -119,6 +120,9 @@ def capacity(api: ComputeAPIDeps, host_cell: dict[str, tuple[str, str]],
             usages = api.placement.usages(provider["uuid"]) if inventories else {}
         except PlacementClientError:
             continue   # deleted meanwhile
+        except (httpx.HTTPError, OSError) as exc:
+            problems.append(f"placement stopped answering: {exc}")
+            break
         if not inventories:
             continue
         cell, host = host_cell.get(root, ("", names.get(root, root)))
