@@ -7,14 +7,19 @@ from __future__ import annotations
 
 import os
 
+import httpx
 import pytest
 
 import stratus.api
+from stratus import config as configuration
+from stratus.api.service import build_wsgi
 from stratus.api.store import decisions
 from stratus.placement.client import PlacementClient
 from stratus.storage import engine as db
 from stratus.storage import migrate
+from tests.functional.cli_helpers import unavailable
 from tests.functional.compute_world import World, eventually
+from tests.functional.test_cors_keystone import TOKENS
 
 API_MIGRATIONS = os.path.join(os.path.dirname(stratus.api.__file__), "migrations")
 
@@ -181,3 +186,33 @@ def test_decisions_are_pruned_to_the_newest_on_insert(empty_database_url):
         assert kept[0].hosts == ["h11"] and kept[0].created_at is not None
     finally:
         engine.dispose()
+
+
+def test_under_keystone_the_page_is_public_and_the_data_wants_an_admin_token(
+        world, tmp_path, monkeypatch):
+    try:
+        from keystonemiddleware import auth_token
+        from keystonemiddleware.auth_token import _exceptions as ksm_exceptions
+    except ImportError:
+        unavailable("keystonemiddleware is not installed (pip install -e '.[test]')")
+
+    def fetch_token(self, token, allow_expired=False):
+        if token not in TOKENS:
+            raise ksm_exceptions.InvalidToken("unknown token")
+        return TOKENS[token]
+
+    monkeypatch.setattr(auth_token.AuthProtocol, "fetch_token", fetch_token)
+    conf = tmp_path / "stratus.conf"
+    conf.write_text("[api]\nauth_strategy = keystone\n[keystone_authtoken]\n"
+                    "www_authenticate_uri = http://127.0.0.1:5000/v3\n")
+    app = build_wsgi(world.api, configuration.load([str(conf)], environ={}))
+    with httpx.Client(transport=httpx.WSGITransport(app=app),
+                      base_url="http://compute.test") as http:
+        assert http.get("/console").status_code == 200
+        assert http.get("/console/static/console.js").status_code == 200
+        assert http.get("/console/data").status_code == 401
+        assert http.get("/os-services").status_code == 401   # nothing else opened
+        member = http.get("/console/data", headers={"X-Auth-Token": "tok-member"})
+        assert member.status_code == 403
+        admin = http.get("/console/data", headers={"X-Auth-Token": "tok-admin"})
+        assert admin.status_code == 200 and "services" in admin.json()
