@@ -32,7 +32,8 @@ def start_serve(data_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], dic
     out = open(log, "wb")   # noqa: SIM115 (closed with the process)
     proc = subprocess.Popen(
         [str(BIN / "stratus"), "serve", "--data-dir", str(data_dir), "--hosts", "4",
-         "--cells", "2", "--port", "0", "--api-port", "0", "--network-port", "0"],
+         "--cells", "2", "--port", "0", "--api-port", "0", "--network-port", "0",
+         "--identity-port", "0", "--image-port", "0"],
         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         start_new_session=True)
     deadline = time.monotonic() + 120
