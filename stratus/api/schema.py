@@ -175,3 +175,25 @@ key_pairs = sa.Table(
     *columns.timestamps(),
     sa.UniqueConstraint("user_id", "name"),
 )
+
+# Added by migration 0006: the last scheduling decisions (the conductor writes one per
+# selection it asked for, and prunes to the newest few hundred; the console reads them).
+scheduling_decisions = sa.Table(
+    "scheduling_decisions",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    # The first server of the request, and how many it asked for.
+    sa.Column("instance_uuid", columns.name(36), nullable=False),
+    sa.Column("num_instances", sa.Integer, nullable=False),
+    # What asked: build, resize, migration, live-migration, evacuation, unshelve.
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("flavor", columns.name(255), nullable=True),
+    sa.Column("project_id", columns.name(255), nullable=True),
+    # "chosen" (hosts says where) or "no_valid_host"/"error" (reason says why).
+    sa.Column("outcome", sa.String(32), nullable=False),
+    sa.Column("hosts", sa.Text, nullable=True),         # JSON: the chosen host per server
+    sa.Column("alternates", sa.Integer, nullable=False),
+    sa.Column("duration_ms", sa.Integer, nullable=False),
+    sa.Column("reason", sa.Text, nullable=True),
+)

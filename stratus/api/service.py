@@ -90,9 +90,10 @@ def build_wsgi(api: ComputeAPIDeps, config: configuration.Config | None = None) 
     max_body = int(config.get("api_server", "max_body_bytes")) if config else 1_048_576
     app: Any = ComputeApp(api, keystone=keystone, max_body_bytes=max_body)
     if keystone and config is not None:
+        from stratus.api.http.handlers.console import PUBLIC_PATHS
         from stratus.placement.http.keystone import wrap_keystone
 
-        app = wrap_keystone(app, config)
+        app = wrap_keystone(app, config, public_paths=PUBLIC_PATHS)
     return app
 
 

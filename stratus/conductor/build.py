@@ -25,6 +25,7 @@ from stratus.cells.mappings import CELL0_UUID, CellMapping, get_cell
 from stratus.compute.rpcapi import BINARY as COMPUTE_BINARY
 from stratus.compute.rpcapi import PORTS_SINCE
 from stratus.conductor import ports, records
+from stratus.conductor.selection import select_destinations
 from stratus.network import client as nc
 from stratus.placement import client as pc
 from stratus.scheduler import claims
@@ -176,15 +177,12 @@ class BuildTask:
             spec = self.spec
             if any(s.get("port_ids") for s in specs.values()):   # ports, but no requests
                 spec = dict(self.spec, needs_compute=PORTS_SINCE)
-            return list(self.ctx.scheduler.call("select_destinations", request_spec=spec,
-                                                instance_uuids=uuids, return_alternates=True))
+            return select_destinations(self.ctx, spec, uuids, "build")
         picks: list[list[dict[str, Any]]] = []
         try:
             for uuid in uuids:
                 spec = dict(specs[uuid], num_instances=1)
-                [mine] = self.ctx.scheduler.call("select_destinations", request_spec=spec,
-                                                 instance_uuids=[uuid],
-                                                 return_alternates=True)
+                [mine] = select_destinations(self.ctx, spec, [uuid], "build")
                 picks.append(mine)
         except BaseException:
             for done in uuids[:len(picks)]:

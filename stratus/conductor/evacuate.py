@@ -28,6 +28,7 @@ from stratus.cells import moves
 from stratus.conductor import port_moves, ports, records
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.resize import Move, drop_copy_if_any, give_back, load_move, still_wanted
+from stratus.conductor.selection import select_destinations
 from stratus.scheduler import claims
 from stratus.scheduler.errors import NoValidHost
 from stratus.storage import engine as db
@@ -76,9 +77,8 @@ class EvacuateTask:
         with db.write(move.engine) as conn:
             moves.update(conn, self.migration_uuid, status=moves.PRE_MIGRATING)
         try:
-            [picks] = self.ctx.scheduler.call("select_destinations", request_spec=spec,
-                                              instance_uuids=[self.instance_uuid],
-                                              return_alternates=True)
+            [picks] = select_destinations(self.ctx, spec, [self.instance_uuid],
+                                          moves.EVACUATION)
         except (NoValidHost, BusError) as exc:
             raise EvacuationFailed(f"No valid host for the evacuation: {exc}") from None
         pick, node = self._rebuild_somewhere(move, spec, picks)

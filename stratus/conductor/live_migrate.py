@@ -42,6 +42,7 @@ from stratus.conductor.resize import (
     restore_source,
     still_wanted,
 )
+from stratus.conductor.selection import select_destinations
 from stratus.network.model import MappingMissing, binding_allocation
 from stratus.scheduler import claims
 from stratus.scheduler.errors import NoValidHost
@@ -91,9 +92,8 @@ class LiveMigrationTask:
             self.ctx, self.instance_uuid, self.migration_uuid,
             still_wanted(self.ctx, self.instance_uuid)))
         try:
-            [picks] = self.ctx.scheduler.call("select_destinations", request_spec=spec,
-                                              instance_uuids=[self.instance_uuid],
-                                              return_alternates=True)
+            [picks] = select_destinations(self.ctx, spec, [self.instance_uuid],
+                                          moves.LIVE_MIGRATION)
         except (NoValidHost, BusError) as exc:
             raise LiveMigrationFailed(f"No valid host for the live migration: {exc}") \
                 from None

@@ -34,6 +34,7 @@ from stratus.cells import moves
 from stratus.cells.mappings import CellMapping
 from stratus.conductor import port_moves, ports, records
 from stratus.conductor.build import ConductorContext
+from stratus.conductor.selection import select_destinations
 from stratus.scheduler import claims
 from stratus.scheduler.errors import NoValidHost
 from stratus.storage import engine as db
@@ -181,10 +182,8 @@ class ResizeTask:
             raise ResizeFailed(f"the server's ports could not be read: {exc}") from None
         self._hold_source_allocations()
         try:
-            [picks] = self.ctx.scheduler.call("select_destinations",
-                                              request_spec=self.request_spec,
-                                              instance_uuids=[self.instance_uuid],
-                                              return_alternates=True)
+            [picks] = select_destinations(self.ctx, self.request_spec, [self.instance_uuid],
+                                          move.migration.migration_type)
         except (NoValidHost, BusError) as exc:
             raise ResizeFailed(f"No valid host for the resize: {exc}") from None
         compute = self.ctx.compute(move.cell)

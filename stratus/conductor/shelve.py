@@ -22,6 +22,7 @@ from stratus.cells.mappings import CellMapping
 from stratus.conductor import port_moves, ports, records
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.resize import drop_copy_if_any
+from stratus.conductor.selection import select_destinations
 from stratus.scheduler import claims
 from stratus.scheduler.errors import NoValidHost
 from stratus.storage import engine as db
@@ -111,8 +112,7 @@ def _unshelve_offloaded(ctx: ConductorContext, cell: CellMapping, row: dict[str,
     failures: list[str] = []
     try:
         spec = port_moves.move_spec(ctx, uuid, spec)
-        [picks] = ctx.scheduler.call("select_destinations", request_spec=spec,
-                                     instance_uuids=[uuid], return_alternates=True)
+        [picks] = select_destinations(ctx, spec, [uuid], "unshelve")
     except (NoValidHost, BusError, Exception) as exc:
         return _stay_offloaded(ctx, cell, uuid, f"No valid host to unshelve on: {exc}")
     compute = ctx.compute(cell)

@@ -237,6 +237,11 @@ class PlacementClient:
         body = self._call("GET", "/resource_providers", params={"in_tree": uuid}).json()
         return list(body["resource_providers"])
 
+    def list_providers(self) -> list[dict[str, Any]]:
+        """Every resource provider (with ``root_provider_uuid`` and ``parent_provider_uuid``)."""
+        body = self._call("GET", "/resource_providers").json()
+        return list(body["resource_providers"])
+
     def get_inventories(self, uuid: str) -> tuple[dict[str, dict[str, Any]], int]:
         body = self._call("GET", f"/resource_providers/{uuid}/inventories").json()
         return dict(body["inventories"]), int(body["resource_provider_generation"])

@@ -273,6 +273,16 @@ def run_scenario(cloud: Cloud) -> None:
                           "--wait")
     assert {host_of(s) for s in second} <= {"cmp-b", "cmp-c"}
 
+    # ---- the console shows it: the host disabled, and the conductor's last decision ----
+    console = httpx.get(f"{cloud.api_url}/console/data", headers={"X-Auth-Token": "admin"},
+                        timeout=30).json()
+    cmp_a = next(s for s in console["services"] if s["host"] == "cmp-a")
+    assert (cmp_a["status"], cmp_a["disabled_reason"]) == ("disabled", "maintenance")
+    decision = console["decisions"][0]
+    assert (decision["action"], decision["outcome"], decision["count"]) == ("build", "chosen", 2)
+    assert sorted(decision["hosts"]) == sorted(host_of(s) for s in second)
+    assert {c["name"] for c in console["capacity"]["cells"]} == {"cell1", "cell2"}
+
     # ---- a compute killed while servers are being built for it ----
     cloud.client("server", "create", "third", "--flavor", "tiny", "--count", "4")
     cloud.procs["cmp-c"].kill()   # SIGKILL: no goodbye, its heartbeat just stops

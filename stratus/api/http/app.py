@@ -20,6 +20,7 @@ import webob
 from stratus.api.deps import ComputeAPIDeps
 from stratus.api.http import microversion
 from stratus.api.http.errors import HTTPError, fault_response
+from stratus.api.http.handlers.console import PUBLIC_PATHS as CONSOLE_FILES
 from stratus.api.http.routes import ROUTES
 from stratus.api.http.wsgi import Handler, Req
 from stratus.api.store.errors import ComputeAPIError
@@ -119,7 +120,8 @@ class ComputeApp:
         return handler(req)
 
     def _authenticate(self, request: webob.Request, path: str, request_id: str) -> Context:
-        if path in ("/", "/v2.1"):
+        if path in ("/", "/v2.1") or path.rstrip("/") in CONSOLE_FILES:
+            # Version discovery, and the console's page and files (they hold no data).
             return Context(None, None, [], request_id=request_id)
         if self.keystone:
             return auth.keystone_context(request.headers, request_id)

@@ -50,6 +50,8 @@ RULES: dict[str, str] = {
     "os_compute_api:os-keypairs:other_users": ADMIN,
     **{f"os_compute_api:os-attach-interfaces:{a}": ANY for a in ("list", "show", "create",
                                                                  "delete")},
+    # Stratus's own: the operators' console (/console/data).
+    "stratus:console:view": ADMIN,
 }
 
 

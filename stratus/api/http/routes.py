@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from stratus.api.http.handlers import (
     aggregates,
+    console,
     flavors,
     hypervisors,
     interfaces,
@@ -67,4 +68,7 @@ ROUTES: list[tuple[str, Mapping[str, Handler]]] = [
     ("/os-hypervisors", {"GET": hypervisors.list_hypervisors}),
     ("/os-hypervisors/detail", {"GET": hypervisors.list_hypervisors_detail}),
     ("/os-hypervisors/{hypervisor_id}", {"GET": hypervisors.show_hypervisor}),
+    ("/console", {"GET": console.page}),
+    ("/console/static/{name}", {"GET": console.static}),
+    ("/console/data", {"GET": console.data}),
 ]

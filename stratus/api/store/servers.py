@@ -93,6 +93,20 @@ def list_mappings(conn: Connection, project_id: str | None) -> list[Mapping]:
     return [_mapping(r) for r in conn.execute(query.order_by(m.c.created_at, m.c.id))]
 
 
+def recent_mappings(conn: Connection, limit: int) -> list[Mapping]:
+    """The ``limit`` newest live servers' mappings, newest first (the console's list)."""
+    m = s.instance_mappings
+    query = _mapping_query().where(m.c.queued_for_delete == sa.false())
+    return [_mapping(r) for r in conn.execute(
+        query.order_by(m.c.created_at.desc(), m.c.id.desc()).limit(limit))]
+
+
+def count_live(conn: Connection) -> int:
+    m = s.instance_mappings
+    return int(conn.execute(sa.select(sa.func.count()).select_from(m)
+                            .where(m.c.queued_for_delete == sa.false())).scalar_one())
+
+
 def create_build_requests(conn: Connection, instances: Iterable[dict[str, str]],
                           spec: dict[str, Any]) -> None:
     """Record accepted servers (``{uuid, name, project_id, user_id}``) before any cell has them."""

@@ -54,8 +54,10 @@ def _import_auth_token() -> Any:
     return auth_token
 
 
-def wrap_keystone(app: WSGIApp, config: Config) -> WSGIApp:
-    """``app`` behind auth_token; raises :class:`ConfigError` if it cannot be set up."""
+def wrap_keystone(app: WSGIApp, config: Config,
+                  public_paths: frozenset[str] = frozenset()) -> WSGIApp:
+    """``app`` behind auth_token; raises :class:`ConfigError` if it cannot be set up.
+    ``/`` and ``public_paths`` pass without a token (the app decides what they show)."""
     auth_token = _import_auth_token()
     from oslo_config import cfg
 
@@ -68,7 +70,8 @@ def wrap_keystone(app: WSGIApp, config: Config) -> WSGIApp:
         """auth_token for every path except ``/``, which anyone may read."""
 
         def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-            if environ.get("PATH_INFO", "") in ("", "/"):
+            path = environ.get("PATH_INFO", "")
+            if path in ("", "/") or path.rstrip("/") in public_paths:
                 return app(environ, start_response)
             return super().__call__(environ, start_response)
 

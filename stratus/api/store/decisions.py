@@ -1,0 +1,71 @@
+"""The last scheduling decisions (API database): what the conductor asked the scheduler
+for, and what it got: the hosts chosen, or why no host would do.
+
+The conductor writes one row per selection and keeps only the newest ``KEEP`` rows
+(pruned on insert, so the table never grows); the console reads them back.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stratus.api import schema
+
+KEEP = 200
+CHOSEN, NO_VALID_HOST, ERROR = "chosen", "no_valid_host", "error"
+
+
+@dataclass(frozen=True)
+class Decision:
+    instance_uuid: str          # the request's first server
+    num_instances: int
+    action: str                 # build, resize, migration, live-migration, ...
+    outcome: str                # CHOSEN, NO_VALID_HOST or ERROR
+    duration_ms: int
+    hosts: list[str] = field(default_factory=list)   # chosen host per server (CHOSEN)
+    alternates: int = 0         # alternates the first server got
+    reason: str | None = None   # why not (NO_VALID_HOST, ERROR)
+    flavor: str | None = None
+    project_id: str | None = None
+    created_at: dt.datetime | None = None
+    id: int | None = None
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+def record(conn: Connection, decision: Decision, keep: int = KEEP) -> int:
+    """Insert ``decision`` and drop all but the newest ``keep`` rows; its id."""
+    table = schema.scheduling_decisions
+    result = conn.execute(sa.insert(table).values(
+        created_at=decision.created_at or _utcnow(),
+        instance_uuid=decision.instance_uuid, num_instances=decision.num_instances,
+        action=decision.action, flavor=decision.flavor, project_id=decision.project_id,
+        outcome=decision.outcome,
+        hosts=json.dumps(decision.hosts) if decision.hosts else None,
+        alternates=decision.alternates, duration_ms=decision.duration_ms,
+        reason=decision.reason))
+    assert result.inserted_primary_key is not None
+    new_id = int(result.inserted_primary_key[0])
+    # Ids only grow, so "older than the keep-th newest" is a range; concurrent writers
+    # leave at most a few rows fewer than ``keep``, never more for long.
+    conn.execute(sa.delete(table).where(table.c.id <= new_id - keep))
+    return new_id
+
+
+def recent(conn: Connection, limit: int = KEEP) -> list[Decision]:
+    """The newest decisions first."""
+    table = schema.scheduling_decisions
+    rows = conn.execute(sa.select(table).order_by(table.c.id.desc()).limit(limit))
+    return [Decision(instance_uuid=r.instance_uuid, num_instances=r.num_instances,
+                     action=r.action, outcome=r.outcome, duration_ms=r.duration_ms,
+                     hosts=json.loads(r.hosts) if r.hosts else [],
+                     alternates=r.alternates, reason=r.reason, flavor=r.flavor,
+                     project_id=r.project_id, created_at=r.created_at, id=r.id)
+            for r in rows]
