@@ -40,7 +40,12 @@ from stratus import config as configuration
 from stratus.allinone import networks, seed
 from stratus.allinone.computes import FleetCompute, Heartbeats
 from stratus.allinone.http import ThreadedServer
-from stratus.allinone.identity import Identity, start_identity, write_client_files
+from stratus.allinone.identity import (
+    Identity,
+    keystone_guard,
+    start_identity,
+    write_client_files,
+)
 from stratus.allinone.layout import Layout, ensure_cells, open_api_db
 from stratus.allinone.topology import Topology
 from stratus.bus import Bus
@@ -88,6 +93,12 @@ class AllInOne:
                  network_port: int = 9696, bus_prefix: str = "stratus",
                  http: bool = True, identity_port: int = 5000,
                  image_port: int = 9292) -> None:
+        # With a real Keystone ([api] auth_strategy = keystone) only the served APIs check
+        # its tokens (``keystone_guard``); inside, everything runs noauth2 as usual.
+        self.keystone_config = config if str(config.get("api", "auth_strategy")) \
+            == "keystone" else None
+        if self.keystone_config is not None:
+            config = config.with_overrides({("api", "auth_strategy"): "noauth2"})
         self.config, self.topology = config, topology
         self.listen, self.placement_port, self.api_port = listen, placement_port, api_port
         self.network_port = network_port
@@ -357,9 +368,12 @@ class AllInOne:
         if not self.http:
             return
         level = "info" if self.config.get("DEFAULT", "debug") else "warning"
-        self.identity = start_identity(self.config, Path(self.config.data_dir))
-        self.started.closers.append(self.identity.deps.engine.dispose)
-        guard = self.identity.guard
+        if self.keystone_config is not None:
+            guard = keystone_guard(self.keystone_config)
+        else:
+            self.identity = start_identity(self.config, Path(self.config.data_dir))
+            self.started.closers.append(self.identity.deps.engine.dispose)
+            guard = self.identity.guard
 
         def serve(name: str, app: Any, port: int) -> str:
             server = ThreadedServer(name, guard(app), self.listen, port, log_level=level)
@@ -373,6 +387,9 @@ class AllInOne:
         self.api_url = serve("compute-api", build_compute_wsgi(deps, self.config),
                              self.api_port) + "/v2.1"
         self.image_url = serve("image-api", self.image_wsgi, self.image_port)
+        if self.identity is None:   # a real Keystone: its catalog is the operator's
+            self.identity_url = str(self.config.get("catalog", "identity"))
+            return
         identity = ThreadedServer("identity-api", identity_service.make_app(
             self.identity.deps), self.listen, self.identity_port, log_level=level)
         self.started.servers.append(identity)

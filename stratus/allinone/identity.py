@@ -41,6 +41,26 @@ class Identity:
         return accept_identity_tokens(app, self.validator, self.url or "identity")
 
 
+def keystone_guard(config: configuration.Config) -> Any:
+    """With ``[api] auth_strategy = keystone``: each served API behind keystonemiddleware
+    (``[keystone_authtoken]``, a real Keystone), the caller it validated handed on in the
+    noauth2 form the in-process APIs run with (their own clients never pass the
+    middleware)."""
+    from stratus.api.http.handlers.console import PUBLIC_PATHS
+    from stratus.placement.http.keystone import wrap_keystone
+
+    def guard(app: Any) -> Any:
+        def as_noauth(environ: dict[str, Any], start_response: Any) -> Any:
+            user = environ.get("HTTP_X_USER_ID")
+            if user and environ.get("HTTP_X_IDENTITY_STATUS", "Confirmed") == "Confirmed":
+                project = environ.get("HTTP_X_PROJECT_ID") or user
+                environ["HTTP_X_AUTH_TOKEN"] = f"{user}:{project}"
+            return app(environ, start_response)
+        return wrap_keystone(as_noauth, config, public_paths=PUBLIC_PATHS)
+
+    return guard
+
+
 def start_identity(config: configuration.Config, data_dir: Path) -> Identity:
     engine: Engine = db.create_engine(identity_service.db_url(config))
     deps = identity_service.make_deps(config, engine)

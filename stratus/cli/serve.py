@@ -320,7 +320,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"Compute API:   {cloud.api_url}", flush=True)
             print(f"Network API:   {cloud.network_url}", flush=True)
             print(f"Image API:     {cloud.image_url}/", flush=True)
-            print(f"Identity API:  {cloud.identity_url}", flush=True)
+            if cloud.identity is not None:
+                print(f"Identity API:  {cloud.identity_url}", flush=True)
+            else:
+                print(f"Identity:      Keystone at {cloud.identity_url or '[catalog] identity'} "
+                      "([api] auth_strategy = keystone)", flush=True)
             if cloud.client_files:
                 clouds, openrc = cloud.client_files
                 print(f"OpenStack clients: export OS_CLIENT_CONFIG_FILE={clouds} "
