@@ -315,7 +315,9 @@ def _category(ev: Evidence, parts: Sequence[Part], considered: int) -> Category:
     if ev.conflicts:
         return Category.CONFLICT
     if parts:
-        best = max(parts, key=lambda p: p.hosts)   # the first among equals
+        # Most hosts; among equals the later constraint: what stopped the hosts that
+        # got furthest (a disabled host and a full one: "capacity").
+        best = max(reversed(parts), key=lambda p: p.hosts)
         return best.category
     if ev.explain is None and ev.explain_error:
         return Category.UNKNOWN

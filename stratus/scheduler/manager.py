@@ -29,7 +29,15 @@ from sqlalchemy.engine import Engine
 
 from stratus import config as configuration
 from stratus.placement import client as pc
-from stratus.scheduler import claims, context, evidence, filters, request_filters, weighers
+from stratus.scheduler import (
+    claims,
+    context,
+    dry_run,
+    evidence,
+    filters,
+    request_filters,
+    weighers,
+)
 from stratus.scheduler.errors import NoValidHost
 from stratus.scheduler.explanation import Category, Evidence, explain, plain
 from stratus.scheduler.host_manager import HostManager
@@ -115,6 +123,16 @@ class SchedulerManager:
             return []
         passed, counts = self.feasible_hosts(spec)
         return self._place_all(spec, instance_uuids, passed, counts, return_alternates)
+
+    def dry_run(self, request_spec: dict[str, Any], count: int = 1) -> dict[str, Any]:
+        """Would ``count`` servers of ``request_spec`` fit now, where, and if not why;
+        claims nothing (``dry_run.py``)."""
+        try:
+            spec = RequestSpec.from_dict(request_spec)
+        except InvalidRequest as exc:
+            return dry_run.answer_invalid(f"The request cannot be scheduled: {exc}", count)
+        spec = replace(spec, num_instances=count)
+        return dry_run.answer(spec, count, self.feasible_hosts, self.options.weights)
 
     def feasible_hosts(self, spec: RequestSpec) -> tuple[list[HostState], Counter[str]]:
         """The hosts that can take ``spec`` now (Placement's candidates through the request
