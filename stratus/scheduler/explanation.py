@@ -201,6 +201,8 @@ _ORDER = ("root_required", "in_forbidden_aggregate", "not_in_aggregate", "not_in
 
 
 def _rank(reason: str) -> int:
+    if reason.startswith("resources") and ":" in reason:   # a suffixed group's
+        reason = reason.split(":", 1)[1]
     kind = reason.split(":", 1)[0]
     return _ORDER.index(kind) if kind in _ORDER else len(_ORDER)
 
