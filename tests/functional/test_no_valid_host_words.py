@@ -159,7 +159,7 @@ def test_dry_run_that_does_not_fit_says_why_and_claims_nothing(world, cli):
         "1 lack VCPU (largest free on an eligible host: 4 on cmp1).")
     assert answer["details"]["excluded"][0]["reason"] == "root_required"
 
-    out, err = cli("server", "create", "probe", "--flavor", "huge", "--dry-run", code=1)
+    _, err = cli("server", "create", "probe", "--flavor", "huge", "--dry-run", code=1)
     assert one_error_line(err) == f"error: would not fit: {answer['message']}"
     assert usages(world) == before
     assert cli.json("server", "list") == []
