@@ -80,7 +80,14 @@ class Part:
     category: Category
 
     def line(self) -> str:
+        verb, _, rest = self.text.partition(" ")
+        if self.hosts == 1 and verb in _SINGULAR:
+            return f"1 {_SINGULAR[verb]} {rest}"
         return f"{self.hosts} {self.text}"
+
+
+# A part's text reads after its count ("4 lack VCPU"); one host takes the singular verb.
+_SINGULAR = {"lack": "lacks", "have": "has", "allow": "allows", "take": "takes"}
 
 
 @dataclass(frozen=True)

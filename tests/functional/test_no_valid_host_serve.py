@@ -25,7 +25,7 @@ def test_dry_run_and_the_fault_line_in_serve(serve):  # noqa: F811
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("error: would not fit: No valid host was found for 1 server: "
                            "needs VCPU 999, MEMORY_MB 512, DISK_GB 1; 2 hosts considered: "
-                           "1 disabled (compute0002: maintenance), 1 lack VCPU (largest free "
+                           "1 disabled (compute0002: maintenance), 1 lacks VCPU (largest free "
                            "on an eligible host: "), line
     # Nothing was claimed or recorded by either dry run.
     assert srv.client_json("host", "usage") == usage

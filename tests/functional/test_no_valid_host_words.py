@@ -156,7 +156,7 @@ def test_dry_run_that_does_not_fit_says_why_and_claims_nothing(world, cli):
     assert answer["message"] == (
         "No valid host was found for 1 server: needs VCPU 32, MEMORY_MB 512, DISK_GB 1; "
         "2 hosts considered: 1 disabled (cmp2: maintenance), "
-        "1 lack VCPU (largest free on an eligible host: 4 on cmp1).")
+        "1 lacks VCPU (largest free on an eligible host: 4 on cmp1).")
     assert answer["details"]["excluded"][0]["reason"] == "root_required"
 
     _, err = cli("server", "create", "probe", "--flavor", "huge", "--dry-run", code=1)

@@ -112,7 +112,7 @@ def test_scheduler_and_conductor_processes_over_rabbitmq(tmp_path, placement_app
         # In words across the bus, with the disabled host's reason from its cell.
         assert str(err.value) == (
             "No valid host was found for 1 server: needs VCPU 999, MEMORY_MB 512, "
-            "DISK_GB 1; 2 hosts considered: 1 disabled (r2: test), 1 lack VCPU (largest "
+            "DISK_GB 1; 2 hosts considered: 1 disabled (r2: test), 1 lacks VCPU (largest "
             "free on an eligible host: 15 on r1).")
         # A dry run over the same bus claims nothing.
         before = cloud.usage("r1")

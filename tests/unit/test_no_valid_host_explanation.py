@@ -47,7 +47,7 @@ def test_nearest_miss_absent_or_not_a_miss():
     roomy = explain(Evidence(1, FLAVOR, explain=placement(
         {"insufficient_capacity:DISK_GB": 1}, 1,
         DISK_GB={"free": 500, "provider": "u1", "name": "h1"})))
-    assert roomy.message.endswith("1 host considered: 1 lack DISK_GB.")
+    assert roomy.message.endswith("1 host considered: 1 lacks DISK_GB.")
 
 
 def test_disabled_cells_zones_projects_and_traits_in_order():
@@ -65,7 +65,7 @@ def test_disabled_cells_zones_projects_and_traits_in_order():
         "No valid host was found for 2 servers: needs VCPU 1 each; 10 hosts considered: "
         "2 disabled, 3 in disabled cell cell2, 1 in aggregates reserved for other projects, "
         "1 in an aggregate the request excludes, 2 outside availability zone az1, "
-        "1 lack trait HW_GPU or HW_TPU.")
+        "1 lacks trait HW_GPU or HW_TPU.")
     assert said.category is Category.DISABLED
 
 
@@ -83,7 +83,7 @@ def test_a_port_group_and_max_unit():
         "No valid host was found for 1 server: needs VCPU 8; port p1 needs "
         "NET_BW_EGR_KILOBIT_PER_SEC 1000; 3 hosts considered: "
         "2 lack NET_BW_EGR_KILOBIT_PER_SEC for port p1 (largest free on an eligible host: "
-        "500 on h1:eth0), 1 allow less than 8 VCPU per server (max_unit) (largest free on "
+        "500 on h1:eth0), 1 allows less than 8 VCPU per server (max_unit) (largest free on "
         "an eligible host: 4 on u).")
 
 
