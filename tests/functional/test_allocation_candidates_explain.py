@@ -122,3 +122,9 @@ def test_nearest_is_the_largest_usable_amount_on_an_eligible_provider(client, wo
     assert suffixed["hosts_excluded"] == {"resources1:insufficient_capacity:VCPU": 5,
                                           "resources1:no_inventory:VCPU": 1}
     assert suffixed["nearest"]["1"]["VCPU"]["free"] == 8
+
+
+def test_a_required_trait_no_host_has_is_named_per_host(client, world):
+    body = explain(client, "resources=VCPU:1&required=HW_ARCH_S390X")
+    assert body["trees_excluded"]["missing_traits:resources"] == 4
+    assert body["hosts_excluded"]["missing_trait:HW_ARCH_S390X"] == 4

@@ -124,8 +124,23 @@ def _hosts_excluded(index: ProviderIndex, plan: solve.Plan, tree_reason: list[st
                 if label == "in_forbidden_aggregate":   # which one: the operator's question
                     label += ":" + _first_refused(index, plan, suffix, root)
                 why = f"resources{suffix}:{label}" if suffix else label
+        elif why == "missing_traits:resources":
+            why = _missing_traits(index, plan, root) or why
         out[why] += 1
     return out
+
+
+def _missing_traits(index: ProviderIndex, plan: solve.Plan, root: int) -> str | None:
+    """``missing_trait:A`` (``A,B`` for any-of) for the first required trait set of the
+    unsuffixed group that no provider of the tree has (None: they have each, apart)."""
+    held: set[int] = set()
+    for slot in index.tree(root):
+        held |= index.trait_set(slot)
+    names = index.names.trait_name
+    for any_of in plan.spread_required():
+        if not any_of & held:
+            return "missing_trait:" + ",".join(sorted(names[t] for t in any_of))
+    return None
 
 
 def _first_refused(index: ProviderIndex, plan: solve.Plan, suffix: str, root: int) -> str:
