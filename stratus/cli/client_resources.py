@@ -62,6 +62,9 @@ def server_create(args: argparse.Namespace, api: HTTP) -> None:
     body: dict[str, Any] = {"server": server}
     if args.group:
         body["os:scheduler_hints"] = {"group": find_group(api, args.group)["id"]}
+    if args.dry_run:
+        _dry_run(args, api, body)
+        return
     answer = api.call("POST", "/servers", json_body=body)
     ids = [s["id"] for s in answer.get("servers") or [answer["server"]]]
     if not args.wait:
@@ -76,6 +79,30 @@ def server_create(args: argparse.Namespace, api: HTTP) -> None:
         raise ClientError(f"{len(failed)} of {len(servers)} server(s) did not become "
                           f"ACTIVE; {first['name']} ({first['id']}) is {first['status']}"
                           + (f": {first['fault_message']}" if first["fault_message"] else ""))
+
+
+DRY_RUN_COLUMNS = ("Host", "Node", "Weight", "VCPU free", "MEMORY_MB free", "DISK_GB free")
+
+
+def _dry_run(args: argparse.Namespace, api: HTTP, body: dict[str, Any]) -> None:
+    """Ask ``POST /stratus/dry-run``: would it fit, where (hosts best first, with
+    weights), and if not why. Exit 1 when it would not fit."""
+    answer = api.call("POST", "/stratus/dry-run", json_body=body)["dry_run"]
+
+    def human() -> None:
+        if answer["hosts"]:
+            table(DRY_RUN_COLUMNS, [
+                [h["host"], h["nodename"], f"{h['weight']:.3f}",
+                 *(h["free"].get(rc) for rc in ("VCPU", "MEMORY_MB", "DISK_GB"))]
+                for h in answer["hosts"]])
+        if answer["fits"]:
+            print(answer["message"])
+        for note in answer.get("notes") or []:
+            print(f"note: {note}")
+
+    emit(args, answer, human)
+    if not answer["fits"]:
+        raise ClientError(f"would not fit: {answer['message']}")
 
 
 def _networks(args: argparse.Namespace) -> list[dict[str, str]] | str:
@@ -342,6 +369,10 @@ def add_commands(sub: Any, conn: list[argparse.ArgumentParser]) -> None:
                    "are ACTIVE")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds --wait waits (default %(default)s)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="create nothing: say whether it would fit now, on which hosts "
+                   "(best first, with weights), and if not why; exit 1 if it would not "
+                   "fit (admin; POST /stratus/dry-run)")
     p = leaf(servers, "list", server_list, "list servers", conn)
     p.add_argument("--all-projects", action="store_true", help="every project's (admin)")
     p = leaf(servers, "show", server_show, "show one server", conn)

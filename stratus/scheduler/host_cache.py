@@ -96,6 +96,15 @@ def read_some(conn: Connection, uuids: list[str]) -> dict[str, NodeRecord]:
     return out
 
 
+_DISABLED = (sa.select(_svc.c.host, _svc.c.disabled_reason)
+             .where(_svc.c.binary == "stratus-compute", _svc.c.disabled.is_(True)))
+
+
+def read_disabled(conn: Connection) -> dict[str, str | None]:
+    """Host -> disabled_reason of the cell's disabled compute services."""
+    return {row.host: row.disabled_reason for row in conn.execute(_DISABLED)}
+
+
 @dataclass
 class CellCopy:
     """One cell's compute nodes as last read, and uuids looked up there in vain since."""

@@ -119,6 +119,19 @@ class HostManager:
                     out.hosts[uuid] = state
         return out
 
+    def disabled_computes(self) -> dict[str, str | None]:
+        """Host -> disabled_reason of each disabled compute service in the enabled cells
+        (why the hosts Placement left out as disabled are disabled; a cell that does
+        not answer just says nothing)."""
+        def read(cell: CellMapping) -> dict[str, str | None]:
+            with db.read(self.engines.get(cell)) as conn:
+                return host_cache.read_disabled(conn)
+
+        out: dict[str, str | None] = {}
+        for found in self._scatter(self.cells.enabled(), read).results.values():
+            out.update(found)
+        return out
+
     # ---- reading the cells -----------------------------------------------------------
 
     def _read_each_time(self, cells: list[CellMapping], uuids: list[str],

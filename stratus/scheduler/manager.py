@@ -11,7 +11,9 @@
 Whatever this call claims it also releases if it cannot place every instance
 (a batch is all or nothing), so a NoValidHost never leaves allocations behind.
 Every exclusion is counted by reason; NoValidHost carries the counts, with
-Placement's own (``/allocation_candidates/explain``) when it has none to offer.
+Placement's own (``/allocation_candidates/explain``) when it has none to offer,
+and says them in words (``explanation.py``: what was asked, how many hosts each
+constraint removed, the nearest miss).
 """
 
 from __future__ import annotations
@@ -20,15 +22,24 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
 from stratus import config as configuration
 from stratus.placement import client as pc
-from stratus.scheduler import claims, context, filters, request_filters, weighers
+from stratus.scheduler import (
+    claims,
+    context,
+    dry_run,
+    evidence,
+    filters,
+    request_filters,
+    weighers,
+)
 from stratus.scheduler.errors import NoValidHost
+from stratus.scheduler.explanation import Category, Evidence, explain, plain
 from stratus.scheduler.host_manager import HostManager
 from stratus.scheduler.host_state import HostState
 from stratus.scheduler.pipeline import run_filters
@@ -106,30 +117,43 @@ class SchedulerManager:
         try:
             spec = RequestSpec.from_dict(request_spec)
         except InvalidRequest as exc:
-            raise NoValidHost(f"The request cannot be scheduled: {exc}") from None
+            raise _plain(f"The request cannot be scheduled: {exc}", Category.INVALID,
+                         len(instance_uuids)) from None
         if not instance_uuids:
             return []
         passed, counts = self.feasible_hosts(spec)
         return self._place_all(spec, instance_uuids, passed, counts, return_alternates)
 
+    def dry_run(self, request_spec: dict[str, Any], count: int = 1) -> dict[str, Any]:
+        """Would ``count`` servers of ``request_spec`` fit now, where, and if not why;
+        claims nothing (``dry_run.py``)."""
+        try:
+            spec = RequestSpec.from_dict(request_spec)
+        except InvalidRequest as exc:
+            return dry_run.answer_invalid(f"The request cannot be scheduled: {exc}", count)
+        spec = replace(spec, num_instances=count)
+        return dry_run.answer(spec, count, self.feasible_hosts, self.options.weights)
+
     def feasible_hosts(self, spec: RequestSpec) -> tuple[list[HostState], Counter[str]]:
         """The hosts that can take ``spec`` now (Placement's candidates through the request
         and host filters), unweighed and unclaimed, and the counts of every rejection;
         NoValidHost if there is none. A zone's manager ranks these for its parent."""
+        servers = max(spec.num_instances, 1)
         try:
             query = query_from_spec(spec)
         except InvalidRequest as exc:
-            raise NoValidHost(f"The request cannot be scheduled: {exc}") from None
+            raise _plain(f"The request cannot be scheduled: {exc}", Category.INVALID,
+                         servers) from None
         with db.read(self.api_engine) as conn:
             view = context.load(conn, self.host_manager.cells.all(), self.options.default_zone)
         try:
             notes = request_filters.apply(spec, query, view.filters, self.options.request_filters)
         except request_filters.NoHostPossible as exc:
-            raise NoValidHost(str(exc)) from None
+            raise _plain(str(exc), Category.CONSTRAINT, servers, query) from None
         query.limit = self.options.max_placement_results
         params = query.params()
         LOG.debug("candidates query %s (request filters: %s)", params, "; ".join(notes))
-        found = self._candidates(params, query)
+        found = self._candidates(params, query, servers)
         cell_aggregate = view.filters.cell_aggregates.get(spec.requested_cell or "")
         if not found.allocation_requests and cell_aggregate:
             # A cell's hosts are in its aggregate only if their computes were started with
@@ -139,15 +163,16 @@ class SchedulerManager:
             query.unnumbered.member_of = [m for m in query.unnumbered.member_of
                                           if m != confined]
             params = query.params()
-            found = self._candidates(params, query)
+            found = self._candidates(params, query, servers)
         if not found.allocation_requests:
-            raise self._nothing_offered(params)
+            raise self._nothing_offered(params, self._evidence(spec, query, view))
         by_root = _by_root(found.allocation_requests, found.provider_summaries)
         states = self.host_manager.host_states(by_root, requested_cell=spec.requested_cell,
                                                host_zones=view.host_zones)
         for known in states.hosts.values():
             known.availability_zone = known.availability_zone or self.options.default_zone
         counts: Counter[str] = Counter()
+        filtered: Counter[str] = Counter()   # the same, for people (cells apart)
         for cell_uuid, why in states.skipped_cells.items():
             LOG.warning("cell %s skipped while scheduling: %s", cell_uuid, why)
             counts[f"cell {cell_uuid} skipped ({why})"] += 1
@@ -156,26 +181,39 @@ class SchedulerManager:
         for root, requests in by_root.items():
             state = states.hosts.get(root)
             if state is None:
-                counts["not a compute node of the requested cell" if spec.requested_cell
-                       else "not a compute node of an enabled cell"] += 1
+                why = ("not a compute node of the requested cell" if spec.requested_cell
+                       else "not a compute node of an enabled cell")
+                counts[why] += 1
+                filtered[why] += 1
                 continue
             state.allocation_requests = requests
             _apply_usage(state, usage.get(root, {}))
             hosts.append(state)
         passed, report = run_filters(hosts, spec, self.options.host_filters)
+        errors = {f"error in filter {k}": n for k, n in report.errors.items()}
         counts.update(report.rejected)
-        counts.update({f"error in filter {k}": n for k, n in report.errors.items()})
+        counts.update(errors)
+        filtered.update(report.rejected)
+        filtered.update(errors)
         if not passed:
             # Why Placement offered no others is part of the answer (a move whose source
             # is the only host with the port's physnet: the source is ignored, and the
             # rest lack the trait).
-            counts.update(self._explained(params))
+            body, error = self._explain(params)
+            counts.update(explain_counts(body) if body is not None else {})
+            base = self._evidence(spec, query, view)
+            said = explain(replace(
+                base, explain=body, explain_error=error, offered=len(by_root),
+                filtered=dict(filtered), skipped_cells=dict(states.skipped_cells),
+                disabled=self._disabled_if(body),
+                filter_disabled={h.host: h.disabled_reason for h in hosts
+                                 if h.service_disabled}))
             raise NoValidHost(f"Placement offered {len(by_root)} host(s); none passed the "
-                              "scheduler's checks.", counts)
+                              "scheduler's checks.", counts, said.details)
         return passed, counts
 
     def _candidates(self, params: Sequence[tuple[str, str]],
-                    query: PlacementQuery) -> pc.Candidates:
+                    query: PlacementQuery, servers: int) -> pc.Candidates:
         try:
             return self.placement.allocation_candidates(params)
         except pc.PlacementClientError as exc:
@@ -183,8 +221,9 @@ class SchedulerManager:
                 raise
             # The request itself is impossible (an unknown resource class or trait in
             # the flavor or a port's request): nothing any host does will fix it.
-            raise NoValidHost(f"Placement refused the request: {exc.detail}"
-                              + _who_asked(exc.detail, query)) from None
+            raise _plain(f"Placement refused the request: {exc.detail}"
+                         + _who_asked(exc.detail, query), Category.INVALID, servers,
+                         query) from None
 
     # ---- choosing and claiming ---------------------------------------------------
 
@@ -202,7 +241,8 @@ class SchedulerManager:
                 if chosen is None:
                     raise NoValidHost(
                         f"No host could be claimed for instance {instance_uuid} "
-                        f"({len(claimed)} of {len(instance_uuids)} placed).", counts)
+                        f"({len(claimed)} of {len(instance_uuids)} placed).", counts,
+                        _unclaimable(spec, hosts, refused, claimed, len(instance_uuids)))
                 host, allocation_request = chosen
                 claimed.append(instance_uuid)
                 flavor = spec.flavor
@@ -254,24 +294,66 @@ class SchedulerManager:
 
     # ---- why nothing was offered ---------------------------------------------------
 
-    def _explained(self, params: Sequence[tuple[str, str]]) -> dict[str, int]:
-        """Placement's reasons for the providers it left out ({} if it cannot say)."""
+    def _explain(self, params: Sequence[tuple[str, str]]
+                 ) -> tuple[dict[str, Any] | None, str | None]:
+        """Placement's explain answer for the query, or None and why there is none."""
         try:
-            return explain_counts(self.placement.explain([p for p in params
-                                                          if p[0] != "limit"]))
-        except pc.PlacementClientError:
-            return {}
-
-    def _nothing_offered(self, params: Sequence[tuple[str, str]]) -> NoValidHost:
-        reason = "Placement has no allocation candidates for this request."
-        try:
-            body = self.placement.explain([p for p in params if p[0] != "limit"])
+            return self.placement.explain([p for p in params if p[0] != "limit"]), None
         except pc.PlacementClientError as exc:
             # Explain is a Stratus extension: another Placement (or an older one) lacks it.
             LOG.info("explain unavailable: %s", exc)
-            return NoValidHost(reason + " (Placement cannot explain why: "
-                               f"{exc.status} from /allocation_candidates/explain)")
-        return NoValidHost(reason, explain_counts(body))
+            return None, (f"Placement cannot explain why: {exc.status} from "
+                          "/allocation_candidates/explain")
+
+    def _evidence(self, spec: RequestSpec, query: PlacementQuery,
+                  view: context.CloudView) -> Evidence:
+        resources, names = evidence.asked(query)
+        return Evidence(servers=max(spec.num_instances, 1), asked=resources,
+                        group_names=names, outside=evidence.outside(spec),
+                        forbidden=evidence.meanings(view.filters,
+                                                    self.host_manager.cells.all(), spec))
+
+    def _disabled_if(self, body: Mapping[str, Any] | None) -> dict[str, str | None]:
+        """The disabled computes' reasons, read only when Placement left some out as
+        disabled (a read of every enabled cell, on the failure path alone)."""
+        if not body or not (body.get("hosts_excluded") or body.get("trees_excluded")
+                            or {}).get("root_required"):
+            return {}
+        try:
+            return self.host_manager.disabled_computes()
+        except Exception:   # the reasons are a courtesy; the answer stands without them
+            LOG.exception("could not read the disabled computes' reasons")
+            return {}
+
+    def _nothing_offered(self, params: Sequence[tuple[str, str]],
+                         base: Evidence) -> NoValidHost:
+        reason = "Placement has no allocation candidates for this request."
+        body, error = self._explain(params)
+        said = explain(replace(base, explain=body, explain_error=error,
+                               disabled=self._disabled_if(body)))
+        if body is None:
+            return NoValidHost(f"{reason} ({error})", None, said.details)
+        return NoValidHost(reason, explain_counts(body), said.details)
+
+
+def _plain(reason: str, category: Category, servers: int,
+           query: PlacementQuery | None = None) -> NoValidHost:
+    """A request that never reached the hosts, said as such."""
+    asked = evidence.asked(query)[0] if query is not None else None
+    return NoValidHost(reason, None, plain(reason, category, servers, asked).details)
+
+
+def _unclaimable(spec: RequestSpec, hosts: Sequence[HostState], refused: set[str],
+                 claimed: Sequence[str], servers: int) -> dict[str, Any]:
+    """Why a batch stopped: its own earlier servers on the hosts that refused, or not."""
+    ours = set(claimed)
+    refused_hosts = [h for h in hosts if h.uuid in refused]
+    filled = sum(1 for h in refused_hosts if h.instances & ours)
+    query = query_from_spec(spec)
+    resources, names = evidence.asked(query)
+    return explain(Evidence(servers=servers, asked=resources, group_names=names,
+                            offered=len(hosts), placed=len(claimed), batch_hosts=filled,
+                            conflicts=len(refused_hosts) - filled)).details
 
 
 def _who_asked(detail: str, query: PlacementQuery) -> str:

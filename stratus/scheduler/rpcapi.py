@@ -10,7 +10,7 @@ from stratus.scheduler.errors import NoValidHost
 
 class SchedulerRPC(RPCInterface):
     service = "scheduler"
-    version = "1.0"
+    version = "1.1"
     errors = (NoValidHost,)
 
     @rpc_method(since="1.0")
@@ -21,4 +21,12 @@ class SchedulerRPC(RPCInterface):
         same cell, each ``{host, nodename, cell_uuid, allocation_request,
         allocation_request_version}``. Raises NoValidHost, with counts, when any instance
         cannot be placed (and then nothing stays claimed)."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.1")
+    def dry_run(self, request_spec: dict[str, Any], count: int = 1) -> dict[str, Any]:
+        """Would ``count`` servers of ``request_spec`` fit now? Claims nothing. Answers
+        ``{fits, servers, message, category, hosts: [{host, nodename, cell_uuid, weight,
+        free}] (best first), placements: [host per server], details}``; when it would
+        not fit, ``message`` is the NoValidHost line a real boot would end with."""
         raise NotImplementedError

@@ -86,3 +86,45 @@ def test_same_query_rules_as_candidates(client, world):
     resp = client.get("/allocation_candidates/explain?resources=VCPU:1",
                       headers={"X-Auth-Token": "someone:project"})
     assert resp.status_code == 403
+
+
+def test_hosts_excluded_add_up_with_one_reason_each(client, world):
+    body = explain(client, f"resources=VCPU:2,MEMORY_MB:512&root_required=!COMPUTE_STATUS_DISABLED"
+                           f"&member_of={AGG}")
+    # The tree view says "group unsatisfied"; the host view says which check, one per host.
+    assert body["hosts_excluded"] == {
+        "root_required": 1,                 # disabled
+        "not_in_aggregate": 1,              # elsewhere
+        "no_inventory:VCPU": 1,             # diskonly
+        "insufficient_capacity:VCPU": 1,    # full
+        "above_max_unit:VCPU": 1,           # small
+    }
+    assert sum(body["hosts_excluded"].values()) == body["trees"] - 1   # "ok" fits
+
+
+def test_forbidden_aggregates_are_named_per_host(client, world):
+    body = explain(client, f"resources=VCPU:2&member_of=!{AGG}")
+    assert body["hosts_excluded"] == {f"in_forbidden_aggregate:{AGG}": 5}
+
+
+def test_nearest_is_the_largest_usable_amount_on_an_eligible_provider(client, world):
+    body = explain(client, "resources=VCPU:64,MEMORY_MB:512"
+                           "&root_required=!COMPUTE_STATUS_DISABLED")
+    assert body["hosts_excluded"] == {"root_required": 1, "insufficient_capacity:VCPU": 4,
+                                      "no_inventory:VCPU": 1}
+    nearest = body["nearest"][""]
+    # "disabled" has 8 free but may not be used; "small" has 8 free but max_unit 1.
+    assert nearest["VCPU"]["free"] == 8
+    assert nearest["VCPU"]["name"] in ("ok", "elsewhere")
+    assert nearest["VCPU"]["provider"] == world[nearest["VCPU"]["name"]]
+    assert nearest["MEMORY_MB"] == {"free": 4096, "provider": world["ok"], "name": "ok"}
+    suffixed = explain(client, "resources1=VCPU:64")
+    assert suffixed["hosts_excluded"] == {"resources1:insufficient_capacity:VCPU": 5,
+                                          "resources1:no_inventory:VCPU": 1}
+    assert suffixed["nearest"]["1"]["VCPU"]["free"] == 8
+
+
+def test_a_required_trait_no_host_has_is_named_per_host(client, world):
+    body = explain(client, "resources=VCPU:1&required=HW_ARCH_S390X")
+    assert body["trees_excluded"]["missing_traits:resources"] == 4
+    assert body["hosts_excluded"]["missing_trait:HW_ARCH_S390X"] == 4

@@ -193,7 +193,8 @@ def test_no_valid_host_buries_the_instance_in_cell0_with_the_reason(three_hosts)
     cell, record = plane.settled(uuid)
     assert (cell, record["vm_state"], record["host"]) == ("cell0", "error", None)
     assert "No valid host was found" in record["fault"]
-    assert "insufficient_capacity:VCPU" in record["fault"]
+    assert "3 hosts considered: 3 lack VCPU (largest free on an eligible host: " \
+        in record["fault"]
     # The record is written first, then the mapping (as the API expects to find them).
     assert eventually(lambda: plane.mapped_cell(uuid) == "cell0")
     assert plane.cloud.placement.get_allocations(uuid)["allocations"] == {}

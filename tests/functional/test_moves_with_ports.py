@@ -166,7 +166,8 @@ def test_a_move_to_hosts_without_the_physnet_is_no_valid_host_with_the_reason(wo
     server = settle(world, sid, "ACTIVE")
     assert server[HOST] == "cmp1"
     assert "No valid host" in fault_of(world, sid)
-    assert group(world, p["id"]) in fault_of(world, sid)
+    # Said for people: the port whose request group no other host can serve.
+    assert f"1 lacks trait CUSTOM_PHYSNET_PHYSNET1 for port {p['id']}" in fault_of(world, sid)
     assert latest(world, sid)["status"] == "error"
     assert held(world, sid) == on(world, "cmp1")
     assert bound(world, p["id"]) == ("cmp1", {group(world, p["id"]): world.nic("cmp1", "ens1")})

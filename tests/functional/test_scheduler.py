@@ -133,7 +133,12 @@ def test_no_valid_host_counts_placement_reasons(make_cloud):
                if reason.startswith("placement: insufficient_capacity:")) == 3
     assert counts["placement: group_unsatisfied:resources (hosts)"] == 3
     assert counts["placement: root_required (hosts)"] == 1
-    assert "insufficient_capacity:VCPU" in str(err.value)
+    # Said for people: one reason per host, the disabled one's reason, the nearest miss.
+    said = str(err.value)
+    assert said.startswith("No valid host was found for 1 server: needs VCPU 8, MEMORY_MB 512"
+                           ", DISK_GB 1; 4 hosts considered: 1 disabled (off: test), ")
+    assert "2 lack VCPU (largest free on an eligible host: 2 on small1)" in said
+    assert err.value.category == "capacity"
 
 
 def test_no_valid_host_counts_host_filter_reasons(make_cloud):

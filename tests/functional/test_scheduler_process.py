@@ -109,6 +109,19 @@ def test_scheduler_and_conductor_processes_over_rabbitmq(tmp_path, placement_app
             scheduler.call("select_destinations", request_spec=spec(vcpus=999),
                            instance_uuids=new_uuids(1), return_alternates=True)
         assert err.value.counts["placement: root_required (hosts)"] == 1
+        # In words across the bus, with the disabled host's reason from its cell.
+        assert str(err.value) == (
+            "No valid host was found for 1 server: needs VCPU 999, MEMORY_MB 512, "
+            "DISK_GB 1; 2 hosts considered: 1 disabled (r2: test), 1 lacks VCPU (largest "
+            "free on an eligible host: 15 on r1).")
+        # A dry run over the same bus claims nothing.
+        before = cloud.usage("r1")
+        answer = scheduler.call("dry_run", request_spec=spec(), count=2)
+        assert answer["fits"] and answer["placements"] == ["r1", "r1"]
+        assert answer["hosts"][0]["host"] == "r1"
+        assert cloud.usage("r1") == before
+        answer = scheduler.call("dry_run", request_spec=spec(vcpus=999))
+        assert not answer["fits"] and answer["message"] == str(err.value)
 
         doomed = str(uuidlib.uuid4())
         bus.client(ConductorRPC).cast("build_instances", request_spec=spec(vcpus=999),

@@ -48,6 +48,8 @@ RULES: dict[str, str] = {
     **{f"os_compute_api:os-keypairs:{a}": ANY for a in ("index", "create", "show",
                                                          "delete")},
     "os_compute_api:os-keypairs:other_users": ADMIN,
+    # Stratus only: it names hosts, so admin by default.
+    "stratus:servers:dry_run": ADMIN,
     **{f"os_compute_api:os-attach-interfaces:{a}": ANY for a in ("list", "show", "create",
                                                                  "delete")},
     # Stratus's own: the operators' console (/console/data).

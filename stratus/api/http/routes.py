@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from stratus.api.http.handlers import (
     aggregates,
     console,
+    dry_run,
     flavors,
     hypervisors,
     interfaces,
@@ -71,4 +72,6 @@ ROUTES: list[tuple[str, Mapping[str, Handler]]] = [
     ("/console", {"GET": console.page}),
     ("/console/static/{name}", {"GET": console.static}),
     ("/console/data", {"GET": console.data}),
+    # Stratus only (no Nova equivalent): see handlers/dry_run.py.
+    ("/stratus/dry-run", {"POST": dry_run.dry_run}),
 ]

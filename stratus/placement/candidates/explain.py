@@ -26,6 +26,20 @@ attributed to the *first* check it fails, in the order the checks are made
     (not just the first) and its tree's reason (``null``: the tree yields
     candidates).
 
+``hosts_excluded``
+    Per root that yields no candidate, one reason, so the counts add up to the
+    hosts left out: its ``trees`` reason, except that ``group_unsatisfied`` is
+    replaced by the check the tree's providers got furthest in for that group
+    (``insufficient_capacity:VCPU``; ``resources1:missing_trait:T`` for a
+    suffixed group) and ``in_forbidden_aggregate`` names the aggregate
+    (``in_forbidden_aggregate:<uuid>``, the first forbidden one it is in).
+    This is the "how many hosts did each constraint remove" view.
+``nearest``
+    Per group, per class it asks for: the largest amount one allocation could
+    get (free, capped by ``max_unit``) on a provider that passes the group's
+    other checks in a tree ``root_required`` allows, and that provider
+    (``{"free", "provider"}``; the handler adds ``name``). The nearest miss.
+
 ``allocation_candidates`` is how many candidates the same query returns.
 """
 
@@ -63,16 +77,104 @@ def explain(index: ProviderIndex, request: CandidateRequest, options: solve.Opti
     tree_reason = _tree_reasons(index, plan)
     roots = alive & (index.parent[:n] < 0)
     trees = Counter(tree_reason[r] for r in np.flatnonzero(roots) if tree_reason[r])
+    hosts = _hosts_excluded(index, plan, tree_reason, roots)
     return {
         "allocation_candidates": count,
         "providers": int(alive.sum()),
         "trees": int(roots.sum()),
         "groups": groups,
         "trees_excluded": dict(sorted(trees.items())),
+        "hosts_excluded": dict(sorted(hosts.items())),
+        "nearest": {g.suffix: _nearest(index, g, plan) for g in plan.groups},
         "providers_named": {
             uuid: _named(index, uuid, per_provider.get(uuid, {}), tree_reason) for uuid in named
         },
     }
+
+
+def _hosts_excluded(index: ProviderIndex, plan: solve.Plan, tree_reason: list[str | None],
+                    roots: np.ndarray) -> Counter[str]:
+    """One reason per excluded root: the tree's, with ``group_unsatisfied`` resolved to
+    the furthest check its providers reached for that group (see the module doc)."""
+    n = index.n
+    every = slice(0, n)
+    furthest: dict[str, tuple[list[str], np.ndarray]] = {}
+    for g in plan.groups:
+        checks = filters.steps(index, g, every)
+        failed_at = np.full(n, len(checks), np.int32)   # len(checks): passes them all
+        remaining = index.alive[:n].copy()
+        for i, (_reason, passes) in enumerate(checks):
+            failing = remaining & ~passes
+            failed_at[failing] = i
+            remaining &= passes
+        labels = [reason for reason, _ in checks]
+        furthest[g.suffix] = (labels, failed_at)
+    out: Counter[str] = Counter()
+    for root in np.flatnonzero(roots).tolist():
+        why = tree_reason[root]
+        if not why:
+            continue
+        prefix = "group_unsatisfied:resources"
+        if why.startswith(prefix) and why[len(prefix):] in furthest:
+            suffix = why[len(prefix):]
+            labels, failed_at = furthest[suffix]
+            step = max(int(failed_at[s]) for s in index.tree(root))
+            if step < len(labels):
+                label = labels[step]
+                if label == "in_forbidden_aggregate":   # which one: the operator's question
+                    label += ":" + _first_refused(index, plan, suffix, root)
+                why = f"resources{suffix}:{label}" if suffix else label
+        elif why == "missing_traits:resources":
+            why = _missing_traits(index, plan, root) or why
+        out[why] += 1
+    return out
+
+
+def _missing_traits(index: ProviderIndex, plan: solve.Plan, root: int) -> str | None:
+    """``missing_trait:A`` (``A,B`` for any-of) for the first required trait set of the
+    unsuffixed group that no provider of the tree has (None: they have each, apart)."""
+    held: set[int] = set()
+    for slot in index.tree(root):
+        held |= index.trait_set(slot)
+    names = index.names.trait_name
+    for any_of in plan.spread_required():
+        if not any_of & held:
+            return "missing_trait:" + ",".join(sorted(names[t] for t in any_of))
+    return None
+
+
+def _first_refused(index: ProviderIndex, plan: solve.Plan, suffix: str, root: int) -> str:
+    """The first (by uuid) forbidden aggregate of group ``suffix`` the tree is in."""
+    g = next(g for g in plan.groups if g.suffix == suffix)
+    names = index.names
+    held = set(index.agg_set(root))
+    for slot in index.tree(root):
+        held |= index.agg_set(slot)
+    found = sorted(names.agg_uuid[a] for a in held & g.forbidden_aggs)
+    return found[0] if found else "?"
+
+
+def _nearest(index: ProviderIndex, g: filters.GroupPlan, plan: solve.Plan
+             ) -> dict[str, dict[str, object]]:
+    """Per class of the group: the most one allocation could get on an eligible provider."""
+    n = index.n
+    every = slice(0, n)
+    eligible = filters.base_ok(index, g, every)
+    if plan.root_ok is not None:
+        eligible &= plan.root_ok[index.trait_sig[index.root[:n]]]
+    out: dict[str, dict[str, object]] = {}
+    for rc in g.amounts:
+        col = index.column(rc)
+        if col is None:
+            continue
+        usable = np.minimum(col.free[:n], col.max_unit[:n].astype(np.float64))
+        usable = np.where(eligible & col.has[:n], usable, -1.0)
+        if not len(usable) or usable.max() < 0:
+            continue
+        best = int(np.argmax(usable))   # the first provider among equals
+        out[index.names.rc_name.get(rc, str(rc))] = {
+            "free": max(int(usable[best]), 0), "provider": index.uuids[best]}
+    return out
 
 
 def _first_failures(population: np.ndarray, checks: list[tuple[str, np.ndarray]]

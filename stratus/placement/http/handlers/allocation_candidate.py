@@ -4,15 +4,17 @@ GET /allocation_candidates/explain (same query; says why providers were left out
 from __future__ import annotations
 
 import functools
+from typing import Any
 
+import sqlalchemy as sa
 import webob
 
-from stratus.placement import candidates
+from stratus.placement import candidates, schema
 from stratus.placement.candidates import explain as explaining
 from stratus.placement.candidates.render import Shape, render
 from stratus.placement.candidates.solve import solve
 from stratus.placement.http.microversion import Version
-from stratus.placement.http.schemas import allocation_candidate as schema
+from stratus.placement.http.schemas import allocation_candidate as query_schema
 from stratus.placement.http.wsgi import Req, json_response
 from stratus.storage import engine as db
 
@@ -32,7 +34,7 @@ def _parse(req: Req, extra: tuple[str, ...] = ()) -> candidates.CandidateRequest
 # A query that fails raises, and failures are not remembered.
 @functools.lru_cache(maxsize=512)
 def _checked(pairs: tuple[tuple[str, str], ...], want: Version) -> candidates.CandidateRequest:
-    schema.validate_query(list(pairs), want.supports)
+    query_schema.validate_query(list(pairs), want.supports)
     return candidates.parse_query(pairs, want.supports)
 
 
@@ -87,4 +89,18 @@ def explain_allocation_candidates(req: Req) -> webob.Response:
     with db.read_latest(req.app.engine) as conn, req.app.candidates.current(conn) as index:
         candidates.ensure_names(index, conn, classes, traits)
         body = explaining.explain(index, request, options, named)
+        _name_nearest(conn, body)
     return json_response(req, body)
+
+
+def _name_nearest(conn: sa.Connection, body: dict[str, Any]) -> None:
+    """The nearest misses' providers by name too (a host name is what people read)."""
+    nearest: dict[str, dict[str, dict[str, Any]]] = body.get("nearest") or {}
+    uuids = sorted({m["provider"] for group in nearest.values() for m in group.values()})
+    if not uuids:
+        return
+    rp = schema.resource_providers
+    names = dict(conn.execute(sa.select(rp.c.uuid, rp.c.name).where(rp.c.uuid.in_(uuids))).all())
+    for group in nearest.values():
+        for miss in group.values():
+            miss["name"] = names.get(miss["provider"])
