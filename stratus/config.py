@@ -117,6 +117,9 @@ OPTIONS: list[Option] = [
     Option("api", "max_servers_per_request", int, 100,
            "The most servers one compute API boot may ask for (max_count); more is 403.",
            minimum=1),
+    Option("api", "max_limit", int, 1000,
+           "The most items one page of a compute API list (GET /servers) holds, and the "
+           "page size when the request gives no limit (Nova's default).", minimum=1),
     Option("api_server", "max_body_bytes", int, 1_048_576,
            "Largest request body accepted; larger bodies get 413.", minimum=1),
     Option("DEFAULT", "transport_url", str, "", "Message bus URL: inproc://NAME (one "

@@ -36,6 +36,8 @@ class ComputeAPIDeps:
     # The most servers one boot request may ask for ([api] max_servers_per_request;
     # quotas are the operators' tool for the rest).
     max_servers_per_request: int = 100
+    # The most servers one page of GET /servers holds, also the default ([api] max_limit).
+    max_limit: int = 1000
     clock: Callable[[], dt.datetime] = services.utcnow
     # The network service (ports, QoS, bindings); None: servers boot without ports.
     network: NetworkClient | None = None

@@ -142,7 +142,7 @@ build_requests = sa.Table(
     sa.Column("instance_uuid", columns.name(36), nullable=False, unique=True),
     sa.Column("project_id", columns.name(255), nullable=False, index=True),
     sa.Column("user_id", columns.name(255), nullable=False),
-    sa.Column("name", columns.name(255), nullable=False),
+    sa.Column("name", columns.name(255), nullable=False, index=True),
     *columns.timestamps(),
 )
 

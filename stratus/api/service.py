@@ -81,7 +81,8 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
         internal_az=str(config.get("DEFAULT", "internal_service_availability_zone")),
         allow_resize_to_same_host=bool(config.get("DEFAULT", "allow_resize_to_same_host")),
         shelved_offload_time=int(config.get("DEFAULT", "shelved_offload_time")),
-        max_servers_per_request=int(config.get("api", "max_servers_per_request")))
+        max_servers_per_request=int(config.get("api", "max_servers_per_request")),
+        max_limit=int(config.get("api", "max_limit")))
 
 
 def build_wsgi(api: ComputeAPIDeps, config: configuration.Config | None = None) -> WSGIApp:

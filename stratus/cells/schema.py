@@ -59,7 +59,7 @@ instances = sa.Table(
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
     sa.Column("uuid", columns.name(36), nullable=False, unique=True),
-    sa.Column("name", columns.name(255), nullable=False),
+    sa.Column("name", columns.name(255), nullable=False, index=True),
     sa.Column("project_id", columns.name(255), nullable=False, index=True),
     sa.Column("user_id", columns.name(255), nullable=False),
     sa.Column("host", columns.name(255), nullable=True, index=True),
@@ -76,6 +76,9 @@ instances = sa.Table(
     sa.Column("image_ref", columns.name(36), nullable=True),
     sa.Column("key_name", columns.name(255), nullable=True),
     *columns.timestamps(),
+    # GET /servers: its default order (created_at, uuid) and changes-since.
+    sa.Index(None, "created_at", "uuid"),
+    sa.Index(None, "updated_at"),
 )
 
 migrations = sa.Table(

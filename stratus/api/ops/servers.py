@@ -211,6 +211,12 @@ def _load_once(api: ComputeAPIDeps, mappings: list[Mapping], strict: bool
     return found
 
 
+def load_any(api: ComputeAPIDeps, mapping: Mapping) -> Server | None:
+    """The server behind ``mapping`` wherever it is, deleted or not (503 if its cell does
+    not answer); None if nothing records it any more."""
+    return _load_once(api, [mapping], strict=True).get(mapping.instance_uuid)
+
+
 def get(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> Server:
     """The server ``uuid``; ``project_id`` (None for admins) must own it."""
     with db.read(api.dbs.api) as conn:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import webob
 
-from stratus.api.http import render
+from stratus.api.http import render, server_params
 from stratus.api.http.schemas import SERVER_CREATE
 from stratus.api.http.wsgi import Req, empty_response, json_response
 from stratus.api.ops import images as image_ops
 from stratus.api.ops import ports as port_ops
+from stratus.api.ops import server_list
 from stratus.api.ops import servers as ops
 from stratus.api.store import flavors as flavor_store
 from stratus.api.store import keypairs as keypair_store
@@ -96,23 +99,26 @@ def _project_filter(req: Req) -> str | None:
 
 
 def _listed(req: Req) -> list[Server]:
-    servers = ops.list_servers(req.api, _project_filter(req))
-    status, host = req.query("status"), req.query("host")
-    if status:
-        servers = [s for s in servers
-                   if render.status(s) == status.upper()]
-    if host:
-        req.authorize("os_compute_api:os-extended-server-attributes")
-        servers = [s for s in servers if s.host == host]
-    name = req.query("name")
-    if name:
-        servers = [s for s in servers if name in s.name]
-    return servers
+    return server_list.page(req.api, server_params.listing(req, _project_filter(req)))
+
+
+def _links(req: Req, servers: list[Server]) -> dict[str, object]:
+    """``servers_links`` as Nova writes it: a "next" link, with the last server as the
+    marker, whenever the page is full (the next page may then be empty)."""
+    limit = server_params.parse_limit(req.query("limit"), req.api.max_limit)
+    if not limit or len(servers) != limit:
+        return {}
+    pairs = sorted((k, v) for k, v in req.query_pairs if k != "marker")
+    pairs.append(("marker", servers[-1].uuid))
+    url = req.webob.host_url + req.webob.script_name + req.webob.path_info
+    return {"servers_links": [{"rel": "next", "href": f"{url}?{urlencode(pairs)}"}]}
 
 
 def list_servers(req: Req) -> webob.Response:
     req.authorize("os_compute_api:servers:index")
-    return json_response({"servers": [render.server_brief(req, s) for s in _listed(req)]})
+    servers = _listed(req)
+    return json_response({"servers": [render.server_brief(req, s) for s in servers],
+                          **_links(req, servers)})
 
 
 def _addresses(req: Req, servers: list[Server]) -> dict[str, dict[str, object]]:
@@ -129,7 +135,7 @@ def list_servers_detail(req: Req) -> webob.Response:
     addresses = _addresses(req, servers)
     return json_response({"servers": [
         dict(render.server(req, s, _zone(req, s, zones)), addresses=addresses[s.uuid])
-        for s in servers]})
+        for s in servers], **_links(req, servers)})
 
 
 def _owner_filter(req: Req) -> str | None:

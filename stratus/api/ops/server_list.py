@@ -1,0 +1,91 @@
+"""``GET /servers``: one page of servers across every cell, as Nova pages them.
+
+Each source (every cell's database, and the API database's build requests for servers
+no cell holds yet) returns at most a page of its matching servers after the marker, in
+the requested order; the pages are merged in that order and cut to the limit (Nova's
+multi-cell "instance_list"). The marker is a server uuid: its sort values, read from
+wherever the server is, are where the next page starts in every source.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from stratus.api.deps import ComputeAPIDeps
+from stratus.api.ops import servers as server_ops
+from stratus.api.store import server_query as q
+from stratus.api.store import servers as store
+from stratus.api.store.errors import BadRequest
+from stratus.api.store.servers import Server
+from stratus.storage import engine as db
+
+
+@dataclass(frozen=True)
+class Listing:
+    filters: q.Filters
+    keys: tuple[q.SortKey, ...]
+    limit: int
+    marker: str | None = None
+
+
+# ---- one page ---------------------------------------------------------------------------
+
+
+def _compare(keys: Sequence[q.SortKey], a: Server, b: Server) -> int:
+    for key in keys:
+        x, y = getattr(a, key.attr), getattr(b, key.attr)
+        if x != y:
+            before = x < y
+            return (1 if before else -1) if key.descending else (-1 if before else 1)
+    return 0
+
+
+def sort_values(server: Server, keys: Sequence[q.SortKey]) -> list[Any]:
+    return [getattr(server, k.attr) for k in keys]
+
+
+def _marker_values(api: ComputeAPIDeps, listing: Listing) -> list[Any]:
+    """The marker's sort values: it may be anywhere (a cell, a build request) and may be
+    deleted since (a page of changes-since ended on it). 400 if there is no such server."""
+    marker = listing.marker
+    assert marker is not None
+    with db.read(api.dbs.api) as conn:
+        mapping = store.get_mapping(conn, marker)
+    project = listing.filters.project_id
+    found = None
+    if mapping is not None and (project is None or mapping.project_id == project):
+        found = server_ops.load_any(api, mapping)
+    if found is None:
+        raise BadRequest(f"marker [{marker}] not found")
+    return sort_values(found, listing.keys)
+
+
+def page(api: ComputeAPIDeps, listing: Listing) -> list[Server]:
+    """At most ``listing.limit`` servers, in order, after the marker. A cell that does not
+    answer is left out (logged), as the rest of the API reads cells."""
+    if listing.limit == 0:
+        return []
+    after = _marker_values(api, listing) if listing.marker else None
+    f, keys = listing.filters, listing.keys
+    # One more than a page from each source: a server caught moving from its build
+    # request into a cell may be in both, and is shown once.
+    ask = listing.limit + 1
+    # Build requests first, cells then: a server moving meanwhile is then seen twice (and
+    # shown once) rather than in neither.
+    with db.read(api.dbs.api) as conn:
+        building = q.build_request_page(conn, f, keys, after, ask)
+    got = api.dbs.gather(lambda c: api.dbs.read(c, q.cell_page, c.uuid, f, keys, after, ask))
+    pages = list(got.results.values())
+    in_cells = {s.uuid for p in pages for s in p}
+    pages.append([s for s in building if s.uuid not in in_cells])
+    order = functools.cmp_to_key(functools.partial(_compare, keys))
+    out: list[Server] = []
+    for server in heapq.merge(*pages, key=order):
+        out.append(server)
+        if len(out) == listing.limit:
+            break
+    return out

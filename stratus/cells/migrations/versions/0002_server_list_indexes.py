@@ -1,0 +1,24 @@
+"""instances: indexes for GET /servers (a name lookup, the default order, changes-since).
+
+Revision ID: 0002
+Revises: 0001
+"""
+
+from alembic import op
+
+revision = "0002"
+down_revision = "0001"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_index(op.f("ix_instances_name"), "instances", ["name"])
+    op.create_index(op.f("ix_instances_created_at_uuid"), "instances", ["created_at", "uuid"])
+    op.create_index(op.f("ix_instances_updated_at"), "instances", ["updated_at"])
+
+
+def downgrade() -> None:
+    op.drop_index(op.f("ix_instances_updated_at"), table_name="instances")
+    op.drop_index(op.f("ix_instances_created_at_uuid"), table_name="instances")
+    op.drop_index(op.f("ix_instances_name"), table_name="instances")
