@@ -325,3 +325,35 @@ def test_without_limit_a_page_is_max_limit(cloud):
     assert len(_ids(cloud.client.get("/servers", params={"limit": 6}))) == 4
     walked, pages = _walk(cloud.client, "/servers", {})
     assert sorted(walked) == sorted(made.values()) and pages == 3
+
+
+def _plan(tmp_path: Any, filters: Any) -> tuple[int, str]:
+    """(statements run, SQLite's plan of the page query) for one cell's page."""
+    from stratus.api.store import server_query as q
+
+    engine = db.create_engine(f"sqlite:///{tmp_path / 'plan.db'}")
+    migrate.upgrade(engine, CELL)
+    seen: list[tuple[str, Any]] = []
+    sa.event.listen(engine, "before_cursor_execute",
+                    lambda conn, cursor, statement, params, *_: seen.append(
+                        (statement, params)) if "instances" in statement else None)
+    keys = (q.SortKey("created_at", True), q.SortKey("uuid", True))
+    with db.read(engine) as conn:
+        q.cell_page(conn, "cell", filters, keys, None, 1000)
+    count = len(seen)
+    [(statement, params)] = seen
+    with engine.connect() as conn:
+        plan = " / ".join(str(r[-1]) for r in conn.exec_driver_sql(
+            "EXPLAIN QUERY PLAN " + statement, params))
+    engine.dispose()
+    return count, plan
+
+
+def test_a_name_lookup_is_one_indexed_query(tmp_path):
+    from stratus.api.store import server_query as q
+
+    count, plan = _plan(tmp_path, q.Filters(name="^web-1$"))
+    assert count == 1 and "ix_instances_name" in plan, plan
+    # The default order reads the (created_at, uuid) index backwards: no sort of all rows.
+    count, plan = _plan(tmp_path, q.Filters())
+    assert "ix_instances_created_at_uuid" in plan and "TEMP B-TREE" not in plan, plan
