@@ -16,11 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import uuid as uuidlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
@@ -172,13 +174,48 @@ def find_aggregate(api: HTTP, ident: str) -> dict[str, Any]:
 
 
 def find_server(api: HTTP, ident: str) -> dict[str, Any]:
+    """The server with this id, or the one server with exactly this name: asked of the
+    API with a name filter (one indexed query there, not a listing of every server)."""
     if _is_uuid(ident):
         return dict(api.call("GET", f"/servers/{ident}")["server"])
-    found = [s for s in api.call("GET", "/servers/detail")["servers"] if s["name"] == ident]
-    if len(found) != 1:
-        raise ClientError(f"{'no' if not found else len(found)} server(s) named {ident}"
-                          + ("; use the id" if found else ""))
+    # The API's name filter is a regular expression (Nova's); the exact comparison here
+    # also covers an API that ignores the filter.
+    found = [s for s in api.call("GET", "/servers/detail",
+                                 params={"name": f"^{re.escape(ident)}$"})["servers"]
+             if s["name"] == ident]
+    if not found:
+        raise ClientError(f"no server named {ident}")
+    if len(found) > 1:
+        raise ClientError(f"{len(found)} servers are named {ident}: "
+                          f"{', '.join(s['id'] for s in found)}; use the id")
     return dict(found[0])
+
+
+def list_pages(api: HTTP, path: str, key: str, params: dict[str, Any],
+               limit: int | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    """(items, next marker or None): one page of ``limit`` items, or with no limit every
+    page, following the API's ``<key>_links`` "next" markers."""
+    items: list[dict[str, Any]] = []
+    query = dict(params)
+    if limit is not None:
+        query["limit"] = limit
+    while True:
+        answer = api.call("GET", path, params=query)
+        page = list(answer[key])
+        items += page
+        marker = _next_marker(answer.get(f"{key}_links") or [])
+        if limit is not None or marker is None or not page or marker == query.get("marker"):
+            return items, marker
+        query["marker"] = marker
+
+
+def _next_marker(links: list[dict[str, Any]]) -> str | None:
+    for link in links:
+        if link.get("rel") == "next":
+            found = parse_qs(urlsplit(str(link.get("href", ""))).query).get("marker")
+            if found:
+                return found[-1]
+    return None
 
 
 def _properties(items: Sequence[str] | None) -> dict[str, str]:

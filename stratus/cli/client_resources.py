@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
@@ -19,6 +20,7 @@ from stratus.cli.client import (
     find_group,
     find_server,
     leaf,
+    list_pages,
     table,
 )
 
@@ -154,9 +156,13 @@ def _wait(api: HTTP, ids: list[str], timeout: float) -> list[dict[str, Any]]:
 
 
 def server_list(args: argparse.Namespace, api: HTTP) -> None:
-    params = {"all_tenants": "true"} if args.all_projects else None
-    servers = api.call("GET", "/servers/detail", params=params)["servers"]
+    params: dict[str, Any] = {"all_tenants": "true"} if args.all_projects else {}
+    params.update({k: v for k, v in (("status", args.status), ("host", args.host),
+                                     ("name", args.name), ("marker", args.marker)) if v})
+    servers, more = list_pages(api, "/servers/detail", "servers", params, args.limit)
     emit(args, servers, lambda: table(SERVER_COLUMNS, _server_rows(servers)))
+    if more and not args.json:
+        print(f"(more: --marker {more})", file=sys.stderr)
 
 
 def server_show(args: argparse.Namespace, api: HTTP) -> None:
@@ -373,8 +379,19 @@ def add_commands(sub: Any, conn: list[argparse.ArgumentParser]) -> None:
                    help="create nothing: say whether it would fit now, on which hosts "
                    "(best first, with weights), and if not why; exit 1 if it would not "
                    "fit (admin; POST /stratus/dry-run)")
-    p = leaf(servers, "list", server_list, "list servers", conn)
+    p = leaf(servers, "list", server_list, "list servers (newest first; every page "
+             "unless --limit)", conn)
     p.add_argument("--all-projects", action="store_true", help="every project's (admin)")
+    p.add_argument("--status", help="only servers with this status (ACTIVE, BUILD, ERROR, "
+                   "SHUTOFF, ...)")
+    p.add_argument("--host", help="only servers on this compute host (admin)")
+    p.add_argument("--name", metavar="REGEX",
+                   help="only servers whose name matches this regular expression")
+    p.add_argument("--limit", type=common.positive_int, metavar="N",
+                   help="one page of at most N servers (the API caps N at its [api] "
+                   "max_limit); without it every page is fetched")
+    p.add_argument("--marker", metavar="ID",
+                   help="start after this server (the last id of the previous page)")
     p = leaf(servers, "show", server_show, "show one server", conn)
     p.add_argument("server", metavar="NAME_OR_ID")
     p = leaf(servers, "delete", server_delete, "delete servers", conn)

@@ -15,8 +15,6 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-import stratus.api
-import stratus.cells
 from stratus.api import schema as api_schema
 from stratus.api.deps import ComputeAPIDeps
 from stratus.api.service import build_wsgi
