@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import sqlalchemy as sa
+
 from stratus.api.deps import ComputeAPIDeps
 from stratus.api.ops import servers as server_ops
 from stratus.api.store import server_query as q
@@ -76,8 +78,17 @@ def page(api: ComputeAPIDeps, listing: Listing) -> list[Server]:
     ask = listing.limit + 1
     # Build requests first, cells then: a server moving meanwhile is then seen twice (and
     # shown once) rather than in neither.
-    with db.read(api.dbs.api) as conn:
-        building = q.build_request_page(conn, f, keys, after, ask)
+    try:
+        with db.read(api.dbs.api) as conn:
+            building = q.build_request_page(conn, f, keys, after, ask)
+    except sa.exc.DBAPIError as exc:
+        # A regular expression Python reads but the database's own engine does not
+        # (PostgreSQL's, MariaDB's): the caller's mistake, not the service's.
+        if f.name is None or q.literal_of(f.name) is not None:
+            raise
+        why = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        raise BadRequest(f"Invalid name filter {f.name!r}: the database cannot match this "
+                         f"regular expression ({why}).") from None
     got = api.dbs.gather(lambda c: api.dbs.read(c, q.cell_page, c.uuid, f, keys, after, ask))
     pages = list(got.results.values())
     in_cells = {s.uuid for p in pages for s in p}
