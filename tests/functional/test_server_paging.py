@@ -273,6 +273,7 @@ def test_projects_page_only_their_servers(cloud):
     assert walked == mine[::-1]
     fault(demo.get("/servers", params={"marker": theirs}), 400, "badRequest")
     fault(demo.get("/servers", params={"host": "h2"}), 403, "forbidden")
+    fault(demo.get("/servers", params={"status": "DELETED"}), 403, "forbidden")
     all_projects = _ids(cloud.client.get("/servers", params={"all_tenants": "1"}))
     assert all_projects == [theirs, *mine[::-1]]
     assert _ids(cloud.client.get("/servers")) == [theirs]

@@ -13,7 +13,7 @@ from stratus.api.http.wsgi import Req
 from stratus.api.ops.server_list import Listing
 from stratus.api.store import server_query as q
 from stratus.api.store import servers as store
-from stratus.api.store.errors import BadRequest
+from stratus.api.store.errors import BadRequest, Forbidden
 
 DEFAULT_SORT = (q.SortKey("created_at", True),)
 # Statuses Nova knows that no Stratus server can have: asking for them finds nothing.
@@ -25,6 +25,8 @@ def listing(req: Req, project_id: str | None) -> Listing:
     statuses = values.get("status", [])
     vm_states, task_states, deleted = parse_statuses(statuses) if statuses else (
         None, None, False)
+    if deleted and not req.is_admin:   # as Nova (changes-since shows them to anyone)
+        raise Forbidden("Only administrators may list deleted instances")
     host = req.query("host")
     if host is not None:
         req.authorize("os_compute_api:os-extended-server-attributes")
