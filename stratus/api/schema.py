@@ -144,6 +144,7 @@ build_requests = sa.Table(
     sa.Column("user_id", columns.name(255), nullable=False),
     sa.Column("name", columns.name(255), nullable=False, index=True),
     *columns.timestamps(),
+    sa.Index(None, "created_at", "instance_uuid"),   # GET /servers: the default order
 )
 
 # Added by migration 0004: the ports of each server, in the order it got them, and

@@ -76,8 +76,10 @@ instances = sa.Table(
     sa.Column("image_ref", columns.name(36), nullable=True),
     sa.Column("key_name", columns.name(255), nullable=True),
     *columns.timestamps(),
-    # GET /servers: its default order (created_at, uuid) and changes-since.
+    # GET /servers: its default order (created_at, uuid), for all and for a project, and
+    # changes-since.
     sa.Index(None, "created_at", "uuid"),
+    sa.Index(None, "project_id", "created_at", "uuid"),
     sa.Index(None, "updated_at"),
 )
 

@@ -336,7 +336,7 @@ def _plan(tmp_path: Any, filters: Any) -> tuple[int, str]:
     """(statements run, SQLite's plan of the page query) for one cell's page."""
     from stratus.api.store import server_query as q
 
-    engine = db.create_engine(f"sqlite:///{tmp_path / 'plan.db'}")
+    engine = db.create_engine(f"sqlite:///{tmp_path / f'plan-{uuidlib.uuid4().hex}.db'}")
     migrate.upgrade(engine, CELL)
     seen: list[tuple[str, Any]] = []
     sa.event.listen(engine, "before_cursor_execute",
@@ -362,3 +362,6 @@ def test_a_name_lookup_is_one_indexed_query(tmp_path):
     # The default order reads the (created_at, uuid) index backwards: no sort of all rows.
     count, plan = _plan(tmp_path, q.Filters())
     assert "ix_instances_created_at_uuid" in plan and "TEMP B-TREE" not in plan, plan
+    count, plan = _plan(tmp_path, q.Filters(project_id="p1"))   # a project's first page
+    assert "ix_instances_project_id_created_at_uuid" in plan and "TEMP B-TREE" not in plan, \
+        plan

@@ -1,4 +1,5 @@
-"""build_requests: an index on the name, for GET /servers?name= while a large boot waits.
+"""build_requests: indexes for GET /servers while a large boot waits (the name, the
+default order).
 
 Revision ID: 0005
 Revises: 0004
@@ -14,7 +15,11 @@ depends_on = None
 
 def upgrade() -> None:
     op.create_index(op.f("ix_build_requests_name"), "build_requests", ["name"])
+    op.create_index(op.f("ix_build_requests_created_at_instance_uuid"), "build_requests",
+                    ["created_at", "instance_uuid"])
 
 
 def downgrade() -> None:
+    op.drop_index(op.f("ix_build_requests_created_at_instance_uuid"),
+                  table_name="build_requests")
     op.drop_index(op.f("ix_build_requests_name"), table_name="build_requests")
