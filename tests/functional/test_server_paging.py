@@ -294,6 +294,10 @@ def test_sort_keys_and_directions(cloud):
                                               "sort_dir": ["asc", "asc"]}).json()["servers"]
     assert [(s["OS-EXT-STS:vm_state"], s["name"]) for s in by_state] == sorted(
         (s["OS-EXT-STS:vm_state"], s["name"]) for s in by_state)
+    walked, _ = _walk(cloud.client, "/servers", {"sort_key": ["vm_state", "display_name"],
+                                                 "sort_dir": ["asc", "asc"], "limit": 2})
+    names = {s["id"]: (s["OS-EXT-STS:vm_state"], s["name"]) for s in by_state}
+    assert [names[i] for i in walked] == [names[s["id"]] for s in by_state]
 
 
 BAD = [

@@ -108,7 +108,9 @@ def _links(req: Req, servers: list[Server]) -> dict[str, object]:
     limit = server_params.parse_limit(req.query("limit"), req.api.max_limit)
     if not limit or len(servers) != limit:
         return {}
-    pairs = sorted((k, v) for k, v in req.query_pairs if k != "marker")
+    # Sorted by name as Nova's; repeated parameters (sort_key) keep their order.
+    pairs = sorted(((k, v) for k, v in req.query_pairs if k != "marker"),
+                   key=lambda pair: pair[0])
     pairs.append(("marker", servers[-1].uuid))
     url = req.webob.host_url + req.webob.script_name + req.webob.path_info
     return {"servers_links": [{"rel": "next", "href": f"{url}?{urlencode(pairs)}"}]}
