@@ -10,7 +10,6 @@ sources' pages in the same order (``stratus.api.ops.server_list``).
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -20,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stratus.api import schema as s
-from stratus.api.store.servers import BUILDING, DELETED, Server, _server
+from stratus.api.store.servers import BUILDING, DELETED, Server, _server, build_request_server
 from stratus.cells import schema as cs
 
 # The sort keys a caller may ask for (Nova's names) and the Server attribute (and
@@ -171,11 +170,4 @@ def build_request_page(conn: Connection, filters: Filters, keys: Sequence[SortKe
     columns = {"created_at": b.c.created_at, "name": b.c.name, "uuid": b.c.instance_uuid,
                "vm_state": sa.literal(BUILDING), "project_id": b.c.project_id,
                "user_id": b.c.user_id}
-    out = []
-    for row in _page(conn, query, columns, keys, after, limit):
-        spec = json.loads(row.spec) if row.spec else {}
-        out.append(Server(row.instance_uuid, row.name, row.project_id, row.user_id,
-                          BUILDING, "scheduling", 0, None, None,
-                          spec.get("availability_zone"), dict(spec.get("flavor") or {}),
-                          created_at=row.created_at, updated_at=row.updated_at))
-    return out
+    return [build_request_server(row) for row in _page(conn, query, columns, keys, after, limit)]

@@ -137,15 +137,17 @@ def build_request_servers(conn: Connection, uuids: list[str]) -> dict[str, Serve
     rows = conn.execute(sa.select(b, r.c.spec).select_from(
         b.outerjoin(r, r.c.instance_uuid == b.c.instance_uuid))
         .where(b.c.instance_uuid.in_(uuids)))
-    out = {}
-    for row in rows:
-        spec = json.loads(row.spec) if row.spec else {}
-        out[row.instance_uuid] = Server(
-            row.instance_uuid, row.name, row.project_id, row.user_id, BUILDING, "scheduling",
-            0, None, None, spec.get("availability_zone"), dict(spec.get("flavor") or {}),
-            created_at=row.created_at, updated_at=row.updated_at,
-            image_ref=spec.get("image_id"), key_name=spec.get("key_name"))
-    return out
+    return {row.instance_uuid: build_request_server(row) for row in rows}
+
+
+def build_request_server(row: sa.Row) -> Server:
+    """A server no cell holds yet, from its build request row joined with its spec."""
+    spec = json.loads(row.spec) if row.spec else {}
+    return Server(
+        row.instance_uuid, row.name, row.project_id, row.user_id, BUILDING, "scheduling",
+        0, None, None, spec.get("availability_zone"), dict(spec.get("flavor") or {}),
+        created_at=row.created_at, updated_at=row.updated_at,
+        image_ref=spec.get("image_id"), key_name=spec.get("key_name"))
 
 
 def forget(conn: Connection, uuid: str) -> None:

@@ -1,14 +1,14 @@
 """instances: indexes for GET /servers (a name lookup, the default order for everyone
 and for a project, changes-since).
 
-Revision ID: 0002
-Revises: 0001
+Revision ID: 0003
+Revises: 0002
 """
 
 from alembic import op
 
-revision = "0002"
-down_revision = "0001"
+revision = "0003"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 
