@@ -15,7 +15,7 @@ from typing import Protocol
 
 from sqlalchemy.engine import Engine
 
-from stratus.cells import services
+from stratus.cells import actions, services
 from stratus.compute import cell_records
 from stratus.compute.drivers import Driver, Instance
 from stratus.compute.drivers.errors import DriverError, InstanceNotFound
@@ -55,20 +55,15 @@ class ComputeManager(MoveSteps):
         target = Instance(uuid, str(instance.get("name", "")), instance.get("node"))
         if self._already_running(uuid):
             return
-        try:
-            bound = self.bind_ports(uuid, request_spec.get("port_ids") or [],
-                                    request_spec.get("provider_mappings") or {})
-        except Exception as exc:
-            self._reschedule(uuid, f"its ports could not be bound here: {exc}")
+        with actions.step(self.cell_engine, uuid, actions.CREATE,
+                          "compute_build_and_run_instance", self.host) as step:
+            spawned = self._spawn(uuid, target, allocations, request_spec)
+            if isinstance(spawned, str):
+                step.fail(spawned)
+        if isinstance(spawned, str):
+            self._reschedule(uuid, spawned)
             return
-        try:
-            node = self.driver.spawn(target, allocations)
-        except Exception as exc:
-            if not isinstance(exc, DriverError):
-                LOG.exception("%s: spawn of %s raised unexpectedly", self.host, uuid)
-            self.unbind_ports(bound)
-            self._reschedule(uuid, str(exc))
-            return
+        node, bound = spawned
         with db.write(self.cell_engine) as conn:
             found = cell_records.instance_active(conn, uuid, self.host, node, self.clock())
         if not found:
@@ -79,6 +74,23 @@ class ComputeManager(MoveSteps):
             self.unbind_ports(bound)
             return
         LOG.info("%s: instance %s is active on node %s", self.host, uuid, node)
+
+    def _spawn(self, uuid: str, target: Instance, allocations: dict, request_spec: dict
+               ) -> tuple[str, list[dict]] | str:
+        """Bind the ports and spawn: (the node, the ports bound), or why not (the ports
+        bound here unbound again)."""
+        try:
+            bound = self.bind_ports(uuid, request_spec.get("port_ids") or [],
+                                    request_spec.get("provider_mappings") or {})
+        except Exception as exc:
+            return f"its ports could not be bound here: {exc}"
+        try:
+            return self.driver.spawn(target, allocations), bound
+        except Exception as exc:
+            if not isinstance(exc, DriverError):
+                LOG.exception("%s: spawn of %s raised unexpectedly", self.host, uuid)
+            self.unbind_ports(bound)
+            return str(exc) or type(exc).__name__
 
     def _already_running(self, uuid: str) -> bool:
         """A build sent twice (a recovery re-sent one this host had taken): the server runs
