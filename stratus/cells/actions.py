@@ -41,7 +41,7 @@ SHELVE, SHELVE_OFFLOAD, UNSHELVE = "shelve", "shelveOffload", "unshelve"
 RESIZES = (RESIZE, MIGRATE)   # a cold migration is a resize to the same flavor
 
 SUCCESS, ERROR = "Success", "Error"
-MAX_REASON = 1000
+MAX_REASON = 4000
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from stratus.network.model import binding_allocation
 from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
+BUILD_EVENT = "compute_build_and_run_instance"   # the build's step in its create action
 
 
 class Rescheduler(Protocol):
@@ -55,17 +56,17 @@ class ComputeManager(MoveSteps):
         target = Instance(uuid, str(instance.get("name", "")), instance.get("node"))
         if self._already_running(uuid):
             return
-        with actions.step(self.cell_engine, uuid, actions.CREATE,
-                          "compute_build_and_run_instance", self.host) as step:
-            spawned = self._spawn(uuid, target, allocations, request_spec)
-            if isinstance(spawned, str):
-                step.fail(spawned)
+        started = actions.utcnow()
+        spawned = self._spawn(uuid, target, allocations, request_spec)
         if isinstance(spawned, str):
-            self._reschedule(uuid, spawned)
+            self._reschedule(uuid, spawned, started)
             return
         node, bound = spawned
         with db.write(self.cell_engine) as conn:
             found = cell_records.instance_active(conn, uuid, self.host, node, self.clock())
+            if found:   # the step's event in the same transaction: a build costs no more
+                actions.record(conn, uuid, actions.CREATE, BUILD_EVENT, host=self.host,
+                               started=started)
         if not found:
             # Deleted while it was building: nothing may keep running for it.
             LOG.info("%s: instance %s was deleted during its build; destroying it",
@@ -153,10 +154,12 @@ class ComputeManager(MoveSteps):
         with db.write(self.cell_engine) as conn:
             cell_records.instance_deleted(conn, instance_uuid, self.clock())
 
-    def _reschedule(self, uuid: str, reason: str) -> None:
+    def _reschedule(self, uuid: str, reason: str, started: dt.datetime) -> None:
         LOG.warning("%s: build of %s failed: %s", self.host, uuid, reason)
         with db.write(self.cell_engine) as conn:
             cell_records.instance_rescheduling(conn, uuid, self.clock())
+            actions.record(conn, uuid, actions.CREATE, BUILD_EVENT, error=reason,
+                           host=self.host, started=started)
         if self.conductor is None:
             LOG.error("%s: no conductor to reschedule %s; it stays in scheduling",
                       self.host, uuid)

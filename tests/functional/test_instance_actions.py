@@ -93,6 +93,23 @@ def test_a_boot_no_host_takes_shows_why_in_its_create_action(world):
     assert "no disk left" in fault["message"] and fault["details"]
 
 
+def test_a_boot_that_fits_nowhere_has_the_schedulers_reason_in_its_action(world):
+    world.add_compute("cmp1")
+    huge = world.flavor("huge", vcpus=64, ram=512, disk=10)
+    resp = world.boot(huge["id"])
+    sid = resp.json()["server"]["id"]
+    server = world.settled(sid)
+    assert server["status"] == "ERROR"
+    action = action_of(world.client, sid, resp.headers["x-openstack-request-id"])
+    assert action["action"] == "create"
+    reason = " ".join(server["fault"]["message"].split())   # in one line
+    assert action["message"] == reason
+    [scheduling] = action["events"]
+    assert (scheduling["event"], scheduling["result"]) == \
+        ("conductor_schedule_and_build_instances", "Error")
+    assert scheduling["details"] == reason
+
+
 def test_a_resize_the_destination_refuses_says_why_in_its_action(world):
     sid, _ = booted(world)
     large = refusing_destination(world)
@@ -175,7 +192,7 @@ def test_actions_page_newest_first_and_bad_paging_is_400(world):
 
 
 def test_resize_wait_fails_with_the_reason_and_events_show_it(world, cli):  # noqa: F811
-    sid, _ = booted(world)
+    booted(world)
     refusing_destination(world)
     out, err = cli("server", "resize", "vm", "--flavor", "large", "--wait", code=1)
     line = one_error_line(err)
