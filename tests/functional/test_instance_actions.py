@@ -180,12 +180,17 @@ def test_actions_page_newest_first_and_bad_paging_is_400(world):
     marker = page.json()["instanceActions"][-1]["request_id"]
     rest = actions_of(world.client, sid, params={"marker": marker})
     assert [a["request_id"] for a in rest] == [create_id]
-    for params in ({"marker": "req-nope"}, {"limit": "-1"},
-                   {"changes-since": "yesterday"}):
+    for params in ({"marker": "req-nope"}, {"limit": "-1"}, {"limit": "9" * 5000},
+                   {"changes-since": "yesterday"},
+                   {"changes-before": "0001-01-01T00:00:00+14:00"},
+                   {"changes-since": "2026-01-02T00:00:00",
+                    "changes-before": "2026-01-01T00:00:00"}):
         resp = world.client.get(f"/servers/{sid}/os-instance-actions", params=params)
         assert resp.status_code == 400, (params, resp.text)
     assert world.client.get(f"/servers/{sid}/os-instance-actions/req-nope"
                             ).status_code == 404
+    future = actions_of(world.client, sid, params={"changes-since": "2999-01-01T00:00:00Z"})
+    assert future == []
 
 
 # ---- the CLI ----------------------------------------------------------------------

@@ -69,11 +69,11 @@ def _parse_time(req: Req, name: str) -> dt.datetime | None:
         return None
     try:
         when = dt.datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
-    except ValueError:
+        if when.tzinfo is not None:
+            when = when.astimezone(dt.UTC).replace(tzinfo=None)
+    except (ValueError, OverflowError):
         raise BadRequest(f"Invalid input for query parameters {name}. Value: {raw}. "
                          "It is not an ISO 8601 date-time.") from None
-    if when.tzinfo is not None:
-        when = when.astimezone(dt.UTC).replace(tzinfo=None)
     return when
 
 
