@@ -1,7 +1,7 @@
 """instance actions and their events
 
 Revision ID: 0005
-Revises: 0001
+Revises: 0002
 Create Date: 2026-11-26 05:20:00
 """
 
@@ -10,7 +10,7 @@ from alembic import op
 from sqlalchemy.dialects import mysql
 
 revision = "0005"
-down_revision = "0001"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 
