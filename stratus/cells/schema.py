@@ -99,3 +99,43 @@ migrations = sa.Table(
     sa.Column("new_flavor", sa.Text, nullable=True),          # JSON
     *columns.timestamps(),
 )
+
+# What was done to a server and how each step went (Nova's instance actions, in the
+# server's cell as Nova keeps them). One action per API request that changes a server;
+# ``request_id`` is the API's x-openstack-request-id. ``message`` is the one-line reason
+# of the last step that failed (Nova writes "Error" there; its meaning, "the related
+# error message", is kept).
+instance_actions = sa.Table(
+    "instance_actions",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("action", sa.String(255), nullable=False),
+    sa.Column("instance_uuid", columns.name(36), nullable=False, index=True),
+    sa.Column("request_id", columns.name(255), nullable=False),
+    sa.Column("user_id", columns.name(255), nullable=True),
+    sa.Column("project_id", columns.name(255), nullable=True),
+    sa.Column("start_time", sa.DateTime, nullable=False),
+    sa.Column("finish_time", sa.DateTime, nullable=True),
+    sa.Column("message", sa.Text, nullable=True),
+    *columns.timestamps(),
+    sa.Index("ix_instance_actions_instance_uuid_request_id", "instance_uuid", "request_id"),
+)
+
+# A step of an action, written by whoever does it (API, conductor, compute). ``result`` is
+# Success or Error; ``details`` the reason of an Error in one line (Stratus stores no
+# tracebacks: the API's admin-only ``traceback`` shows this line too).
+instance_actions_events = sa.Table(
+    "instance_actions_events",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("action_id", sa.Integer,
+              sa.ForeignKey("instance_actions.id", ondelete="CASCADE"), nullable=False,
+              index=True),
+    sa.Column("event", sa.String(255), nullable=False),
+    sa.Column("start_time", sa.DateTime, nullable=False),
+    sa.Column("finish_time", sa.DateTime, nullable=True),
+    sa.Column("result", sa.String(32), nullable=True),
+    sa.Column("host", columns.name(255), nullable=True),
+    sa.Column("details", sa.Text, nullable=True),
+    *columns.timestamps(),
+)

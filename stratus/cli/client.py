@@ -44,6 +44,9 @@ class HTTP:
     def __init__(self, base_url: str, token: str, what: str, version_header: str,
                  flag: str) -> None:
         self.base_url, self.what, self.flag = base_url.rstrip("/"), what, flag
+        # The request id of the last answer (x-openstack-request-id): the instance
+        # action a server action just started is found by it.
+        self.last_request_id: str | None = None
         self._http = httpx.Client(base_url=self.base_url, timeout=120.0, headers={
             "X-Auth-Token": token, "OpenStack-API-Version": version_header,
             "Accept": "application/json"})
@@ -58,6 +61,7 @@ class HTTP:
         except httpx.HTTPError as exc:
             raise ClientError(f"{self.what} at {self.base_url}: {type(exc).__name__}: "
                               f"{exc}") from None
+        self.last_request_id = resp.headers.get("x-openstack-request-id")
         for warning in resp.headers.get_list("Warning"):
             text = warning.split('"', 1)[1].rsplit('"', 1)[0] if '"' in warning else warning
             print(f"warning: {common.one_line(text)}", file=sys.stderr)

@@ -8,6 +8,7 @@ import argparse
 import time
 from typing import Any
 
+from stratus.cli import client_events
 from stratus.cli.client import HTTP, ClientError, emit, find_flavor, find_server, leaf, table
 
 HOST = "OS-EXT-SRV-ATTR:host"
@@ -57,32 +58,50 @@ def server_migrate(args: argparse.Namespace, api: HTTP) -> None:
           "migration")
 
 
+def _start(api: HTTP, server: dict[str, Any], body: dict[str, Any]) -> str | None:
+    """POST the action; the request id that names its instance action."""
+    api.call("POST", f"/servers/{server['id']}/action", json_body=body)
+    return api.last_request_id
+
+
+def _check_action(api: HTTP, server: dict[str, Any], request_id: str | None,
+                  what: str) -> None:
+    """After a wait: an action whose last step failed is an error, with its reason."""
+    why = client_events.failure(api, server["id"], request_id)
+    if why is not None:
+        raise ClientError(f"the {what} of {server['name']} failed: {why} (stratus server "
+                          f"events {server['name']} --request-id {request_id})")
+
+
 def _move(args: argparse.Namespace, api: HTTP, server: dict[str, Any],
           body: dict[str, Any], what: str) -> None:
-    api.call("POST", f"/servers/{server['id']}/action", json_body=body)
+    request_id = _start(api, server, body)
     if not args.wait:
         _report(args, api.call("GET", f"/servers/{server['id']}")["server"], f"{what} started")
         return
     after = _settle(api, server["id"], args.timeout)
+    _check_action(api, server, request_id, what)
     _report(args, after, f"{what} finished")
     if after["status"] != "VERIFY_RESIZE":
         migration = _latest_migration(api, server["id"])
         why = f" (migration {migration['uuid']} is {migration['status']})" if migration else ""
         raise ClientError(f"the {what} of {server['name']} did not complete{why}; the server "
-                          f"stays {after['status']} on {after.get(HOST)}; the conductor's log "
-                          "says why (often: no other host with room)")
+                          f"stays {after['status']} on {after.get(HOST)} (stratus server "
+                          f"events {server['name']} says why)")
 
 
 def _finish(args: argparse.Namespace, api: HTTP, action: str, done: str) -> None:
     server = find_server(api, args.server)
-    api.call("POST", f"/servers/{server['id']}/action", json_body={action: None})
+    request_id = _start(api, server, {action: None})
     after = _settle(api, server["id"], args.timeout) if args.wait else \
         api.call("GET", f"/servers/{server['id']}")["server"]
+    if args.wait:
+        _check_action(api, server, request_id, action)
     _report(args, after, done)
     if args.wait and after["status"] != "ACTIVE":
         raise ClientError(f"{server['name']} is {after['status']} after {action}"
                           + (f": {after['fault']['message']}" if after.get("fault") else "")
-                          + "; the conductor's log says more")
+                          + f" (stratus server events {server['name']} says more)")
 
 
 def server_resize_confirm(args: argparse.Namespace, api: HTTP) -> None:
@@ -98,11 +117,12 @@ def _act(args: argparse.Namespace, api: HTTP, body: dict[str, Any], what: str,
     """Start an action; with --wait, wait for the server's task to end and fail (exit 1)
     unless it is ``wanted`` then, with the migration's status and the server's fault."""
     server = find_server(api, args.server)
-    api.call("POST", f"/servers/{server['id']}/action", json_body=body)
+    request_id = _start(api, server, body)
     if not args.wait:
         _report(args, api.call("GET", f"/servers/{server['id']}")["server"], f"{what} started")
         return
     after = _settle(api, server["id"], args.timeout)
+    _check_action(api, server, request_id, what)
     _report(args, after, f"{what} finished")
     if after["status"] != wanted:
         migration = _latest_migration(api, server["id"])
@@ -159,7 +179,8 @@ def add_server_commands(servers: Any, conn: list[argparse.ArgumentParser]) -> No
     """The move commands, under ``stratus server``."""
     p = leaf(servers, "resize", server_resize,
              "resize a server to another flavor (then resize-confirm or resize-revert; "
-             "--wait waits for VERIFY_RESIZE and exits 1 if the resize rolled back)", conn)
+             "--wait waits for VERIFY_RESIZE and exits 1 with the reason if the resize "
+             "failed)", conn)
     p.add_argument("server", metavar="NAME_OR_ID")
     p.add_argument("--flavor", required=True, help="the new flavor's name or id")
     _wait_options(p)
@@ -214,6 +235,7 @@ def add_server_commands(servers: Any, conn: list[argparse.ArgumentParser]) -> No
     p.add_argument("server", metavar="NAME_OR_ID", nargs="?")
     p.add_argument("--status", help="only migrations in this status (e.g. finished, error)")
     p.add_argument("--host", help="only migrations from or to this host")
+    client_events.add_command(servers, conn)
 
 
 def _wait_options(p: argparse.ArgumentParser) -> None:

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from sqlalchemy.engine import Engine
 
-from stratus.cells import services
+from stratus.cells import actions, services
 from stratus.compute import cell_records
 from stratus.compute.drivers import Driver, Instance
 from stratus.compute.drivers.errors import DriverError, InstanceNotFound
@@ -26,6 +26,7 @@ from stratus.network.model import binding_allocation
 from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
+BUILD_EVENT = "compute_build_and_run_instance"   # the build's step in its create action
 
 
 class Rescheduler(Protocol):
@@ -55,22 +56,17 @@ class ComputeManager(MoveSteps):
         target = Instance(uuid, str(instance.get("name", "")), instance.get("node"))
         if self._already_running(uuid):
             return
-        try:
-            bound = self.bind_ports(uuid, request_spec.get("port_ids") or [],
-                                    request_spec.get("provider_mappings") or {})
-        except Exception as exc:
-            self._reschedule(uuid, f"its ports could not be bound here: {exc}")
+        started = actions.utcnow()
+        spawned = self._spawn(uuid, target, allocations, request_spec)
+        if isinstance(spawned, str):
+            self._reschedule(uuid, spawned, started)
             return
-        try:
-            node = self.driver.spawn(target, allocations)
-        except Exception as exc:
-            if not isinstance(exc, DriverError):
-                LOG.exception("%s: spawn of %s raised unexpectedly", self.host, uuid)
-            self.unbind_ports(bound)
-            self._reschedule(uuid, str(exc))
-            return
+        node, bound = spawned
         with db.write(self.cell_engine) as conn:
             found = cell_records.instance_active(conn, uuid, self.host, node, self.clock())
+            if found:   # the step's event in the same transaction: a build costs no more
+                actions.record(conn, uuid, actions.CREATE, BUILD_EVENT, host=self.host,
+                               started=started)
         if not found:
             # Deleted while it was building: nothing may keep running for it.
             LOG.info("%s: instance %s was deleted during its build; destroying it",
@@ -79,6 +75,23 @@ class ComputeManager(MoveSteps):
             self.unbind_ports(bound)
             return
         LOG.info("%s: instance %s is active on node %s", self.host, uuid, node)
+
+    def _spawn(self, uuid: str, target: Instance, allocations: dict, request_spec: dict
+               ) -> tuple[str, list[dict]] | str:
+        """Bind the ports and spawn: (the node, the ports bound), or why not (the ports
+        bound here unbound again)."""
+        try:
+            bound = self.bind_ports(uuid, request_spec.get("port_ids") or [],
+                                    request_spec.get("provider_mappings") or {})
+        except Exception as exc:
+            return f"its ports could not be bound here: {exc}"
+        try:
+            return self.driver.spawn(target, allocations), bound
+        except Exception as exc:
+            if not isinstance(exc, DriverError):
+                LOG.exception("%s: spawn of %s raised unexpectedly", self.host, uuid)
+            self.unbind_ports(bound)
+            return str(exc) or type(exc).__name__
 
     def _already_running(self, uuid: str) -> bool:
         """A build sent twice (a recovery re-sent one this host had taken): the server runs
@@ -141,10 +154,12 @@ class ComputeManager(MoveSteps):
         with db.write(self.cell_engine) as conn:
             cell_records.instance_deleted(conn, instance_uuid, self.clock())
 
-    def _reschedule(self, uuid: str, reason: str) -> None:
+    def _reschedule(self, uuid: str, reason: str, started: dt.datetime) -> None:
         LOG.warning("%s: build of %s failed: %s", self.host, uuid, reason)
         with db.write(self.cell_engine) as conn:
             cell_records.instance_rescheduling(conn, uuid, self.clock())
+            actions.record(conn, uuid, actions.CREATE, BUILD_EVENT, error=reason,
+                           host=self.host, started=started)
         if self.conductor is None:
             LOG.error("%s: no conductor to reschedule %s; it stays in scheduling",
                       self.host, uuid)

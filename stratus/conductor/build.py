@@ -11,6 +11,7 @@ host would take is buried in cell0 (design: instance in cell0, ERROR, reason).
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,12 +20,13 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from stratus.bus import BusError, RPCClient
-from stratus.cells import services
+from stratus.cells import actions, services
 from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CELL0_UUID, CellMapping, get_cell
 from stratus.compute.rpcapi import BINARY as COMPUTE_BINARY
 from stratus.compute.rpcapi import PORTS_SINCE
 from stratus.conductor import ports, records
+from stratus.conductor.action_events import caller_of
 from stratus.conductor.selection import select_destinations
 from stratus.network import client as nc
 from stratus.placement import client as pc
@@ -80,9 +82,12 @@ def bury_in_cell0(ctx: ConductorContext, instance: dict[str, Any], spec: dict[st
             records.create_instance(conn, instance, spec["flavor"], host=None, node=None,
                                     availability_zone=spec.get("availability_zone"),
                                     vm_state=records.ERROR, task_state=None, fault=reason)
+            actions.start(conn, instance["uuid"], actions.CREATE, caller_of(instance))
         else:
             records.update_instance(conn, instance["uuid"], vm_state=records.ERROR,
                                     task_state=None, fault=reason)
+        actions.record(conn, instance["uuid"], actions.CREATE,
+                       "conductor_schedule_and_build_instances", error=reason)
     with db.write(ctx.api_engine) as conn:
         records.map_instance(conn, instance["uuid"], cell0, instance["project_id"],
                              instance.get("user_id"))
@@ -111,6 +116,8 @@ class BuildTask:
     buried: list[str] = field(default_factory=list)    # uuids put in ERROR
     # A recovery has already taken these builds' leases (see records.lease_build).
     leased: bool = False
+    # When the conductor took the build (its create action's and first event's start).
+    started: dt.datetime = field(default_factory=actions.utcnow)
     _undo: Undo = field(default_factory=Undo)
 
     def execute(self) -> None:
@@ -199,6 +206,9 @@ class BuildTask:
                                     node=selected["nodename"],
                                     availability_zone=self.spec.get("availability_zone"),
                                     vm_state=records.BUILDING, task_state=records.SPAWNING)
+            actions.start(conn, uuid, actions.CREATE, caller_of(instance), now=self.started)
+            actions.record(conn, uuid, actions.CREATE,
+                           "conductor_schedule_and_build_instances", started=self.started)
         self._undo.push("delete the instance record", lambda: self._delete_record(cell, uuid))
         with db.write(self.ctx.api_engine) as conn:
             if not records.still_wanted(conn, uuid):
@@ -299,6 +309,8 @@ class RescheduleTask:
         with db.write(self.ctx.engines.get(cell)) as conn:
             records.update_instance(conn, self.instance_uuid, vm_state=records.ERROR,
                                     task_state=None, host=None, node=None, fault=fault)
+            actions.record(conn, self.instance_uuid, actions.CREATE,
+                           "conductor_schedule_and_build_instances", error=fault)
         with db.write(self.ctx.api_engine) as conn:
             records.save_request_spec(conn, self.instance_uuid, spec, {
                 "instance": instance, "host": None, "alternates": [], "failures": failures})

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stratus.bus import BusError
-from stratus.cells import moves
+from stratus.cells import actions, moves
 from stratus.conductor import port_moves, ports, records
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.resize import Move, drop_copy_if_any, give_back, load_move, still_wanted
@@ -109,10 +109,12 @@ class EvacuateTask:
                 records.update_instance(conn, self.instance_uuid,
                                         task_state=moves.REBUILD_SPAWNING)
             try:
-                node = compute.prepare(server=pick["host"]).call(
-                    "rebuild_instance", instance=dict(body, node=pick["nodename"]),
-                    allocations=pick["allocation_request"]["allocations"],
-                    request_spec=ports.with_selection(spec, pick))
+                with actions.step(move.engine, self.instance_uuid, actions.EVACUATE,
+                                  "compute_rebuild_instance", pick["host"]):
+                    node = compute.prepare(server=pick["host"]).call(
+                        "rebuild_instance", instance=dict(body, node=pick["nodename"]),
+                        allocations=pick["allocation_request"]["allocations"],
+                        request_spec=ports.with_selection(spec, pick))
             except Exception as exc:
                 LOG.warning("evacuation of %s: %s could not start it: %s", self.instance_uuid,
                             pick["host"], exc)

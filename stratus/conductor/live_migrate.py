@@ -30,7 +30,7 @@ from functools import partial
 from typing import Any
 
 from stratus.bus import BusError
-from stratus.cells import moves
+from stratus.cells import actions, moves
 from stratus.conductor import port_moves, ports, records
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.resize import (
@@ -133,10 +133,12 @@ class LiveMigrationTask:
             self._set(move, moves.PREPARING, pick)
             step = Undo()
             try:
-                self._bind_inactive(ports.with_selection(spec, pick), dest, step)
-                node = compute.prepare(server=dest).call(
-                    "pre_live_migration", instance=dict(body, node=pick["nodename"]),
-                    allocations=pick["allocation_request"]["allocations"])
+                with actions.step(move.engine, self.instance_uuid, actions.LIVE_MIGRATION,
+                                  "compute_pre_live_migration", dest):
+                    self._bind_inactive(ports.with_selection(spec, pick), dest, step)
+                    node = compute.prepare(server=dest).call(
+                        "pre_live_migration", instance=dict(body, node=pick["nodename"]),
+                        allocations=pick["allocation_request"]["allocations"])
             except Exception as exc:
                 step.rollback()
                 LOG.warning("live migration of %s: %s could not take it: %s",

@@ -10,11 +10,12 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from stratus.bus import Bus, RPCClient
-from stratus.cells import mappings, services
+from stratus.cells import actions, mappings, services
 from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
 from stratus.compute.rpcapi import BINARY, rpc_version
 from stratus.conductor import resize, shelve
+from stratus.conductor.action_events import judge, task_step
 from stratus.conductor.build import BuildTask, ConductorContext, RescheduleTask
 from stratus.conductor.evacuate import EvacuateTask
 from stratus.conductor.live_migrate import LiveMigrationTask
@@ -98,38 +99,62 @@ class ConductorManager:
 
     def resize_instance(self, instance_uuid: str, migration_uuid: str,
                         request_spec: dict[str, Any]) -> None:
-        task = resize.ResizeTask(self.ctx, instance_uuid, migration_uuid, request_spec)
-        task.execute()
+        with task_step(self.ctx, instance_uuid, actions.RESIZES,
+                       "conductor_migrate_server") as step:
+            task = resize.ResizeTask(self.ctx, instance_uuid, migration_uuid, request_spec)
+            task.execute()
+            judge(step, task.outcome)
         LOG.info("resize of %s: %s", instance_uuid, task.outcome or "ignored")
 
     def confirm_resize(self, instance_uuid: str, migration_uuid: str) -> None:
-        outcome = resize.confirm_resize(self.ctx, instance_uuid, migration_uuid)
+        with task_step(self.ctx, instance_uuid, actions.CONFIRM_RESIZE,
+                       "conductor_confirm_resize") as step:
+            outcome = resize.confirm_resize(self.ctx, instance_uuid, migration_uuid)
+            judge(step, outcome)
         LOG.info("confirm resize of %s: %s", instance_uuid, outcome)
 
     def revert_resize(self, instance_uuid: str, migration_uuid: str) -> None:
-        outcome = resize.revert_resize(self.ctx, instance_uuid, migration_uuid)
+        with task_step(self.ctx, instance_uuid, actions.REVERT_RESIZE,
+                       "conductor_revert_resize") as step:
+            outcome = resize.revert_resize(self.ctx, instance_uuid, migration_uuid)
+            judge(step, outcome)
         LOG.info("revert resize of %s: %s", instance_uuid, outcome)
 
     def live_migrate_instance(self, instance_uuid: str, migration_uuid: str,
                               request_spec: dict[str, Any]) -> None:
-        task = LiveMigrationTask(self.ctx, instance_uuid, migration_uuid, request_spec)
-        task.execute()
+        with task_step(self.ctx, instance_uuid, actions.LIVE_MIGRATION,
+                       "conductor_live_migrate_instance") as step:
+            task = LiveMigrationTask(self.ctx, instance_uuid, migration_uuid, request_spec)
+            task.execute()
+            judge(step, task.outcome)
         LOG.info("live migration of %s: %s", instance_uuid, task.outcome or "ignored")
 
     def evacuate_instance(self, instance_uuid: str, migration_uuid: str,
                           request_spec: dict[str, Any]) -> None:
-        task = EvacuateTask(self.ctx, instance_uuid, migration_uuid, request_spec)
-        task.execute()
+        with task_step(self.ctx, instance_uuid, actions.EVACUATE,
+                       "conductor_rebuild_server") as step:
+            task = EvacuateTask(self.ctx, instance_uuid, migration_uuid, request_spec)
+            task.execute()
+            judge(step, task.outcome)
         LOG.info("evacuation of %s: %s", instance_uuid, task.outcome or "ignored")
 
     def shelve_instance(self, instance_uuid: str, offload: bool) -> None:
-        LOG.info("shelve of %s: %s", instance_uuid,
-                 shelve.shelve(self.ctx, instance_uuid, offload))
+        with task_step(self.ctx, instance_uuid, actions.SHELVE,
+                       "conductor_shelve_instance") as step:
+            outcome = shelve.shelve(self.ctx, instance_uuid, offload)
+            judge(step, outcome)
+        LOG.info("shelve of %s: %s", instance_uuid, outcome)
 
     def shelve_offload_instance(self, instance_uuid: str) -> None:
-        LOG.info("shelve offload of %s: %s", instance_uuid,
-                 shelve.shelve_offload(self.ctx, instance_uuid))
+        with task_step(self.ctx, instance_uuid, actions.SHELVE_OFFLOAD,
+                       "conductor_shelve_offload_instance") as step:
+            outcome = shelve.shelve_offload(self.ctx, instance_uuid)
+            judge(step, outcome)
+        LOG.info("shelve offload of %s: %s", instance_uuid, outcome)
 
     def unshelve_instance(self, instance_uuid: str, request_spec: dict[str, Any]) -> None:
-        LOG.info("unshelve of %s: %s", instance_uuid,
-                 shelve.unshelve(self.ctx, instance_uuid, request_spec))
+        with task_step(self.ctx, instance_uuid, actions.UNSHELVE,
+                       "conductor_unshelve_instance") as step:
+            outcome = shelve.unshelve(self.ctx, instance_uuid, request_spec)
+            judge(step, outcome)
+        LOG.info("unshelve of %s: %s", instance_uuid, outcome)

@@ -33,7 +33,7 @@ from functools import partial
 
 import sqlalchemy as sa
 
-from stratus.cells import moves
+from stratus.cells import actions, moves
 from stratus.cells import schema as cs
 from stratus.cells.mappings import CellMapping, list_cells
 from stratus.cells.services import utcnow
@@ -140,6 +140,8 @@ def _recover_live(ctx: ConductorContext, cell: CellMapping, m: moves.Migration) 
                                     node=m.source_node,
                                     fault="Live migration interrupted (its conductor "
                                           "stopped); rolled back")
+            actions.interrupted(conn, m.instance_uuid, actions.LIVE_MIGRATION,
+                                "interrupted (its conductor stopped); rolled back")
     return "rolled back to " + source
 
 
@@ -166,6 +168,8 @@ def _roll_back_evacuation(ctx: ConductorContext, cell: CellMapping,
                                     node=m.source_node,
                                     fault="Evacuation interrupted (its conductor stopped); "
                                           "evacuate it again")
+            actions.interrupted(conn, m.instance_uuid, actions.EVACUATE,
+                                "interrupted (its conductor stopped); evacuate it again")
     return "given up: the server stays on " + source
 
 
@@ -225,6 +229,8 @@ def _roll_back(ctx: ConductorContext, cell: CellMapping, m: moves.Migration) -> 
                                     flavor=records.flavor_text(m.old_flavor),
                                     fault="Resize interrupted (its conductor stopped); "
                                           "rolled back")
+            actions.interrupted(conn, m.instance_uuid, actions.RESIZES,
+                                "interrupted (its conductor stopped); rolled back")
     return "rolled back to " + (m.source_compute or "?")
 
 

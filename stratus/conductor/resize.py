@@ -18,7 +18,9 @@ copy and gives the migration's allocations back to the instance, atomically.
 
 A resize that fails anywhere before "finished" rolls back: the server runs on
 its source again with its old allocations, its old flavor and no task, and
-the migration says "error" (the reason is the instance's fault and the log).
+the migration says "error"; the reason is the instance's fault and the Error events of
+its instance action (``compute_finish_resize`` per destination that failed,
+``conductor_migrate_server`` with the whole story), which the API shows.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from stratus.bus import BusError
-from stratus.cells import moves
+from stratus.cells import actions, moves
 from stratus.cells.mappings import CellMapping
 from stratus.conductor import port_moves, ports, records
 from stratus.conductor.build import ConductorContext
@@ -194,8 +196,10 @@ class ResizeTask:
                             compute, source, self.instance_uuid,
                             still_wanted(self.ctx, self.instance_uuid),
                             source_spec(self.ctx, self.instance_uuid, self.migration_uuid)))
-        compute.prepare(server=source).call("resize_instance",
-                                            instance_uuid=self.instance_uuid)
+        with actions.step(move.engine, self.instance_uuid, actions.RESIZES,
+                          "compute_resize_instance", source):
+            compute.prepare(server=source).call("resize_instance",
+                                                instance_uuid=self.instance_uuid)
         self._set(move, moves.POST_MIGRATING, moves.RESIZE_MIGRATED)
         chosen, node = self._finish_somewhere(move, picks)
         self._undo.push(f"drop the resized copy on {chosen['host']}",
@@ -244,13 +248,16 @@ class ResizeTask:
                     continue
                 self._set(move, None, moves.RESIZE_MIGRATED, dest=pick)
             try:
-                target = compute.prepare(server=pick["host"])
-                extra: dict[str, Any] = {}
-                if port_moves.compute_can_bind(target):
-                    extra["request_spec"] = ports.with_selection(self.request_spec, pick)
-                node = target.call("finish_resize", instance=dict(body, node=pick["nodename"]),
-                                   allocations=pick["allocation_request"]["allocations"],
-                                   **extra)
+                with actions.step(move.engine, self.instance_uuid, actions.RESIZES,
+                                  "compute_finish_resize", pick["host"]):
+                    target = compute.prepare(server=pick["host"])
+                    extra: dict[str, Any] = {}
+                    if port_moves.compute_can_bind(target):
+                        extra["request_spec"] = ports.with_selection(self.request_spec, pick)
+                    node = target.call("finish_resize",
+                                       instance=dict(body, node=pick["nodename"]),
+                                       allocations=pick["allocation_request"]["allocations"],
+                                       **extra)
             except Exception as exc:
                 LOG.warning("resize of %s: %s could not start it: %s", self.instance_uuid,
                             pick["host"], exc)

@@ -35,6 +35,14 @@ from tests.functional.test_servers_with_ports import held
 HOST = "OS-EXT-SRV-ATTR:host"
 
 
+def last_action(world: World, sid: str) -> dict[str, Any]:
+    """The server's newest instance action, with its events (what a user reads)."""
+    newest = world.client.get(f"/servers/{sid}/os-instance-actions").json()[
+        "instanceActions"][0]
+    return dict(world.client.get(f"/servers/{sid}/os-instance-actions/"
+                                 f"{newest['request_id']}").json()["instanceAction"])
+
+
 @pytest.fixture
 def world(tmp_path, placement_app, database_url):
     w = World(tmp_path, placement_app, database_url)
@@ -56,6 +64,10 @@ def test_an_evacuation_no_destination_can_start_ends_in_error_with_every_reason(
     assert "cmp2 is broken" in server["fault"]["message"]
     assert "cmp3 is broken" in server["fault"]["message"]
     assert latest(world, sid)["status"] == "error"
+    action = last_action(world, sid)
+    assert action["action"] == "evacuate" and "cmp3 is broken" in action["message"]
+    assert {e["host"] for e in action["events"] if e["event"] == "compute_rebuild_instance"
+            and e["result"] == "Error"} == {"cmp2", "cmp3"}
     assert held(world, sid) == on(world, "cmp1")
     assert bound(world, p["id"]) == ("cmp1", {group(world, p["id"]): world.nic("cmp1", "ens1")})
     clean(world)
@@ -70,6 +82,8 @@ def test_an_unshelve_no_host_can_start_stays_offloaded_holding_nothing(world):
     assert act(world, sid, {"unshelve": None}).status_code == 202
     settle(world, sid, "SHELVED_OFFLOADED")
     assert "no luck" in fault_of(world, sid)
+    action = last_action(world, sid)
+    assert action["action"] == "unshelve" and "no luck" in action["message"]
     assert held(world, sid) == {} and bound(world, p["id"]) == ("", None)
     clean(world)
 
@@ -108,6 +122,8 @@ def test_a_source_that_dies_during_a_live_migration_keeps_the_server(world):
     act(world, sid, {"os-migrateLive": {"host": None, "block_migration": "auto"}})
     server = settle(world, sid, "ACTIVE")
     assert server[HOST] == "cmp1" and "kernel panic" in fault_of(world, sid)
+    action = last_action(world, sid)
+    assert action["action"] == "live-migration" and "kernel panic" in action["message"]
     world.computes["cmp1"].driver.restore_connection()
     assert world.computes["cmp1"].driver.instance(sid)   # it never stopped running there
     assert held(world, sid) == on(world, "cmp1")
@@ -178,6 +194,10 @@ def test_a_live_migration_whose_conductor_died_is_rolled_back(world, monkeypatch
     assert "rolled back" in _recover(world)[migration]
     server = settle(world, sid, "ACTIVE")
     assert server[HOST] == "cmp1"
+    # The step the dead conductor left open ends in Error, and the recovery says why.
+    events = {e["event"]: e for e in last_action(world, sid)["events"]}
+    assert events["conductor_recovery"]["result"] == "Error"
+    assert all(e["finish_time"] for e in events.values())
     assert held(world, sid) == on(world, "cmp1") and held(world, migration) == {}
     assert bound(world, p["id"]) == before
     assert [b["host"] for b in world.network.bindings(p["id"])] == ["cmp1"]

@@ -21,13 +21,17 @@ LEGACY_HEADER = "X-OpenStack-Nova-API-Version"
 _HISTORY: list[tuple[int, str]] = [
     (53, "uuid_ids"),                   # services and hypervisors by uuid; the floor
     (55, "flavor_description"),
+    (58, "action_paging"),              # os-instance-actions: updated_at, limit/marker
     (61, "flavor_extra_specs"),         # extra_specs in flavor bodies
+    (62, "action_event_host"),          # action events: hostId, and host for admins
     (64, "server_group_policy"),        # "policy" + "rules" instead of "policies"
+    (66, "action_changes_before"),      # os-instance-actions?changes-before=
     (70, "interface_tag"),              # os-interface bodies carry "tag"
     (71, "server_groups_in_server"),
     (72, "port_resource_request"),      # boot with ports that have a resource request
     (77, "unshelve_zone"),              # unshelve {"availability_zone": ...}
     (75, "flavor_swap_zero"),           # swap 0 instead of ""
+    (84, "action_event_details"),       # action events: details (the failure's reason)
     (88, "hypervisor_no_stats"),        # hypervisor bodies lose vcpus, memory_mb, ...
     # 2.89 (volume attachment ids) and 2.90 (server hostnames) change what Stratus does
     # not have (volumes, hostnames), so they are served as they are.

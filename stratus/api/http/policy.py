@@ -50,6 +50,10 @@ RULES: dict[str, str] = {
     "os_compute_api:os-keypairs:other_users": ADMIN,
     # Stratus only: it names hosts, so admin by default.
     "stratus:servers:dry_run": ADMIN,
+    "os_compute_api:os-instance-actions:list": ANY,
+    "os_compute_api:os-instance-actions:show": ANY,
+    # Nova's: who sees each event's traceback (here its one-line reason) and host.
+    "os_compute_api:os-instance-actions:events": ADMIN,
     **{f"os_compute_api:os-attach-interfaces:{a}": ANY for a in ("list", "show", "create",
                                                                  "delete")},
     # Stratus's own: the operators' console (/console/data).

@@ -116,6 +116,8 @@ def server(req: Req, s: Server, zone: str | None,
     if shown == "ERROR" and s.fault:
         body["fault"] = {"code": 500, "message": s.fault,
                          "created": timestamp_z(s.updated_at or s.created_at)}
+        if req.is_admin:   # Nova's "details" (a traceback there; none is kept here)
+            body["fault"]["details"] = s.fault
     if groups is not None and req.want.supports("server_groups_in_server"):
         body["server_groups"] = groups
     return body

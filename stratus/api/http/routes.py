@@ -15,6 +15,7 @@ from stratus.api.http.handlers import (
     dry_run,
     flavors,
     hypervisors,
+    instance_actions,
     interfaces,
     keypairs,
     root,
@@ -50,6 +51,9 @@ ROUTES: list[tuple[str, Mapping[str, Handler]]] = [
     ("/servers/{server_id}/migrations", {"GET": server_actions.list_server_migrations}),
     ("/servers/{server_id}/migrations/{migration_id}", {
         "GET": server_actions.show_server_migration}),
+    ("/servers/{server_id}/os-instance-actions", {"GET": instance_actions.list_actions}),
+    ("/servers/{server_id}/os-instance-actions/{request_id}", {
+        "GET": instance_actions.show_action}),
     ("/servers/{server_id}/os-interface", {"GET": interfaces.list_interfaces,
                                            "POST": interfaces.attach_interface}),
     ("/servers/{server_id}/os-interface/{port_id}", {"GET": interfaces.show_interface,

@@ -19,6 +19,7 @@ import webob
 from stratus.api.http import microversion, policy
 from stratus.api.http.errors import HTTPError
 from stratus.api.store.errors import BadRequest
+from stratus.cells.actions import Caller
 from stratus.placement.http.wsgi import Context
 from stratus.web.inputs import InputError, decode_json
 
@@ -51,6 +52,13 @@ class Req:
     @property
     def project_id(self) -> str:
         return self.ctx.project_id or self.ctx.user_id or ""
+
+    @property
+    def caller(self) -> Caller:
+        """Who asks, for the instance action this request records (its request id is the
+        x-openstack-request-id the API answers with)."""
+        return Caller(self.ctx.request_id or "req-unknown", self.ctx.user_id,
+                      self.project_id or None)
 
     def body(self, schema: dict[str, Any] | None) -> Any:
         """The JSON body, validated by ``schema``; 415 if not JSON, 400 if invalid."""

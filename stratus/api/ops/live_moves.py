@@ -15,12 +15,14 @@ from stratus.api.ops import moves as move_ops
 from stratus.api.ops import servers as server_ops
 from stratus.api.store.errors import Conflict
 from stratus.cells import moves
+from stratus.cells.actions import Caller
 from stratus.compute.rpcapi import PORT_MOVES_SINCE
 
 WHY = "live migration and evacuation"
 
 
-def live_migrate(api: ComputeAPIDeps, uuid: str, host: str | None) -> str:
+def live_migrate(api: ComputeAPIDeps, uuid: str, host: str | None,
+                 caller: Caller | None = None) -> str:
     """Start a live migration (to ``host``, or where the scheduler chooses); its uuid."""
     server, cell = move_ops._movable(api, uuid, None, "os-migrateLive")
     move_ops._check_compute(api, cell, server.host or "", "os-migrateLive",
@@ -31,13 +33,15 @@ def live_migrate(api: ComputeAPIDeps, uuid: str, host: str | None) -> str:
     spec = move_ops._move_spec(api, server, None, cell, host, same_host=False)
     return move_ops.start_move(api, server, cell, "live_migrate_instance", spec,
                                action="os-migrateLive", migration_type=moves.LIVE_MIGRATION,
-                               task_state=moves.LIVE_MIGRATING, status=moves.ACCEPTED)
+                               task_state=moves.LIVE_MIGRATING, status=moves.ACCEPTED,
+                               caller=caller)
 
 
 EVACUABLE = ("active", moves.STOPPED, "error")
 
 
-def evacuate(api: ComputeAPIDeps, uuid: str, host: str | None) -> str:
+def evacuate(api: ComputeAPIDeps, uuid: str, host: str | None,
+             caller: Caller | None = None) -> str:
     """Start an evacuation of a server whose host is down; the migration's uuid."""
     server = server_ops.get(api, uuid, None)
     if server.vm_state not in EVACUABLE or server.task_state is not None \
@@ -55,4 +59,5 @@ def evacuate(api: ComputeAPIDeps, uuid: str, host: str | None) -> str:
     spec = move_ops._move_spec(api, server, None, cell, host, same_host=False)
     return move_ops.start_move(api, server, cell, "evacuate_instance", spec,
                                action="evacuate", migration_type=moves.EVACUATION,
-                               task_state=moves.REBUILDING, status=moves.ACCEPTED)
+                               task_state=moves.REBUILDING, status=moves.ACCEPTED,
+                               caller=caller)

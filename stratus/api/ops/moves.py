@@ -24,7 +24,8 @@ from stratus.api.store.cells import find_compute
 from stratus.api.store.errors import BadRequest, Conflict, NotFound, ServiceUnavailable
 from stratus.api.store.servers import Server
 from stratus.bus import BusError
-from stratus.cells import moves
+from stratus.cells import actions, moves
+from stratus.cells.actions import Caller
 from stratus.cells.mappings import CellMapping
 from stratus.compute.rpcapi import MOVES_SINCE, PORT_MOVES_SINCE, service_version
 from stratus.scheduler import request as rq
@@ -111,6 +112,10 @@ def _move_spec(api: ComputeAPIDeps, server: Server, flavor: flavor_store.Flavor 
     return moved.to_dict()
 
 
+# The API's action names -> the instance action's (Nova's) where they differ.
+ACTION_NAMES = {"os-migrateLive": actions.LIVE_MIGRATION}
+
+
 def _movable(api: ComputeAPIDeps, uuid: str, project_id: str | None, action: str
              ) -> tuple[Server, CellMapping]:
     server = server_ops.get(api, uuid, project_id)
@@ -121,7 +126,7 @@ def _movable(api: ComputeAPIDeps, uuid: str, project_id: str | None, action: str
 
 
 def resize(api: ComputeAPIDeps, uuid: str, project_id: str | None,
-           flavor: flavor_store.Flavor) -> str:
+           flavor: flavor_store.Flavor, caller: Caller | None = None) -> str:
     """Start resizing the server to ``flavor``; the migration's uuid."""
     server, cell = _movable(api, uuid, project_id, "resize")
     old = server.flavor
@@ -133,10 +138,11 @@ def resize(api: ComputeAPIDeps, uuid: str, project_id: str | None,
     server_ops.check_extra_specs(dict(flavor.extra_specs))
     _check_compute(api, cell, server.host or "", "resize", *port_needs(api, server))
     return _start(api, server, cell, _move_spec(api, server, flavor, cell), moves.RESIZE,
-                  "resize")
+                  "resize", caller)
 
 
-def migrate(api: ComputeAPIDeps, uuid: str, host: str | None = None) -> str:
+def migrate(api: ComputeAPIDeps, uuid: str, host: str | None = None,
+            caller: Caller | None = None) -> str:
     """Start a cold migration (the same flavor, another host of the server's cell, ``host``
     if given); it ends in VERIFY_RESIZE like a resize. The migration's uuid."""
     server, cell = _movable(api, uuid, None, "migrate")
@@ -146,27 +152,30 @@ def migrate(api: ComputeAPIDeps, uuid: str, host: str | None = None) -> str:
     _check_compute(api, cell, server.host or "", "migrate", *needs)
     return _start(api, server, cell, _move_spec(api, server, None, cell, host,
                                                 same_host=False),
-                  moves.MIGRATION, "migrate")
+                  moves.MIGRATION, "migrate", caller)
 
 
 def _start(api: ComputeAPIDeps, server: Server, cell: CellMapping, spec: dict[str, object],
-           migration_type: str, action: str) -> str:
+           migration_type: str, action: str, caller: Caller | None) -> str:
     """Win the server (its task), record the migration, hand it to the conductor."""
     new_flavor = spec["flavor"]   # as the instance row keeps flavors
     assert isinstance(new_flavor, dict)
     return start_move(api, server, cell, "resize_instance", spec, action=action,
                       migration_type=migration_type, task_state=moves.RESIZE_PREP,
-                      status=moves.PRE_MIGRATING, new_flavor=new_flavor)
+                      status=moves.PRE_MIGRATING, new_flavor=new_flavor, caller=caller)
 
 
 def start_move(api: ComputeAPIDeps, server: Server, cell: CellMapping, method: str,
                spec: dict[str, object], *, action: str, migration_type: str,
                task_state: str, status: str,
-               new_flavor: dict[str, object] | None = None) -> str:
+               new_flavor: dict[str, object] | None = None,
+               caller: Caller | None = None) -> str:
     """Win the server (its task, from the vm_state it is in now), record the migration
-    in ``status``, cast ``method`` to the conductor; the migration's uuid. A conductor
-    that cannot be reached leaves the server as it was (503)."""
+    in ``status`` and the instance action, cast ``method`` to the conductor; the
+    migration's uuid. A conductor that cannot be reached leaves the server as it was
+    (503; the action says why)."""
     migration_uuid = str(uuidlib.uuid4())
+    recorded = ACTION_NAMES.get(action, action)
     with db.write(api.dbs.engine(cell)) as conn:
         if not store.start_task(conn, server.uuid, task_state, vm_state=server.vm_state):
             raise _conflict(server_ops.get(api, server.uuid, None), action)
@@ -174,6 +183,7 @@ def start_move(api: ComputeAPIDeps, server: Server, cell: CellMapping, method: s
                      migration_type=migration_type, source_compute=server.host,
                      source_node=server.node, old_flavor=server.flavor,
                      new_flavor=new_flavor or server.flavor, status=status)
+        actions.start(conn, server.uuid, recorded, caller or Caller.internal())
     try:
         api.conductor().cast(method, instance_uuid=server.uuid,
                              migration_uuid=migration_uuid, request_spec=spec)
@@ -181,6 +191,8 @@ def start_move(api: ComputeAPIDeps, server: Server, cell: CellMapping, method: s
         with db.write(api.dbs.engine(cell)) as conn:
             moves.update(conn, migration_uuid, status=moves.ERROR)
             store.end_task(conn, server.uuid)
+            actions.record(conn, server.uuid, recorded, "api_cast_conductor",
+                           error=f"Cannot reach the conductor: {exc}")
         raise ServiceUnavailable(f"Cannot reach the conductor to {action} the server: "
                                  f"{exc}") from None
     return migration_uuid
@@ -198,19 +210,22 @@ def _finished_migration(api: ComputeAPIDeps, server: Server, action: str
     return cell, found[-1]
 
 
-def confirm(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
+def confirm(api: ComputeAPIDeps, uuid: str, project_id: str | None,
+            caller: Caller | None = None) -> None:
     # The task is Stratus's (Nova shows none while confirming): clients wait for it.
     _end_move(api, uuid, project_id, "confirmResize", moves.RESIZE_CONFIRMING,
-              moves.CONFIRMING, "confirm_resize", dest_too=False)
+              moves.CONFIRMING, "confirm_resize", dest_too=False, caller=caller)
 
 
-def revert(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
+def revert(api: ComputeAPIDeps, uuid: str, project_id: str | None,
+           caller: Caller | None = None) -> None:
     _end_move(api, uuid, project_id, "revertResize", moves.RESIZE_REVERTING,
-              moves.REVERTING, "revert_resize", dest_too=True)
+              moves.REVERTING, "revert_resize", dest_too=True, caller=caller)
 
 
 def _end_move(api: ComputeAPIDeps, uuid: str, project_id: str | None, action: str,
-              task_state: str, status: str, method: str, *, dest_too: bool) -> None:
+              task_state: str, status: str, method: str, *, dest_too: bool,
+              caller: Caller | None) -> None:
     """Confirm or revert a finished resize: its source compute up, the server's task and
     the migration's status won in one transaction, then the conductor told."""
     server = server_ops.get(api, uuid, project_id)
@@ -224,17 +239,20 @@ def _end_move(api: ComputeAPIDeps, uuid: str, project_id: str | None, action: st
                 not moves.update(conn, migration.uuid, expect=moves.FINISHED, status=status):
             # Rolled back with the transaction: nothing was started.
             raise _conflict(server, action)
-    _cast(api, cell, method, uuid, migration.uuid, status)
+        actions.start(conn, uuid, action, caller or Caller.internal())
+    _cast(api, cell, method, uuid, migration.uuid, status, action)
 
 
 def _cast(api: ComputeAPIDeps, cell: CellMapping, method: str, uuid: str,
-          migration_uuid: str, status: str) -> None:
+          migration_uuid: str, status: str, action: str) -> None:
     try:
         api.conductor().cast(method, instance_uuid=uuid, migration_uuid=migration_uuid)
     except BusError as exc:
         with db.write(api.dbs.engine(cell)) as conn:
             moves.update(conn, migration_uuid, expect=status, status=moves.FINISHED)
             store.end_task(conn, uuid)
+            actions.record(conn, uuid, action, "api_cast_conductor",
+                           error=f"Cannot reach the conductor: {exc}")
         raise ServiceUnavailable(f"Cannot reach the conductor: {exc}; try again.") from None
 
 

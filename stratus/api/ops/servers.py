@@ -25,7 +25,7 @@ from stratus.api.store.cells import COMPUTE_BINARY
 from stratus.api.store.errors import BadRequest, Forbidden, NotFound, ServiceUnavailable
 from stratus.api.store.servers import Mapping, Server
 from stratus.bus import BusError
-from stratus.cells import moves, services
+from stratus.cells import actions, moves, services
 from stratus.cells.mappings import CellMapping
 from stratus.placement import client as pc
 from stratus.scheduler import request as rq
@@ -52,6 +52,8 @@ class Boot:
     force_host: str | None = None
     image: images.BootImage | None = None
     key_name: str | None = None
+    # The API request that asked (its id names the servers' create action).
+    request_id: str | None = None
 
 
 def request_flavor(flavor: flavor_store.Flavor) -> rq.Flavor:
@@ -86,7 +88,8 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
         images.check_fits(boot.image, boot.flavor)
     instances = [{"uuid": boot.uuid if boot.uuid and count == 1 else str(uuidlib.uuid4()),
                   "name": boot.name if count == 1 else f"{boot.name}-{i + 1}",
-                  "project_id": boot.project_id, "user_id": boot.user_id}
+                  "project_id": boot.project_id, "user_id": boot.user_id,
+                  **({"request_id": boot.request_id} if boot.request_id else {})}
                  for i in range(count)]
     booted_with = {"image_ref": boot.image.id if boot.image else None,
                    "key_name": boot.key_name}
@@ -244,7 +247,8 @@ def host_zones(api: ComputeAPIDeps) -> dict[str, str]:
 # ---- deleting --------------------------------------------------------------------------
 
 
-def delete(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
+def delete(api: ComputeAPIDeps, uuid: str, project_id: str | None,
+           caller: actions.Caller | None = None) -> None:
     """Destroy the server: its compute (if up) destroys it, Placement forgets its
     allocations, its records say deleted. Works whatever the state of its cell
     (a disabled cell only takes no new servers)."""
@@ -269,6 +273,9 @@ def delete(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
         cell = api.dbs.cell(server.cell_uuid)
         with db.write(api.dbs.engine(cell)) as conn:
             store.mark_deleted(conn, uuid, api.clock())
+            actions.start(conn, uuid, actions.DELETE, caller or actions.Caller.internal())
+            actions.record(conn, uuid, actions.DELETE, "compute_terminate_instance",
+                           host=server.host)
     with db.write(api.dbs.api) as conn:
         store.forget(conn, uuid)
 

@@ -14,7 +14,8 @@ from stratus.api.store import servers as store
 from stratus.api.store.errors import BadRequest, ServiceUnavailable
 from stratus.api.store.servers import Server
 from stratus.bus import BusError
-from stratus.cells import moves
+from stratus.cells import actions, moves
+from stratus.cells.actions import Caller
 from stratus.compute.rpcapi import PORT_MOVES_SINCE
 from stratus.scheduler import request as rq
 from stratus.storage import engine as db
@@ -23,47 +24,56 @@ WHY = "shelving"
 SHELVABLE = ("active", moves.STOPPED)
 
 
-def _win(api: ComputeAPIDeps, server: Server, task: str, action: str) -> None:
+def _win(api: ComputeAPIDeps, server: Server, task: str, action: str,
+         caller: Caller | None) -> None:
+    """The server's task, and its instance action, in one transaction."""
     assert server.cell_uuid
     with db.write(api.dbs.engine(api.dbs.cell(server.cell_uuid))) as conn:
         if not store.start_task(conn, server.uuid, task, vm_state=server.vm_state):
             raise move_ops._conflict(server_ops.get(api, server.uuid, None), action)
+        actions.start(conn, server.uuid, action, caller or Caller.internal())
 
 
-def _cast(api: ComputeAPIDeps, server: Server, method: str, **args: object) -> None:
+def _cast(api: ComputeAPIDeps, server: Server, action: str, method: str,
+          **args: object) -> None:
     try:
         api.conductor().cast(method, instance_uuid=server.uuid, **args)
     except BusError as exc:
         assert server.cell_uuid
         with db.write(api.dbs.engine(api.dbs.cell(server.cell_uuid))) as conn:
             store.end_task(conn, server.uuid)
+            actions.record(conn, server.uuid, action, "api_cast_conductor",
+                           error=f"Cannot reach the conductor: {exc}")
         raise ServiceUnavailable(f"Cannot reach the conductor: {exc}; try again.") from None
 
 
-def shelve(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
+def shelve(api: ComputeAPIDeps, uuid: str, project_id: str | None,
+           caller: Caller | None = None) -> None:
     server = server_ops.get(api, uuid, project_id)
     if server.vm_state not in SHELVABLE or server.task_state is not None \
             or not server.host or not server.cell_uuid:
         raise move_ops._conflict(server, "shelve")
     move_ops._check_compute(api, api.dbs.cell(server.cell_uuid), server.host, "shelve",
                             PORT_MOVES_SINCE, WHY)
-    _win(api, server, moves.SHELVING, "shelve")
-    _cast(api, server, "shelve_instance", offload=api.shelved_offload_time == 0)
+    _win(api, server, moves.SHELVING, actions.SHELVE, caller)
+    _cast(api, server, actions.SHELVE, "shelve_instance",
+          offload=api.shelved_offload_time == 0)
 
 
-def shelve_offload(api: ComputeAPIDeps, uuid: str) -> None:
+def shelve_offload(api: ComputeAPIDeps, uuid: str, caller: Caller | None = None) -> None:
     server = server_ops.get(api, uuid, None)
     if server.vm_state != moves.SHELVED or server.task_state is not None \
             or not server.host or not server.cell_uuid:
         raise move_ops._conflict(server, "shelveOffload")
     move_ops._check_compute(api, api.dbs.cell(server.cell_uuid), server.host,
                             "shelveOffload", PORT_MOVES_SINCE, WHY)
-    _win(api, server, moves.SHELVING_OFFLOADING, "shelveOffload")
-    _cast(api, server, "shelve_offload_instance")
+    _win(api, server, moves.SHELVING_OFFLOADING, actions.SHELVE_OFFLOAD, caller)
+    _cast(api, server, actions.SHELVE_OFFLOAD, "shelve_offload_instance")
 
 
 def unshelve(api: ComputeAPIDeps, uuid: str, project_id: str | None, *,
-             availability_zone: str | None = None, host: str | None = None) -> None:
+             availability_zone: str | None = None, host: str | None = None,
+             caller: Caller | None = None) -> None:
     """Unshelve (an offloaded server: optionally into ``availability_zone`` or onto
     ``host``, both only for offloaded servers, as Nova has it)."""
     server = server_ops.get(api, uuid, project_id)
@@ -80,8 +90,8 @@ def unshelve(api: ComputeAPIDeps, uuid: str, project_id: str | None, *,
         spec: dict[str, object] = {}
     else:
         spec = _offloaded_spec(api, server, availability_zone, host)
-    _win(api, server, moves.UNSHELVING, "unshelve")
-    _cast(api, server, "unshelve_instance", request_spec=spec)
+    _win(api, server, moves.UNSHELVING, actions.UNSHELVE, caller)
+    _cast(api, server, actions.UNSHELVE, "unshelve_instance", request_spec=spec)
 
 
 def _offloaded_spec(api: ComputeAPIDeps, server: Server, zone: str | None,

@@ -32,21 +32,21 @@ def server_action(req: Req) -> webob.Response:
     uuid, owner = req.arg("server_id"), _owner_filter(req)
     if action == "resize":
         req.authorize("os_compute_api:servers:resize")
-        ops.resize(req.api, uuid, owner, _flavor(req, data["flavorRef"]))
+        ops.resize(req.api, uuid, owner, _flavor(req, data["flavorRef"]), req.caller)
         return empty_response(202)
     if action == "migrate":
         host = (data or {}).get("host")
         req.authorize("os_compute_api:os-migrate-server:migrate" if host is None
                       else "os_compute_api:os-migrate-server:migrate:host")
-        ops.migrate(req.api, uuid, host)
+        ops.migrate(req.api, uuid, host, req.caller)
         return empty_response(202)
     if action == "confirmResize":
         req.authorize("os_compute_api:servers:confirm_resize")
-        ops.confirm(req.api, uuid, owner)
+        ops.confirm(req.api, uuid, owner, req.caller)
         return empty_response(204)
     if action == "revertResize":
         req.authorize("os_compute_api:servers:revert_resize")
-        ops.revert(req.api, uuid, owner)
+        ops.revert(req.api, uuid, owner, req.caller)
         return empty_response(202)
     return _other_moves(req, action, data or {}, uuid, owner)
 
@@ -55,20 +55,20 @@ def _other_moves(req: Req, action: str, data: dict[str, Any], uuid: str,
                  owner: str | None) -> webob.Response:
     if action == "os-migrateLive":
         req.authorize("os_compute_api:os-migrate-server:migrate_live")
-        live_moves.live_migrate(req.api, uuid, data.get("host"))
+        live_moves.live_migrate(req.api, uuid, data.get("host"), req.caller)
         return empty_response(202)
     if action == "evacuate":
         req.authorize("os_compute_api:os-evacuate")
-        live_moves.evacuate(req.api, uuid, data.get("host"))
+        live_moves.evacuate(req.api, uuid, data.get("host"), req.caller)
         # 200 and no body, as Nova answers from 2.14 (Stratus's floor is 2.53).
         return empty_response(200)
     if action == "shelve":
         req.authorize("os_compute_api:os-shelve:shelve")
-        shelving.shelve(req.api, uuid, owner)
+        shelving.shelve(req.api, uuid, owner, req.caller)
         return empty_response(202)
     if action == "shelveOffload":
         req.authorize("os_compute_api:os-shelve:shelve_offload")
-        shelving.shelve_offload(req.api, uuid)
+        shelving.shelve_offload(req.api, uuid, req.caller)
         return empty_response(202)
     req.authorize("os_compute_api:os-shelve:unshelve")
     zone, host = data.get("availability_zone"), data.get("host")
@@ -78,7 +78,8 @@ def _other_moves(req: Req, action: str, data: dict[str, Any], uuid: str,
         if not req.want.supports("unshelve_host"):
             raise BadRequest("A host for unshelve needs microversion 2.91.")
         req.authorize("os_compute_api:os-shelve:unshelve_to_host")
-    shelving.unshelve(req.api, uuid, owner, availability_zone=zone, host=host)
+    shelving.unshelve(req.api, uuid, owner, availability_zone=zone, host=host,
+                       caller=req.caller)
     return empty_response(202)
 
 

@@ -50,7 +50,8 @@ def create_server(req: Req) -> webob.Response:
                     networks=port_ops.parse(data.get("networks")),
                     supports_port_requests=req.want.supports("port_resource_request"),
                     image=_image(req, data),
-                    key_name=_key_name(req, data.get("key_name")))
+                    key_name=_key_name(req, data.get("key_name")),
+                    request_id=req.caller.request_id)
     uuids = ops.create(req.api, boot, is_admin=req.is_admin)
     created = [{"id": u, "links": req.link(f"/servers/{u}"), "OS-DCF:diskConfig": "MANUAL",
                 "security_groups": [{"name": "default"}]} for u in uuids]
@@ -157,5 +158,5 @@ def show_server(req: Req) -> webob.Response:
 
 def delete_server(req: Req) -> webob.Response:
     req.authorize("os_compute_api:servers:delete")
-    ops.delete(req.api, req.arg("server_id"), _owner_filter(req))
+    ops.delete(req.api, req.arg("server_id"), _owner_filter(req), req.caller)
     return empty_response(204)

@@ -1,0 +1,78 @@
+"""The instance action records on SQLite, PostgreSQL and MariaDB: an action and its steps
+as the API, conductor and compute write them, read back as the API reads them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+import pytest
+
+import stratus.cells
+from stratus.cells import actions
+from stratus.storage import engine as db
+from stratus.storage import migrate
+
+pytestmark = pytest.mark.all_backends
+
+CELL = os.path.join(os.path.dirname(stratus.cells.__file__), "migrations")
+SERVER = "5e7a1c2e-0000-4000-8000-000000000001"
+
+
+@pytest.fixture
+def cell(empty_database_url):
+    engine = db.create_engine(empty_database_url)
+    migrate.upgrade(engine, CELL)
+    yield engine
+    engine.dispose()
+
+
+def test_steps_attach_to_the_newest_action_of_their_kind_and_failures_say_why(cell):
+    t0 = dt.datetime(2026, 11, 26, 5, 0, 0)
+    with db.write(cell) as conn:
+        actions.start(conn, SERVER, actions.CREATE, actions.Caller("req-1", "u", "p"), now=t0)
+        actions.start(conn, SERVER, actions.RESIZE, actions.Caller("req-2", "u", "p"),
+                      now=t0 + dt.timedelta(minutes=1))
+        actions.start(conn, SERVER, actions.DELETE, actions.Caller("req-3", "u", "p"),
+                      now=t0 + dt.timedelta(minutes=2))
+    # A resize step after a delete got in still lands on the resize.
+    with actions.step(cell, SERVER, actions.RESIZES, "compute_finish_resize", "cmp2") as s:
+        s.fail("spawn failed:\n  disk image corrupt")
+    with pytest.raises(RuntimeError), \
+            actions.step(cell, SERVER, actions.RESIZES, "conductor_migrate_server"):
+        raise RuntimeError("no host could start it")
+    with actions.step(cell, SERVER, actions.RESIZES, "duplicate") as s:
+        s.ignore()
+    with actions.step(cell, "no-such-server", actions.RESIZES, "nothing"):
+        pass   # a server with no action: the step runs, nothing is recorded
+    with db.read(cell) as conn:
+        resize = actions.get(conn, SERVER, "req-2")
+        assert resize is not None and resize.message == "no host could start it"
+        steps = actions.events(conn, resize.id)
+        assert [(e.event, e.result, e.host) for e in steps] == [
+            ("compute_finish_resize", "Error", "cmp2"),
+            ("conductor_migrate_server", "Error", None)]
+        assert steps[0].details == "spawn failed: disk image corrupt"   # one line
+        assert all(e.finish_time for e in steps)
+        assert [a.request_id for a in actions.listed(conn, SERVER)] == \
+            ["req-3", "req-2", "req-1"]
+        assert [a.request_id for a in actions.listed(conn, SERVER, limit=1,
+                                                     after_request_id="req-3")] == ["req-2"]
+        with pytest.raises(KeyError):
+            actions.listed(conn, SERVER, after_request_id="req-9")
+
+
+def test_a_recovery_closes_the_steps_a_stopped_conductor_left_open(cell):
+    with db.write(cell) as conn:
+        actions.start(conn, SERVER, actions.LIVE_MIGRATION, actions.Caller("req-1"))
+        actions.start_event(conn, SERVER, actions.LIVE_MIGRATION,
+                            "conductor_live_migrate_instance")
+        actions.interrupted(conn, SERVER, actions.LIVE_MIGRATION,
+                            "interrupted (its conductor stopped); rolled back")
+    with db.read(cell) as conn:
+        action = actions.get(conn, SERVER, "req-1")
+        assert action is not None
+        steps = actions.events(conn, action.id)
+    assert [(e.event, e.result) for e in steps] == [
+        ("conductor_live_migrate_instance", "Error"), ("conductor_recovery", "Error")]
+    assert action.message == "interrupted (its conductor stopped); rolled back"
