@@ -1,7 +1,7 @@
 """instance actions and their events
 
-Revision ID: 0005
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-11-26 05:20:00
 """
 
@@ -9,8 +9,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import mysql
 
-revision = "0005"
-down_revision = "0002"
+revision = "0004"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 
