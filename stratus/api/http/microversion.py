@@ -21,6 +21,7 @@ LEGACY_HEADER = "X-OpenStack-Nova-API-Version"
 _HISTORY: list[tuple[int, str]] = [
     (53, "uuid_ids"),                   # services and hypervisors by uuid; the floor
     (55, "flavor_description"),
+    (57, "no_injected_files"),          # quotas and limits lose injected_file*/personality
     (61, "flavor_extra_specs"),         # extra_specs in flavor bodies
     (64, "server_group_policy"),        # "policy" + "rules" instead of "policies"
     (70, "interface_tag"),              # os-interface bodies carry "tag"
