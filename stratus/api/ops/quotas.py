@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from stratus.api.store import quotas as store
-from stratus.api.store.errors import Forbidden
 from sqlalchemy.engine import Connection, Engine
 
+from stratus.api.store import quotas as store
+from stratus.api.store.errors import Forbidden
 from stratus.storage import engine as db
 
 UNLIMITED = -1
