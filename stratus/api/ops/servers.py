@@ -85,7 +85,8 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     check_extra_specs(flavor.extra_specs)
     if boot.image is not None:
         images.check_fits(boot.image, boot.flavor)
-    # A zone's build was counted where the user asked for it (the origin zone).
+    # A zone tree's build is not counted here: quotas are per deployment, and a zone
+    # tree has none yet (docs/operations.md, Quotas).
     counted = boot.uuid is None
     if counted:
         count = quota_ops.check_boot(api.dbs.api, api.quota_defaults, boot.project_id,
