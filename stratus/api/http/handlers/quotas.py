@@ -33,6 +33,7 @@ _LIMIT_NAMES = {"cores": "maxTotalCores", "instances": "maxTotalInstances",
 _USED_NAMES = {"instances": "totalInstancesUsed", "cores": "totalCoresUsed",
                "ram": "totalRAMUsed", "server_groups": "totalServerGroupsUsed"}
 _TRUE = {"true", "1", "yes", "on", "t", "y"}
+MAX_ID = 255   # project ids and class names, as the tables keep them
 
 
 def _shown(req: Req) -> tuple[str, ...]:
@@ -48,11 +49,18 @@ def _no_user(req: Req) -> None:
                          "project (drop user_id).")
 
 
+def _project(req: Req) -> str:
+    project_id = req.arg("project_id")
+    if len(project_id) > MAX_ID:
+        raise BadRequest(f"A project id is at most {MAX_ID} characters.")
+    return project_id
+
+
 def _target(req: Req, action: str) -> str:
     """The project in the path; a caller who is not an admin may only name their own."""
     req.authorize(action)
     _no_user(req)
-    project_id = req.arg("project_id")
+    project_id = _project(req)
     if project_id != req.project_id and not req.is_admin:
         # Nova's answer when the project-scoped rule does not match.
         raise Forbidden(f"Policy doesn't allow {action} to be performed.")
@@ -94,7 +102,7 @@ def _parsed(values: dict[str, Any]) -> dict[str, int]:
 def update_quota_set(req: Req) -> webob.Response:
     req.authorize("os_compute_api:os-quota-sets:update")
     _no_user(req)
-    project_id = req.arg("project_id")
+    project_id = _project(req)
     schema = QUOTA_SET_UPDATE_257 if req.want.supports("no_injected_files") \
         else QUOTA_SET_UPDATE
     data = req.body(schema)["quota_set"]
@@ -118,7 +126,7 @@ def delete_quota_set(req: Req) -> webob.Response:
     req.authorize("os_compute_api:os-quota-sets:delete")
     _no_user(req)
     with db.write(req.api.dbs.api) as conn:
-        store.delete_project_limits(conn, req.arg("project_id"))
+        store.delete_project_limits(conn, _project(req))
     return empty_response(202)
 
 
@@ -134,8 +142,8 @@ def show_quota_class_set(req: Req) -> webob.Response:
 def update_quota_class_set(req: Req) -> webob.Response:
     req.authorize("os_compute_api:os-quota-class-sets:update")
     name = req.arg("class_name")
-    if len(name) > 255:
-        raise BadRequest("A quota class name is at most 255 characters.")
+    if len(name) > MAX_ID:
+        raise BadRequest(f"A quota class name is at most {MAX_ID} characters.")
     schema = QUOTA_CLASS_SET_UPDATE_257 if req.want.supports("no_injected_files") \
         else QUOTA_CLASS_SET_UPDATE
     wanted = _parsed(req.body(schema)["quota_class_set"])
