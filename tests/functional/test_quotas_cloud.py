@@ -8,8 +8,11 @@ import json
 
 import pytest
 
+from stratus import config as configuration
 from stratus.api.ops import quotas as quota_ops
-from stratus.api.service import build_wsgi
+from stratus.api.service import build_wsgi, make_deps
+from stratus.bus import Bus
+from stratus.placement.client import PlacementClient
 from stratus.placement.http.app import build_wsgi as placement_wsgi
 from tests.conftest import LiveServer
 from tests.functional.compute_world import World
@@ -104,3 +107,19 @@ def test_quota_and_limits_commands(world, cli):
     assert one_error_line(err).startswith("error: nothing to set: give at least one of")
     cli("quota", "delete", "p1")
     assert cli.json("quota", "show", "p1")["instances"] == 7
+
+
+def test_quota_defaults_come_from_the_quota_options(tmp_path):
+    """Nova's defaults unless configured; the environment (OS_QUOTA__*) overrides them."""
+    config = configuration.load([], environ={"OS_QUOTA__INSTANCES": "-1",
+                                             "OS_QUOTA__CORES": "64"},
+                                overrides={("DEFAULT", "data_dir"): str(tmp_path)})
+    bus = Bus(f"inproc://quota-config-{tmp_path.name}", identity="test", timeout=1)
+    deps = make_deps(config, bus=bus, sync=True,
+                     placement=PlacementClient("http://placement.test"))
+    try:
+        assert deps.quota_defaults == dict(quota_ops.NOVA_DEFAULTS, instances=-1, cores=64)
+        assert deps.quota_recheck is True
+    finally:
+        deps.close()
+        bus.close()
