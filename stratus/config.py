@@ -125,7 +125,7 @@ OPTIONS: list[Option] = [
           ("ram", 51200, "MiB of RAM of servers"),
           ("server_groups", 10, "Server groups"),
           ("server_group_members", 10, "Servers in one server group"),
-          ("key_pairs", 100, "Key pairs (shown, not enforced)"),
+          ("key_pairs", 100, "Key pairs of each user"),
           ("metadata_items", 128, "Metadata items of a server (shown, not enforced)"),
           ("injected_files", 5, "Injected files (shown before 2.57, not enforced)"),
           ("injected_file_content_bytes", 10240,

@@ -243,6 +243,16 @@ def test_server_groups_and_their_members_are_held_to_the_quota(cloud):
     assert alice.get("/limits").json()["limits"]["absolute"]["totalServerGroupsUsed"] == 1
 
 
+def test_key_pairs_are_held_to_the_quota_per_user(cloud):
+    admin, _ = cloud
+    admin.put("/os-quota-sets/p1", json={"quota_set": {"key_pairs": 1}})
+    alice, carol = admin.as_user("alice:p1"), admin.as_user("carol:p1")
+    assert alice.post("/os-keypairs", json={"keypair": {"name": "k1"}}).status_code == 201
+    assert fault(alice.post("/os-keypairs", json={"keypair": {"name": "k2"}}), 403,
+                 "forbidden") == "Quota exceeded, too many key pairs."
+    assert carol.post("/os-keypairs", json={"keypair": {"name": "k1"}}).status_code == 201
+
+
 def test_two_concurrent_boots_do_not_both_pass_when_only_one_fits(cloud, monkeypatch):
     """Both boots pass the first check together (a barrier holds each after it until the
     other has checked too); the recheck after writing lets at most one stay, and the one

@@ -167,3 +167,12 @@ def check_group_members(engine: Engine, defaults: Mapping[str, int], project_id:
     if members + count > limit:
         raise QuotaExceeded(f"Quota exceeded, too many servers in group (requested "
                             f"{count}, already {members} of {limit}).")
+
+
+def check_key_pairs(conn: Connection, defaults: Mapping[str, int], project_id: str,
+                    user_id: str) -> None:
+    """403 if ``user_id`` may not have one more key pair (Nova counts them per user,
+    against the limit of the caller's project)."""
+    limit = limits_in(conn, defaults, project_id)["key_pairs"]
+    if 0 <= limit <= store.key_pairs_of(conn, user_id):
+        raise QuotaExceeded("Quota exceeded, too many key pairs.")

@@ -101,3 +101,9 @@ def group_members(conn: Connection, group_uuid: str) -> int:
     g, gm = s.server_groups, s.server_group_members
     return int(conn.execute(sa.select(sa.func.count()).select_from(
         gm.join(g, g.c.id == gm.c.group_id)).where(g.c.uuid == group_uuid)).scalar_one())
+
+
+def key_pairs_of(conn: Connection, user_id: str) -> int:
+    k = s.key_pairs
+    return int(conn.execute(sa.select(sa.func.count()).select_from(k)
+                            .where(k.c.user_id == user_id)).scalar_one())
