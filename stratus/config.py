@@ -120,6 +120,24 @@ OPTIONS: list[Option] = [
     Option("api", "max_limit", int, 1000,
            "The most items one page of a compute API list (GET /servers) holds, and the "
            "page size when the request gives no limit (Nova's default).", minimum=1),
+    *(Option("quota", name, int, default, f"{text} per project (Nova's default "
+             f"{default}); -1 is unlimited. The quota class 'default' and a project's own "
+             "quota (os-quota-class-sets, os-quota-sets) override it.", minimum=-1)
+      for name, default, text in (
+          ("instances", 10, "Servers"), ("cores", 20, "VCPUs of servers"),
+          ("ram", 51200, "MiB of RAM of servers"),
+          ("server_groups", 10, "Server groups"),
+          ("server_group_members", 10, "Servers in one server group"),
+          ("key_pairs", 100, "Key pairs of each user"),
+          ("metadata_items", 128, "Metadata items of a server (shown, not enforced)"),
+          ("injected_files", 5, "Injected files (shown before 2.57, not enforced)"),
+          ("injected_file_content_bytes", 10240,
+           "Bytes of an injected file (shown before 2.57, not enforced)"),
+          ("injected_file_path_bytes", 255,
+           "Bytes of an injected file's path (shown before 2.57, not enforced)"))),
+    Option("quota", "recheck_quota", bool, True,
+           "Count again after a boot's records are written and undo the boot if a "
+           "concurrent one took the room meanwhile (Nova's option of that name)."),
     Option("api_server", "max_body_bytes", int, 1_048_576,
            "Largest request body accepted; larger bodies get 413.", minimum=1),
     Option("DEFAULT", "transport_url", str, "", "Message bus URL: inproc://NAME (one "

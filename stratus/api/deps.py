@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stratus.api.ops.quotas import unlimited_defaults
 from stratus.api.store.cells import CellDBs
 from stratus.bus import Bus, RPCClient
 from stratus.cells import services
@@ -38,6 +39,10 @@ class ComputeAPIDeps:
     max_servers_per_request: int = 100
     # The most servers one page of GET /servers holds, also the default ([api] max_limit).
     max_limit: int = 1000
+    # [quota] options: each resource's limit where neither the quota class "default" nor
+    # the project sets one. Built directly (tests), the API has none.
+    quota_defaults: dict[str, int] = field(default_factory=unlimited_defaults)
+    quota_recheck: bool = True
     clock: Callable[[], dt.datetime] = services.utcnow
     # The network service (ports, QoS, bindings); None: servers boot without ports.
     network: NetworkClient | None = None

@@ -198,3 +198,28 @@ scheduling_decisions = sa.Table(
     sa.Column("duration_ms", sa.Integer, nullable=False),
     sa.Column("reason", sa.Text, nullable=True),
 )
+
+# Added by migration 0008: quota limits set by an admin, per project and per quota
+# class (only the class "default" is used: it overrides the [quota] options, and a
+# project's own limit overrides it). A resource without a row takes the next default.
+quotas = sa.Table(
+    "quotas",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("project_id", columns.name(255), nullable=False),
+    sa.Column("resource", columns.name(255), nullable=False),
+    sa.Column("hard_limit", sa.Integer, nullable=False),
+    *columns.timestamps(),
+    sa.UniqueConstraint("project_id", "resource"),
+)
+
+quota_classes = sa.Table(
+    "quota_classes",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("class_name", columns.name(255), nullable=False),
+    sa.Column("resource", columns.name(255), nullable=False),
+    sa.Column("hard_limit", sa.Integer, nullable=False),
+    *columns.timestamps(),
+    sa.UniqueConstraint("class_name", "resource"),
+)

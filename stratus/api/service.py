@@ -18,6 +18,7 @@ import stratus.api
 from stratus import config as configuration
 from stratus.api.deps import ComputeAPIDeps
 from stratus.api.http.app import ComputeApp, WSGIApp
+from stratus.api.ops import quotas
 from stratus.api.store.cells import CellDBs
 from stratus.bus import Bus
 from stratus.cells.engines import CellEngines
@@ -82,7 +83,9 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
         allow_resize_to_same_host=bool(config.get("DEFAULT", "allow_resize_to_same_host")),
         shelved_offload_time=int(config.get("DEFAULT", "shelved_offload_time")),
         max_servers_per_request=int(config.get("api", "max_servers_per_request")),
-        max_limit=int(config.get("api", "max_limit")))
+        max_limit=int(config.get("api", "max_limit")),
+        quota_defaults={r: int(config.get("quota", r)) for r in quotas.RESOURCES},
+        quota_recheck=bool(config.get("quota", "recheck_quota")))
 
 
 def build_wsgi(api: ComputeAPIDeps, config: configuration.Config | None = None) -> WSGIApp:

@@ -1,4 +1,5 @@
-"""The operator's client: ``stratus service|server|flavor|server-group|aggregate|host ...``.
+"""The operator's client: ``stratus service|server|flavor|server-group|aggregate|host ...``
+(quotas and limits: ``client_quotas.py``).
 
 It speaks HTTP only: to the compute API (``--api-url``, ``$STRATUS_API_URL``,
 default http://127.0.0.1:8774) and, for ``host usage``, to Placement
@@ -382,7 +383,7 @@ def run_client(args: argparse.Namespace, func: Command) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    from stratus.cli import client_network, client_resources
+    from stratus.cli import client_network, client_quotas, client_resources
 
     conn = [connection_options()]
     services = area(sub, "service", "list, disable, enable, force down or delete services")
@@ -407,6 +408,7 @@ def add_commands(sub: Any) -> None:
 
     client_resources.add_commands(sub, conn)
     client_network.add_commands(sub, conn)
+    client_quotas.add_commands(sub, conn)
 
     hosts = area(sub, "host", "compute hosts")
     leaf(hosts, "usage", host_usage, "per host VCPU, MEMORY_MB and DISK_GB used/capacity, "

@@ -156,7 +156,9 @@ class Cloud:
             STRATUS_API_URL=self.api_url, STRATUS_PLACEMENT_URL=self.placement_url,
             STRATUS_NETWORK_URL=self.network_url,
             # Heartbeats every 2s: a restarted compute is up again quickly.
-            OS_COMPUTE__REPORT_INTERVAL="2")
+            OS_COMPUTE__REPORT_INTERVAL="2",
+            # The scenarios boot more than Nova's default 10 servers into one project.
+            OS_QUOTA__INSTANCES="-1")
         self.procs: dict[str, Proc] = {}
         self.cell_uuids: dict[str, str] = {}
 

@@ -28,14 +28,16 @@ PORTS_ZERO = ["--port", "0", *cli_helpers.SERVE_PORTS_ZERO]
 class Serve:
     """A ``stratus serve`` subprocess, and the client and manage commands pointed at it."""
 
-    def __init__(self, tmp_path: Path, data_dir: Path, *args: str) -> None:
+    def __init__(self, tmp_path: Path, data_dir: Path, *args: str,
+                 env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
         self.log = tmp_path / f"serve-{time.monotonic_ns()}.log"
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(
                 [*cli_helpers.command("stratus"), "serve", "--data-dir", str(data_dir),
                  *PORTS_ZERO, *args],
-                stdout=out, stderr=subprocess.STDOUT, text=True, env=cli_helpers.clean_env(),
+                stdout=out, stderr=subprocess.STDOUT, text=True,
+                env=cli_helpers.clean_env(**(env or {})),
                 stdin=subprocess.DEVNULL, start_new_session=True)
         self.placement_url = self.api_url = self.network_url = ""
 

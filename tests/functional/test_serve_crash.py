@@ -81,7 +81,9 @@ def serves(tmp_path):
     started: list[Serve] = []
 
     def start() -> Serve:
-        srv = Serve(tmp_path, tmp_path / "data", "--hosts", str(HOSTS))
+        # 1,000 servers in one project: Nova's default quotas (10 servers) lifted.
+        srv = Serve(tmp_path, tmp_path / "data", "--hosts", str(HOSTS), env={
+            f"OS_QUOTA__{name}": "-1" for name in ("INSTANCES", "CORES", "RAM")})
         started.append(srv)
         return srv.wait_ready()
 

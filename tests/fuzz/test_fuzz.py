@@ -141,7 +141,8 @@ def compute_surface(c: Any) -> Surface:
         ids={"server_id": [server_id], "flavor_id": ["fz1"], "aggregate_id": [str(agg["id"])],
              "group_id": [group["id"]], "id": services or ["1"], "key": ["hw:cpu"],
              "migration_id": ["1"], "port_id": [str(uuidlib.uuid4())],
-             "hypervisor_id": ["1"], "*": [server_id]},
+             "hypervisor_id": ["1"], "project_id": ["p1", "admin"],
+             "class_name": ["default"], "*": [server_id]},
         bodies={
             ("/servers", "POST"): [{"server": {"name": "n", "flavorRef": "fz1",
                                                "networks": "none", "min_count": 1,
@@ -170,11 +171,15 @@ def compute_surface(c: Any) -> Surface:
                                             "disabled_reason": "x"}],
             ("/servers/{server_id}/os-interface", "POST"): [{"interfaceAttachment": {
                 "net_id": str(uuidlib.uuid4())}}],
+            ("/os-quota-sets/{project_id}", "PUT"): [{"quota_set": {
+                "instances": 50, "cores": "100", "force": True}}],
+            ("/os-quota-class-sets/{class_name}", "PUT"): [{"quota_class_set": {
+                "ram": -1}}],
         },
         query_names=["all_tenants", "all_projects", "status", "host", "name", "minRam",
                      "minDisk", "is_public", "limit", "marker", "changes-since",
                      "migration_type", "instance_uuid", "hypervisor_hostname_pattern",
-                     "binary", "with_servers"],
+                     "binary", "with_servers", "user_id", "tenant_id"],
         prefix="/v2.1", tokens=("admin", "admin", "alice:p1"))
 
 

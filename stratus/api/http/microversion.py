@@ -21,6 +21,7 @@ LEGACY_HEADER = "X-OpenStack-Nova-API-Version"
 _HISTORY: list[tuple[int, str]] = [
     (53, "uuid_ids"),                   # services and hypervisors by uuid; the floor
     (55, "flavor_description"),
+    (57, "no_injected_files"),          # quotas and limits lose injected_file*/personality
     (58, "action_paging"),              # os-instance-actions: updated_at, limit/marker
     (61, "flavor_extra_specs"),         # extra_specs in flavor bodies
     (62, "action_event_host"),          # action events: hostId, and host for admins

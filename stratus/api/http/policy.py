@@ -58,6 +58,12 @@ RULES: dict[str, str] = {
                                                                  "delete")},
     # Stratus's own: the operators' console (/console/data).
     "stratus:console:view": ADMIN,
+    # show and detail: any caller for their own project (the handler checks), admins all.
+    **{f"os_compute_api:os-quota-sets:{a}": ANY for a in ("show", "detail", "defaults")},
+    **{f"os_compute_api:os-quota-sets:{a}": ADMIN for a in ("update", "delete")},
+    **{f"os_compute_api:os-quota-class-sets:{a}": ADMIN for a in ("show", "update")},
+    "os_compute_api:limits": ANY,
+    "os_compute_api:limits:other_project": ADMIN,
 }
 
 

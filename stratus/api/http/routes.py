@@ -18,6 +18,7 @@ from stratus.api.http.handlers import (
     instance_actions,
     interfaces,
     keypairs,
+    quotas,
     root,
     server_actions,
     server_groups,
@@ -78,4 +79,12 @@ ROUTES: list[tuple[str, Mapping[str, Handler]]] = [
     ("/console/data", {"GET": console.data}),
     # Stratus only (no Nova equivalent): see handlers/dry_run.py.
     ("/stratus/dry-run", {"POST": dry_run.dry_run}),
+    ("/os-quota-sets/{project_id}", {"GET": quotas.show_quota_set,
+                                     "PUT": quotas.update_quota_set,
+                                     "DELETE": quotas.delete_quota_set}),
+    ("/os-quota-sets/{project_id}/defaults", {"GET": quotas.show_defaults}),
+    ("/os-quota-sets/{project_id}/detail", {"GET": quotas.show_quota_set_detail}),
+    ("/os-quota-class-sets/{class_name}", {"GET": quotas.show_quota_class_set,
+                                           "PUT": quotas.update_quota_class_set}),
+    ("/limits", {"GET": quotas.show_limits}),
 ]

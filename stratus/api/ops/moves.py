@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from stratus.api.deps import ComputeAPIDeps
 from stratus.api.ops import ports as port_ops
+from stratus.api.ops import quotas as quota_ops
 from stratus.api.ops import servers as server_ops
 from stratus.api.store import flavors as flavor_store
 from stratus.api.store import servers as store
@@ -136,6 +137,10 @@ def resize(api: ComputeAPIDeps, uuid: str, project_id: str | None,
         raise BadRequest(f"Resizing to a smaller disk is not allowed (flavor {flavor.name} "
                          f"has {flavor.root_gb} GB, the server {old.get('root_gb')} GB).")
     server_ops.check_extra_specs(dict(flavor.extra_specs))
+    # The owner's quota, whoever resizes: the delta of the new flavor over the old.
+    quota_ops.check_resize(api.dbs.api, api.quota_defaults, server.project_id,
+                           flavor.vcpus - int(old.get("vcpus") or 0),
+                           flavor.memory_mb - int(old.get("memory_mb") or 0))
     _check_compute(api, cell, server.host or "", "resize", *port_needs(api, server))
     return _start(api, server, cell, _move_spec(api, server, flavor, cell), moves.RESIZE,
                   "resize", caller)

@@ -16,6 +16,7 @@ import httpx
 
 from stratus.api.deps import ComputeAPIDeps
 from stratus.api.ops import images, ports
+from stratus.api.ops import quotas as quota_ops
 from stratus.api.store import aggregates as agg_store
 from stratus.api.store import flavors as flavor_store
 from stratus.api.store import ports as port_store
@@ -86,6 +87,15 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     check_extra_specs(flavor.extra_specs)
     if boot.image is not None:
         images.check_fits(boot.image, boot.flavor)
+    # A zone tree's build is not counted here: quotas are per deployment, and a zone
+    # tree has none yet (docs/operations.md, Quotas).
+    counted = boot.uuid is None
+    if counted:
+        count = quota_ops.check_boot(api.dbs.api, api.quota_defaults, boot.project_id,
+                                     flavor.vcpus, flavor.memory_mb, boot.min_count, count)
+    if counted and group is not None:
+        quota_ops.check_group_members(api.dbs.api, api.quota_defaults, boot.project_id,
+                                      group.uuid, count)
     instances = [{"uuid": boot.uuid if boot.uuid and count == 1 else str(uuidlib.uuid4()),
                   "name": boot.name if count == 1 else f"{boot.name}-{i + 1}",
                   "project_id": boot.project_id, "user_id": boot.user_id,
@@ -116,17 +126,30 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     except BaseException:
         ports.give_back(api, [p for _, p in claimed.ports])
         raise
+    if counted and api.quota_recheck:
+        try:
+            quota_ops.recheck_boot(api.dbs.api, api.quota_defaults, boot.project_id,
+                                   flavor.vcpus, flavor.memory_mb, count)
+        except quota_ops.QuotaExceeded:
+            _undo(api, instances, claimed)
+            raise
     try:
         api.conductor().cast("build_instances", instances=instances, request_spec=spec_dict)
     except BusError as exc:
-        with db.write(api.dbs.api) as conn:
-            for inst in instances:
-                store.forget(conn, inst["uuid"])
-                port_store.remove_all(conn, inst["uuid"])
-        ports.give_back(api, [p for _, p in claimed.ports])
+        _undo(api, instances, claimed)
         raise ServiceUnavailable(f"Cannot reach the conductor to build the server(s): "
                                  f"{exc}") from None
     return [i["uuid"] for i in instances]
+
+
+def _undo(api: ComputeAPIDeps, instances: list[dict[str, str]],
+          claimed: ports.Claimed) -> None:
+    """Take back a boot whose records are written but that no conductor was told of."""
+    with db.write(api.dbs.api) as conn:
+        for inst in instances:
+            store.forget(conn, inst["uuid"])
+            port_store.remove_all(conn, inst["uuid"])
+    ports.give_back(api, [p for _, p in claimed.ports])
 
 
 def _check_zone(api: ComputeAPIDeps, zone: str | None) -> str | None:

@@ -13,6 +13,7 @@ import webob
 
 from stratus.api.http.schemas import KEYPAIR_CREATE
 from stratus.api.http.wsgi import Req, empty_response, json_response
+from stratus.api.ops import quotas as quota_ops
 from stratus.api.store import keypairs as store
 from stratus.api.store.errors import BadRequest, NotFound
 from stratus.storage import engine as db
@@ -72,6 +73,7 @@ def create_keypair(req: Req) -> webob.Response:
                              "certificate with public_key.")
         public, private = store.generate()
     with db.write(req.api.dbs.api) as conn:
+        quota_ops.check_key_pairs(conn, req.api.quota_defaults, req.project_id, user)
         pair = store.create(conn, user, data["name"], public, key_type)
     body = _body(pair, full=False) | {"user_id": pair.user_id}
     if private is not None:

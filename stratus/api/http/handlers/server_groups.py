@@ -7,6 +7,7 @@ import webob
 from stratus.api.http import render
 from stratus.api.http.schemas import SERVER_GROUP_CREATE, SERVER_GROUP_CREATE_POLICIES
 from stratus.api.http.wsgi import Req, empty_response, json_response
+from stratus.api.ops import quotas as quota_ops
 from stratus.api.store import server_groups as store
 from stratus.api.store.errors import BadRequest, NotFound
 from stratus.storage import engine as db
@@ -48,6 +49,7 @@ def create_group(req: Req) -> webob.Response:
     else:
         data = req.body(SERVER_GROUP_CREATE_POLICIES)["server_group"]
         policy, max_per_host = data["policies"][0], None
+    quota_ops.check_server_groups(req.api.dbs.api, req.api.quota_defaults, req.project_id)
     with db.write(req.api.dbs.api) as conn:
         group = store.create(conn, name=data["name"], policy=policy,
                              project_id=req.project_id, user_id=req.ctx.user_id or "",

@@ -1,0 +1,178 @@
+"""Quotas: what a project may hold, what it holds, and the checks a boot or a resize
+passes (Nova's rules, counted from the API database; see ``store/quotas.py``).
+
+A limit comes from, the last one found winning: the ``[quota]`` options, the quota
+class "default", the project's own quota. -1 is unlimited.
+
+A boot is checked before its records are written (up to ``max_count`` servers, or as
+many between ``min_count`` and ``max_count`` as fit), and checked again after they
+are committed (Nova's ``quota_recheck``): two boots that each fit alone but not
+together can both pass the first check; whichever rechecks after both are written
+sees the project over its limit and is undone, so they never both stay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Connection, Engine
+
+from stratus.api.store import quotas as store
+from stratus.api.store.errors import Forbidden
+from stratus.storage import engine as db
+
+UNLIMITED = -1
+DEFAULT_CLASS = "default"
+
+# Nova's quota resources and defaults, in the order its API lists them.
+NOVA_DEFAULTS: dict[str, int] = {
+    "cores": 20, "instances": 10, "key_pairs": 100, "metadata_items": 128, "ram": 51200,
+    "server_groups": 10, "server_group_members": 10,
+    # Gone from the API at 2.57 (file injection removed); shown before it.
+    "injected_file_content_bytes": 10240, "injected_file_path_bytes": 255,
+    "injected_files": 5,
+}
+INJECTED = ("injected_file_content_bytes", "injected_file_path_bytes", "injected_files")
+RESOURCES = tuple(NOVA_DEFAULTS)
+# The resources a boot or a resize is checked against (and counted for).
+COUNTED = ("instances", "cores", "ram")
+
+
+def unlimited_defaults() -> dict[str, int]:
+    """Defaults for a deployment without quotas (tests that build the API directly)."""
+    return dict.fromkeys(RESOURCES, UNLIMITED)
+
+
+class QuotaExceeded(Forbidden):
+    """403: over quota, in Nova's words and with what is left."""
+
+
+def limits_in(conn: Connection, defaults: Mapping[str, int], project_id: str | None
+              ) -> dict[str, int]:
+    found = dict(defaults)
+    found.update(store.class_limits(conn, DEFAULT_CLASS))
+    if project_id is not None:
+        found.update(store.project_limits(conn, project_id))
+    return found
+
+
+def limits(engine: Engine, defaults: Mapping[str, int], project_id: str | None
+           ) -> dict[str, int]:
+    """The limits in force for ``project_id`` (None: the defaults every project gets)."""
+    with db.read(engine) as conn:
+        return limits_in(conn, defaults, project_id)
+
+
+def state(engine: Engine, defaults: Mapping[str, int], project_id: str
+          ) -> tuple[dict[str, int], store.Usage]:
+    """(limits, usage) of ``project_id``, read in one transaction."""
+    with db.read(engine) as conn:
+        return limits_in(conn, defaults, project_id), store.usage(conn, project_id)
+
+
+def _room(limit: int, used: int) -> int | None:
+    """What is left under ``limit`` (None: unlimited)."""
+    return None if limit < 0 else max(0, limit - used)
+
+
+@dataclass(frozen=True)
+class Over:
+    """One resource over its limit: what was asked, what was already used, the limit."""
+
+    resource: str
+    requested: str
+    used: int
+    limit: int
+
+
+def exceeded(overs: list[Over]) -> QuotaExceeded:
+    """Nova's TooManyInstances message, then what is left of each resource."""
+    overs = sorted(overs, key=lambda o: o.resource)
+    names = ", ".join(o.resource for o in overs)
+    left = ", ".join(f"{max(0, o.limit - o.used)} {o.resource}" for o in overs)
+    return QuotaExceeded(
+        f"Quota exceeded for {names}: Requested {', '.join(o.requested for o in overs)}, "
+        f"but already used {', '.join(str(o.used) for o in overs)} of "
+        f"{', '.join(str(o.limit) for o in overs)} {names} (left: {left})")
+
+
+def _overs(limit: Mapping[str, int], used: store.Usage, need: Mapping[str, int],
+           shown: Mapping[str, str]) -> list[Over]:
+    return [Over(r, shown[r], used.of(r), limit[r]) for r in COUNTED
+            if need[r] > 0 and limit[r] >= 0 and used.of(r) + need[r] > limit[r]]
+
+
+def check_boot(engine: Engine, defaults: Mapping[str, int], project_id: str,
+               vcpus: int, ram: int, min_count: int, max_count: int) -> int:
+    """How many servers (``min_count`` to ``max_count``) of a flavor with ``vcpus`` and
+    ``ram`` the project may boot now: as many as fit, up to ``max_count``; 403 if
+    fewer than ``min_count`` fit (Nova's ``_check_num_instances_quota``)."""
+    limit, used = state(engine, defaults, project_id)
+    fits = max_count
+    for resource, each in (("instances", 1), ("cores", vcpus), ("ram", ram)):
+        room = _room(limit[resource], used.of(resource))
+        if room is not None and each > 0:
+            fits = min(fits, room // each)
+    if fits >= min_count:
+        return fits
+    count = str(min_count) if min_count == max_count else f"{min_count}-{max_count}"
+    need = {"instances": max_count, "cores": vcpus * max_count, "ram": ram * max_count}
+    shown = {"instances": count, "cores": str(need["cores"]), "ram": str(need["ram"])}
+    raise exceeded(_overs(limit, used, need, shown))
+
+
+def recheck_boot(engine: Engine, defaults: Mapping[str, int], project_id: str,
+                 vcpus: int, ram: int, count: int) -> None:
+    """After a boot of ``count`` servers is committed: 403 if the project is now over a
+    limit (a concurrent boot took the room; the caller undoes its own). The message
+    counts the boot's servers as requested, everything else as already used."""
+    limit, used = state(engine, defaults, project_id)
+    mine = {"instances": count, "cores": vcpus * count, "ram": ram * count}
+    overs = [Over(r, str(mine[r]), used.of(r) - mine[r], limit[r]) for r in COUNTED
+             if mine[r] > 0 and 0 <= limit[r] < used.of(r)]
+    if overs:
+        raise exceeded(overs)
+
+
+def check_resize(engine: Engine, defaults: Mapping[str, int], project_id: str,
+                 delta_cores: int, delta_ram: int) -> None:
+    """403 if growing the project's servers by ``delta_cores`` and ``delta_ram`` (the new
+    flavor less the old; a shrink needs nothing) would go over its limits."""
+    need = {"instances": 0, "cores": max(0, delta_cores), "ram": max(0, delta_ram)}
+    if not need["cores"] and not need["ram"]:
+        return
+    limit, used = state(engine, defaults, project_id)
+    overs = _overs(limit, used, need, {r: str(n) for r, n in need.items()})
+    if overs:
+        raise exceeded(overs)
+
+
+def check_server_groups(engine: Engine, defaults: Mapping[str, int],
+                        project_id: str) -> None:
+    """403 if the project may not make one more server group."""
+    limit, used = state(engine, defaults, project_id)
+    if 0 <= limit["server_groups"] <= used.server_groups:
+        raise QuotaExceeded("Quota exceeded, too many server groups.")
+
+
+def check_group_members(engine: Engine, defaults: Mapping[str, int], project_id: str,
+                        group_uuid: str, count: int) -> None:
+    """403 if ``count`` more servers would overfill the server group."""
+    limit = limits(engine, defaults, project_id)["server_group_members"]
+    if limit < 0:
+        return
+    with db.read(engine) as conn:
+        members = store.group_members(conn, group_uuid)
+    if members + count > limit:
+        raise QuotaExceeded(f"Quota exceeded, too many servers in group (requested "
+                            f"{count}, already {members} of {limit}).")
+
+
+def check_key_pairs(conn: Connection, defaults: Mapping[str, int], project_id: str,
+                    user_id: str) -> None:
+    """403 if ``user_id`` may not have one more key pair (Nova counts them per user,
+    against the limit of the caller's project)."""
+    limit = limits_in(conn, defaults, project_id)["key_pairs"]
+    if 0 <= limit <= store.key_pairs_of(conn, user_id):
+        raise QuotaExceeded("Quota exceeded, too many key pairs.")

@@ -1,0 +1,109 @@
+"""Quota limits as the API database keeps them, and what a project uses, counted there.
+
+Limits: rows of ``quotas`` (per project) and ``quota_classes`` (per class), one per
+resource that was set. Usage: a project's servers are its instance mappings not
+queued for delete; their cores and RAM are the flavor in each one's request spec
+(written in the same transaction as the mapping, and moved to the new flavor when
+a resize finishes or back when it is reverted). A server buried in cell0 (no host
+took it) counts as an instance but holds no cores or RAM, as Placement would say.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stratus.api import schema as s
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0)
+
+
+@dataclass(frozen=True)
+class Usage:
+    instances: int = 0
+    cores: int = 0
+    ram: int = 0
+    server_groups: int = 0
+
+    def of(self, resource: str) -> int:
+        return int(getattr(self, resource, 0))
+
+
+def project_limits(conn: Connection, project_id: str) -> dict[str, int]:
+    q = s.quotas
+    rows = conn.execute(sa.select(q.c.resource, q.c.hard_limit)
+                        .where(q.c.project_id == project_id))
+    return {r.resource: r.hard_limit for r in rows}
+
+
+def class_limits(conn: Connection, class_name: str) -> dict[str, int]:
+    q = s.quota_classes
+    rows = conn.execute(sa.select(q.c.resource, q.c.hard_limit)
+                        .where(q.c.class_name == class_name))
+    return {r.resource: r.hard_limit for r in rows}
+
+
+def _set(conn: Connection, table: sa.Table, owner: sa.Column, owner_value: str,
+         limits: dict[str, int]) -> None:
+    """Upsert one row per resource: update first, insert what was not there. Two admins
+    setting the same new resource at once: the unique constraint makes one fail."""
+    now = utcnow()
+    for resource, limit in limits.items():
+        where = sa.and_(owner == owner_value, table.c.resource == resource)
+        done = conn.execute(sa.update(table).where(where)
+                            .values(hard_limit=limit, updated_at=now)).rowcount
+        if not done:
+            conn.execute(sa.insert(table).values(
+                {owner.name: owner_value, "resource": resource, "hard_limit": limit,
+                 "created_at": now}))
+
+
+def set_project_limits(conn: Connection, project_id: str, limits: dict[str, int]) -> None:
+    _set(conn, s.quotas, s.quotas.c.project_id, project_id, limits)
+
+
+def set_class_limits(conn: Connection, class_name: str, limits: dict[str, int]) -> None:
+    _set(conn, s.quota_classes, s.quota_classes.c.class_name, class_name, limits)
+
+
+def delete_project_limits(conn: Connection, project_id: str) -> None:
+    conn.execute(sa.delete(s.quotas).where(s.quotas.c.project_id == project_id))
+
+
+def usage(conn: Connection, project_id: str) -> Usage:
+    """What ``project_id`` holds now: servers, their cores and RAM, server groups."""
+    m, c, r = s.instance_mappings, s.cell_mappings, s.request_specs
+    rows = conn.execute(
+        sa.select(c.c.uuid.label("cell_uuid"), r.c.spec)
+        .select_from(m.outerjoin(c, c.c.id == m.c.cell_id)
+                     .outerjoin(r, r.c.instance_uuid == m.c.instance_uuid))
+        .where(m.c.project_id == project_id, m.c.queued_for_delete == sa.false()))
+    instances = cores = ram = 0
+    for row in rows:
+        instances += 1
+        if row.cell_uuid == s.CELL0_UUID or not row.spec:
+            continue
+        flavor = json.loads(row.spec).get("flavor") or {}
+        cores += int(flavor.get("vcpus") or 0)
+        ram += int(flavor.get("memory_mb") or 0)
+    groups = conn.execute(sa.select(sa.func.count()).select_from(s.server_groups)
+                          .where(s.server_groups.c.project_id == project_id)).scalar_one()
+    return Usage(instances, cores, ram, int(groups))
+
+
+def group_members(conn: Connection, group_uuid: str) -> int:
+    g, gm = s.server_groups, s.server_group_members
+    return int(conn.execute(sa.select(sa.func.count()).select_from(
+        gm.join(g, g.c.id == gm.c.group_id)).where(g.c.uuid == group_uuid)).scalar_one())
+
+
+def key_pairs_of(conn: Connection, user_id: str) -> int:
+    k = s.key_pairs
+    return int(conn.execute(sa.select(sa.func.count()).select_from(k)
+                            .where(k.c.user_id == user_id)).scalar_one())
