@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -134,6 +135,9 @@ class AllInOne:
         from stratus.placement.http.app import PlacementApp, build_wsgi
 
         t0 = time.monotonic()
+        # The data directory is serve's to make; a directory named in a database URL
+        # ([placement_database] connection ...) must exist (storage.engine).
+        os.makedirs(self.layout.data_dir, exist_ok=True)
         placement_engine = db.create_engine(self.layout.placement_db_url, uncapped_pool=True)
         self.started.closers.append(placement_engine.dispose)
         placement_db.sync(placement_engine)

@@ -75,9 +75,14 @@ def cmd_api(args: argparse.Namespace) -> int:
     url = service.api_db_url(config)
     shown = common.redact(url)
     try:
-        probe = db.create_engine(url)
+        probe = db.create_engine(url, create=args.sync_db)
         db.wait_for(probe, seconds=DB_WAIT_SECONDS)
         probe.dispose()
+    except db.NoSuchDirectory as exc:
+        common.fail(f"cannot use the API database URL {shown}: {exc}", common.USAGE_ERROR)
+    except db.NoSuchDatabase as exc:
+        common.fail(f"no API database at {exc.path}: run once with --sync-db, or create "
+                    "it with: stratus-manage api_db sync", common.USAGE_ERROR)
     except Exception as exc:
         common.fail(f"cannot connect to the API database at {shown}: {common.db_error(exc)}")
     try:

@@ -162,12 +162,17 @@ def _migrations() -> str:
     return os.path.join(os.path.dirname(stratus.api.__file__), "migrations")
 
 
-def _connect(url: str) -> Any:
+def _connect(url: str, create: bool = False) -> Any:
+    """The API database; a SQLite file is created only by ``api_db sync`` (``create``)."""
     from stratus.storage import engine as db
 
     shown = common.redact(url)
     try:
-        engine = db.create_engine(url)
+        engine = db.create_engine(url, create=create)
+    except db.NoSuchDirectory as exc:
+        common.fail(f"cannot use the API database URL {shown}: {exc}", common.USAGE_ERROR)
+    except db.NoSuchDatabase as exc:
+        common.fail(common.missing_database("API", exc.path, "stratus-manage api_db sync"))
     except Exception as exc:
         common.fail(f"cannot use the API database URL {shown}: {common.db_error(exc)}",
                     common.USAGE_ERROR)
@@ -491,7 +496,7 @@ def cmd_api_db_sync(args: argparse.Namespace) -> int:
     from stratus.storage import migrate
 
     config = _config(args)
-    engine = _connect(api_db_url(config))
+    engine = _connect(api_db_url(config), create=True)
     try:
         try:
             migrate.upgrade(engine, _migrations())
@@ -504,10 +509,20 @@ def cmd_api_db_sync(args: argparse.Namespace) -> int:
 
 
 def cmd_api_db_version(args: argparse.Namespace) -> int:
+    from stratus.storage import engine as db
     from stratus.storage import migrate
 
     config = _config(args)
-    engine = _connect(api_db_url(config))
+    url = api_db_url(config)
+    try:
+        db.create_engine(url, create=False).dispose()
+    except db.NoSuchDatabase as exc:
+        # Asking must not create an empty database file as a side effect.
+        print(f"empty: no database file at {exc.path} (run: stratus-manage api_db sync)")
+        return 0
+    except Exception:
+        pass   # _connect says what is wrong with the URL
+    engine = _connect(url)
     try:
         print(migrate.current(engine) or "empty (run: stratus-manage api_db sync)")
     finally:

@@ -10,6 +10,7 @@ from typing import Any
 
 from stratus.cli import client_events
 from stratus.cli.client import HTTP, ClientError, emit, find_flavor, find_server, leaf, table
+from stratus.cli.progress import Progress
 
 HOST = "OS-EXT-SRV-ATTR:host"
 TASK = "OS-EXT-STS:task_state"
@@ -20,15 +21,18 @@ MIGRATION_COLUMNS = ("ID", "UUID", "Server", "Type", "Status", "Source", "Destin
 def _settle(api: HTTP, server_id: str, timeout: float) -> dict[str, Any]:
     """Poll until the server has no task running."""
     deadline = time.monotonic() + timeout
-    while True:
-        server = dict(api.call("GET", f"/servers/{server_id}")["server"])
-        if server.get(TASK) is None and server["status"] not in ("BUILD", "RESIZE",
-                                                                  "MIGRATING", "REBUILD"):
-            return server
-        if time.monotonic() > deadline:
-            raise ClientError(f"server {server_id} still {server['status']} "
-                              f"({server.get(TASK)}) after {timeout:g}s")
-        time.sleep(0.2)
+    with Progress("waiting") as progress:
+        while True:
+            server = dict(api.call("GET", f"/servers/{server_id}")["server"])
+            if server.get(TASK) is None and server["status"] not in (
+                    "BUILD", "RESIZE", "MIGRATING", "REBUILD"):
+                return server
+            if time.monotonic() > deadline:
+                raise ClientError(f"server {server_id} still {server['status']} "
+                                  f"({server.get(TASK)}) after {timeout:g}s")
+            state = server["status"] + (f" ({server[TASK]})" if server.get(TASK) else "")
+            progress.tick(lambda: {state: 1})   # noqa: B023 (called before the next turn)
+            time.sleep(0.2)
 
 
 def _latest_migration(api: HTTP, server_id: str) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ from stratus.cli.client import (
     list_pages,
     table,
 )
+from stratus.cli.progress import Progress, count_states
 
 HOST = "OS-EXT-SRV-ATTR:host"
 
@@ -142,17 +143,23 @@ def _wait(api: HTTP, ids: list[str], timeout: float) -> list[dict[str, Any]]:
     deadline = time.monotonic() + timeout
     pending = set(ids)
     latest: dict[str, dict[str, Any]] = {}
-    while True:
-        for i in sorted(pending):
-            latest[i] = api.call("GET", f"/servers/{i}")["server"]
-            if latest[i]["status"] not in ("BUILD",):
-                pending.discard(i)
-        if not pending:
-            return [latest[i] for i in ids]
-        if time.monotonic() > deadline:
-            raise ClientError(f"{len(pending)} server(s) still building after {timeout:g}s: "
-                              + ", ".join(sorted(pending)))
-        time.sleep(0.2)
+
+    def states() -> dict[str, int]:   # a server not read yet is still building
+        return count_states(latest[i]["status"] if i in latest else "BUILD" for i in ids)
+
+    with Progress("waiting") as progress:
+        while True:
+            for i in sorted(pending):
+                latest[i] = api.call("GET", f"/servers/{i}")["server"]
+                if latest[i]["status"] not in ("BUILD",):
+                    pending.discard(i)
+                progress.tick(states)
+            if not pending:
+                return [latest[i] for i in ids]
+            if time.monotonic() > deadline:
+                raise ClientError(f"{len(pending)} server(s) still building after "
+                                  f"{timeout:g}s: " + ", ".join(sorted(pending)))
+            time.sleep(0.2)
 
 
 def server_list(args: argparse.Namespace, api: HTTP) -> None:

@@ -33,6 +33,25 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     pass
 
 
+def short_help(parser: argparse.ArgumentParser, width: int = 100) -> str:
+    """What a bare command prints: its commands, one line each, and where to read more
+    (--help also lists every configuration option: pages, not a summary)."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    names = [a.dest for a in sub._choices_actions]
+    column = max(len(n) for n in names) + 4
+    lines = [parser.format_usage().rstrip(), "", str(parser.description or ""), "",
+             f"{sub.metavar or 'COMMAND'}s:".lower()]
+    for action in sub._choices_actions:
+        text = one_line(action.help or "")
+        room = width - column - 2
+        if len(text) > room:
+            text = text[:room - 3].rstrip(" ,;(") + "..."
+        lines.append(f"  {action.dest.ljust(column)}{text}")
+    lines += ["", f"More: {parser.prog} {sub.metavar or 'COMMAND'} --help (one command), "
+              f"{parser.prog} --help (everything, with every configuration option)."]
+    return "\n".join(lines)
+
+
 def add_parser(sub: Any, name: str, help: str, description: str,
                options: bool = True) -> ArgumentParser:
     """A subcommand whose --help ends with every configuration option when ``options``."""
@@ -55,6 +74,14 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
                         help="directory for SQLite files (default ./data or $STRATUS_DATA_DIR)")
     parser.add_argument("--debug", action="store_true", default=None,
                         help="log at debug level ([DEFAULT] debug)")
+
+
+def add_traceback_flag(parser: argparse.ArgumentParser) -> None:
+    """``PROG --debug COMMAND``: a failure shows its traceback (as STRATUS_DEBUG=1 does).
+    Its own name: a command's --debug (log level) would overwrite a shared one."""
+    parser.add_argument("--debug", dest="show_traceback", action="store_true",
+                        help="show the traceback of an unexpected failure "
+                        "(also $STRATUS_DEBUG=1)")
 
 
 def port_number(text: str) -> int:
@@ -151,8 +178,13 @@ def migrated_engine(url: str, what: str, package: Any, sync: bool,
 
     shown = redact(url)
     try:
-        engine = db.create_engine(url)
+        engine = db.create_engine(url, create=sync)
         db.wait_for(engine, seconds=wait_seconds)
+    except db.NoSuchDirectory as exc:
+        fail(f"cannot use the {what} database URL {shown}: {exc}", USAGE_ERROR)
+    except db.NoSuchDatabase as exc:
+        fail(f"no {what} database at {exc.path}: run once with --sync-db to create it",
+             USAGE_ERROR)
     except Exception as exc:
         fail(f"cannot connect to the {what} database at {shown}: {db_error(exc)}")
     location = os.path.join(os.path.dirname(package.__file__), "migrations")
@@ -174,22 +206,32 @@ def db_error(exc: BaseException) -> str:
     return text.split(" (Background on this error at:")[0]
 
 
-def connect(url: str, seconds: float, what: str = "placement") -> Any:
+def connect(url: str, seconds: float, what: str = "placement", *, create: bool = False,
+            sync_command: str = "stratus-manage placement db sync",
+            missing: str | None = None) -> Any:
     """An engine for ``url`` that has answered a query, or a one-line failure.
 
     Waits up to ``seconds`` for a server that is still starting (connection
-    refused), so that services started together come up in any order.
+    refused), so that services started together come up in any order. A SQLite
+    file that is not there is created only with ``create`` (commands that make
+    or migrate the database); otherwise the command ends saying where it looked
+    and what to do (``missing``, by default: where to run it, or ``sync_command``).
     """
     from stratus.storage import engine as db
 
     shown = redact(url)
     try:
-        engine = db.create_engine(url)
+        engine = db.create_engine(url, create=create)
     except ModuleNotFoundError as exc:
         hint = {"psycopg": "stratus[postgres]", "pymysql": "stratus[mysql]",
                 "MySQLdb": "stratus[mysqlclient]"}.get(
             str(exc.name), str(exc.name))
         fail(f"the database URL {shown} needs the {exc.name} driver: pip install '{hint}'")
+    except db.NoSuchDirectory as exc:
+        fail(f"cannot use the database URL {shown}: {exc}", USAGE_ERROR)
+    except db.NoSuchDatabase as exc:
+        fail(f"no {what} database at {exc.path}: {missing}" if missing
+             else missing_database(what, exc.path, sync_command))
     except Exception as exc:
         fail(f"cannot use the database URL {shown}: {db_error(exc)}", USAGE_ERROR)
     try:
@@ -198,6 +240,13 @@ def connect(url: str, seconds: float, what: str = "placement") -> Any:
         engine.dispose()
         fail(f"cannot connect to the {what} database at {shown}: {db_error(exc)}")
     return engine
+
+
+def missing_database(what: str, path: str, sync_command: str) -> str:
+    """Where a command looked for a SQLite database that is not there, and what to do."""
+    return (f"no {what} database at {path}: run this in the directory holding stratus "
+            f"serve's data/, or give --data-dir DIR (a new database is made by: "
+            f"{sync_command})")
 
 
 def sync_database(engine: Any) -> None:
@@ -227,12 +276,89 @@ def check_can_listen(host: str, port: int) -> None:
             fail(f"cannot listen on {host}:{port}: {exc.strerror}")
 
 
-def run(main: Callable[[], int | None]) -> NoReturn:
-    """Run a command; turn expected failures into one line and a non-zero exit."""
+def run(main: Callable[[], int | None], args: argparse.Namespace | None = None) -> NoReturn:
+    """Run a command; turn every failure into one line and a non-zero exit.
+
+    Known failures get their own words (see :func:`explain`); anything else is
+    one line naming the exception. The traceback is shown only with --debug or
+    STRATUS_DEBUG=1. A reader that went away (``stratus host usage | head -3``)
+    ends the command quietly, as it would a C program killed by SIGPIPE.
+    """
     try:
         code = main() or 0
+        sys.stdout.flush()   # a closed pipe must be found here, not at interpreter exit
+    except SystemExit:
+        raise
     except configuration.ConfigError as exc:
         fail(str(exc), USAGE_ERROR)
     except KeyboardInterrupt:
         code = 130
+    except BrokenPipeError:
+        code = _reader_gone()
+    except Exception as exc:
+        if wants_traceback(args):
+            raise
+        hint = "" if _known(exc) else " (--debug or STRATUS_DEBUG=1 shows the traceback)"
+        fail(explain(exc) + hint)
     raise SystemExit(code)
+
+
+BROKEN_PIPE_EXIT = 128 + 13   # what a shell reports for a process killed by SIGPIPE
+
+
+def _reader_gone() -> int:
+    """stdout's reader closed the pipe: point stdout at /dev/null so that Python's
+    final flush finds nowhere to fail, and exit as SIGPIPE would have."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return BROKEN_PIPE_EXIT
+
+
+def wants_traceback(args: argparse.Namespace | None) -> bool:
+    import os
+
+    flag = bool(args is not None and (getattr(args, "debug", None)
+                                      or getattr(args, "show_traceback", None)))
+    return flag or os.environ.get("STRATUS_DEBUG", "").lower() in ("1", "true", "yes")
+
+
+def _known(exc: BaseException) -> bool:
+    import sqlalchemy as sa
+
+    from stratus.storage import engine as db
+
+    return isinstance(exc, (db.NoSuchDatabase, sa.exc.DBAPIError, OSError))
+
+
+def explain(exc: BaseException) -> str:
+    """One line for an exception no command caught itself."""
+    import sqlalchemy as sa
+
+    from stratus.storage import engine as db
+
+    if isinstance(exc, db.NoSuchDatabase):
+        return str(exc)
+    if isinstance(exc, sa.exc.DBAPIError):
+        text = db_error(exc)
+        if _missing_table(text):
+            return (f"the database has no Stratus schema ({text}): run this in the "
+                    "directory holding stratus serve's data/ (or give --data-dir DIR), or "
+                    "migrate the database first (stratus-manage placement db sync, "
+                    "stratus-manage api_db sync)")
+        return f"database error: {text}"
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror or exc}{where}"
+    return f"unexpected {type(exc).__name__}: {one_line(str(exc))}"
+
+
+def _missing_table(text: str) -> bool:
+    lowered = text.lower()
+    return ("no such table" in lowered                              # SQLite
+            or ("relation" in lowered and "does not exist" in lowered)   # PostgreSQL
+            or ("table" in lowered and "doesn't exist" in lowered))      # MariaDB

@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=common.HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"stratus {__version__}")
+    common.add_traceback_flag(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve.add_commands(sub)
     compute_cmd.add_commands(sub)
@@ -50,9 +51,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        raise SystemExit(2)
-    common.run(lambda: args.func(args))
+        # Nothing to do: what there is, briefly, and exit as argparse does on a usage
+        # mistake (2). The full --help lists every configuration option as well.
+        print(common.short_help(parser), file=sys.stderr)
+        raise SystemExit(common.USAGE_ERROR)
+    common.run(lambda: args.func(args), args)
 
 
 if __name__ == "__main__":

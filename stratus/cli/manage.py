@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=configuration.describe_options(),
         formatter_class=common.HelpFormatter,
     )
+    common.add_traceback_flag(parser)
     top = parser.add_subparsers(dest="area", metavar="AREA")
     placement = common.add_parser(top, "placement", help="Placement database commands",
                                   description="Placement database commands.", options=False)
@@ -112,7 +113,8 @@ def _books(args: argparse.Namespace) -> Any:
     from stratus.repair.audit import Books
 
     config = common.load_config(args)
-    engine = common.connect(api_db_url(config), DB_WAIT_SECONDS, "API")
+    engine = common.connect(api_db_url(config), DB_WAIT_SECONDS, "API",
+                            sync_command="stratus-manage api_db sync")
     return Books(engine, CellEngines(), placement_client(config), network_client(config))
 
 
@@ -197,12 +199,12 @@ def _db_url(args: argparse.Namespace) -> str:
     return str(config.placement_db_url)
 
 
-def _engine(args: argparse.Namespace, url: str | None = None) -> Any:
-    return common.connect(url or _db_url(args), DB_WAIT_SECONDS)
+def _engine(args: argparse.Namespace, url: str | None = None, create: bool = False) -> Any:
+    return common.connect(url or _db_url(args), DB_WAIT_SECONDS, create=create)
 
 
 def cmd_db_sync(args: argparse.Namespace) -> int:
-    engine = _engine(args)
+    engine = _engine(args, create=True)
     try:
         common.sync_database(engine)
         print(f"placement database at revision {_revision(engine)}")
@@ -239,7 +241,13 @@ def cmd_db_check_usage(args: argparse.Namespace) -> int:
     from stratus.placement.store import books
     from stratus.storage import engine as db
 
-    engine = _engine(args)
+    url = _db_url(args)
+    engine = _engine(args, url)
+    if _revision(engine) is None:
+        engine.dispose()
+        common.fail(f"the placement database at {common.redact(url)} is empty: run this in "
+                    "the directory holding stratus serve's data/ (or give --data-dir DIR or "
+                    "--db URL); a new database is made by: stratus-manage placement db sync")
     try:
         if args.fix:
             with db.write(engine) as conn:
@@ -284,9 +292,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        raise SystemExit(2)
-    common.run(lambda: args.func(args))
+        # Nothing to do: what there is, briefly, and exit as argparse does on a usage
+        # mistake (2). The full --help lists every configuration option as well.
+        print(common.short_help(parser), file=sys.stderr)
+        raise SystemExit(common.USAGE_ERROR)
+    common.run(lambda: args.func(args), args)
 
 
 if __name__ == "__main__":

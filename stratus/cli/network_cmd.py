@@ -57,7 +57,7 @@ def cmd_network_api(args: argparse.Namespace) -> int:
     common.check_can_listen(args.host, args.port)
     url = service.db_url(config)
     shown = common.redact(url)
-    engine = common.connect(url, DB_WAIT_SECONDS, "network")
+    engine = common.connect(url, DB_WAIT_SECONDS, "network", create=True)  # migrated next
     try:
         deps = service.make_deps(config, engine)
     except Exception as exc:

@@ -129,10 +129,13 @@ def _serve_placement(args: argparse.Namespace, db_url: str | None, workers: int)
     config = configuration.load(args.config_file, overrides=overrides)
     common.setup_logging(bool(config.get("DEFAULT", "debug")))
     common.check_can_listen(args.host, args.port)
-    engine = common.connect(config.placement_db_url, DB_WAIT_SECONDS)
+    sync = bool(config.get("placement_database", "sync_on_startup"))
+    engine = common.connect(config.placement_db_url, DB_WAIT_SECONDS, create=sync,
+                            missing="[placement_database] sync_on_startup is false; "
+                            "create it with: stratus-manage placement db sync")
     try:
         _check_application(config, engine)
-        if config.get("placement_database", "sync_on_startup"):
+        if sync:
             common.sync_database(engine)
     finally:
         engine.dispose()
@@ -270,10 +273,7 @@ def cmd_serve_zones(args: argparse.Namespace, config: configuration.Config) -> i
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from stratus.allinone import networks
-    from stratus.allinone.cloud import AllInOne
-    from stratus.allinone.http import ServerError
-    from stratus.cells import notify
+    from stratus.allinone import lock
 
     config = common.load_config(args)
     debug = bool(config.get("DEFAULT", "debug"))
@@ -286,8 +286,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.makedirs(data_dir, exist_ok=True)
     except OSError as exc:
         common.fail(f"cannot create the data directory {data_dir}: {exc.strerror}")
-    if args.zones:
-        return cmd_serve_zones(args, config)
+    try:
+        with lock.hold(data_dir):
+            if args.zones:
+                return cmd_serve_zones(args, config)
+            return _serve(args, config, data_dir)
+    except lock.DataDirBusy as exc:
+        common.fail(str(exc))
+
+
+def _serve(args: argparse.Namespace, config: configuration.Config, data_dir: str) -> int:
+    from stratus.allinone import networks
+    from stratus.allinone.cloud import AllInOne
+    from stratus.allinone.http import ServerError
+    from stratus.cells import notify
+
     for port in (args.port, args.api_port, args.network_port, args.identity_port,
                  args.image_port):
         if port:

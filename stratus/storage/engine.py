@@ -78,8 +78,32 @@ def normalize_url(url: str) -> str:
     return u.render_as_string(hide_password=False)
 
 
-def create_engine(url: str, uncapped_pool: bool = False, **kwargs: Any) -> Engine:
+class NoSuchDatabase(Exception):
+    """A SQLite file (or the directory it would be in) is not there.
+
+    ``create_engine`` never creates a directory: a typo in a path must not
+    become a new, empty place to keep data. With ``create=False`` it does not
+    create the file either: a command that only reads, run in the wrong
+    directory, must say so instead of leaving an empty database behind.
+    """
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class NoSuchDirectory(NoSuchDatabase):
+    """The directory a SQLite file should be created in does not exist."""
+
+
+def create_engine(url: str, uncapped_pool: bool = False, *, create: bool = True,
+                  **kwargs: Any) -> Engine:
     """Create an engine with the settings Stratus relies on for ``url``'s backend.
+
+    ``create``: a SQLite file that does not exist yet is created on first use;
+    False raises :class:`NoSuchDatabase` instead. Either way a SQLite file whose
+    directory is missing raises (:class:`NoSuchDirectory` when creating).
+    Server databases are not affected: their server decides.
 
     ``uncapped_pool``: no cap on the pool's overflow, for Placement. Its request
     threads bound its connections (a request holds at most two: a write that
@@ -91,7 +115,7 @@ def create_engine(url: str, uncapped_pool: bool = False, **kwargs: Any) -> Engin
     url = normalize_url(url)
     backend = sa.engine.make_url(url).get_backend_name()
     if backend == "sqlite":
-        return _create_sqlite_engine(url, uncapped_pool, **kwargs)
+        return _create_sqlite_engine(url, uncapped_pool, create, **kwargs)
     # The pool's own reset (a ROLLBACK on every return) is replaced by _on_reset.
     opts: dict[str, Any] = {"future": True, "pool_reset_on_return": None}
     if uncapped_pool:
@@ -168,12 +192,24 @@ def _add_idle_ping(engine: Engine) -> None:
             record.info[_RETURNED_AT] = time.monotonic()
 
 
-def _create_sqlite_engine(url: str, uncapped_pool: bool, **kwargs: Any) -> Engine:
+def _check_sqlite_file(database: str, create: bool) -> None:
+    path = os.path.abspath(database)
+    if os.path.exists(path):
+        return
+    if not create:
+        raise NoSuchDatabase(f"no database file at {path}", path)
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        raise NoSuchDirectory(f"the directory {parent} does not exist (create it first)",
+                              path)
+
+
+def _create_sqlite_engine(url: str, uncapped_pool: bool, create: bool,
+                          **kwargs: Any) -> Engine:
     u = sa.engine.make_url(url)
     memory = u.database in (None, "", ":memory:")
     if not memory and u.database:
-        parent = os.path.dirname(os.path.abspath(u.database))
-        os.makedirs(parent, exist_ok=True)
+        _check_sqlite_file(u.database, create)
     opts: dict[str, Any] = {
         "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
     }

@@ -133,7 +133,7 @@ def test_missing_config_file(tmp_path):
 
 def test_unusable_database_urls(tmp_path):
     for url, fragment in (
-        ("sqlite:////proc/no-such-dir/p.db", "No such file or directory"),
+        ("sqlite:////proc/no-such-dir/p.db", "/proc/no-such-dir does not exist"),
         ("nosuchdb://host/x", "nosuchdb"),
     ):
         result = run("stratus", "placement-api", "--db", url, "--port", str(free_port()))
@@ -246,6 +246,11 @@ def test_serve_keeps_its_database_in_the_data_dir(tmp_path):
 def test_sync_on_startup_false_leaves_an_empty_database_alone(tmp_path):
     url = f"sqlite:///{tmp_path}/p.db"
     env = clean_env(OS_PLACEMENT_DATABASE__SYNC_ON_STARTUP="false")
+    # Without syncing, a database that is not there is not made either.
+    result = run("stratus", "placement-api", "--db", url, "--port", str(free_port()), env=env)
+    assert_one_line_error(result, "no placement database", "placement db sync", code=1)
+    assert not (tmp_path / "p.db").exists()
+    (tmp_path / "p.db").touch()
     with server(tmp_path, "--db", url, env=env) as srv:
         assert httpx.get(srv.url + "/").status_code == 200
     assert run("stratus-manage", "placement", "db", "version", "--db", url).stdout.startswith(
