@@ -33,6 +33,18 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     pass
 
 
+def chosen_parser(parser: argparse.ArgumentParser,
+                  args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost (sub)parser the command line reached (``stratus-manage placement``
+    reaches ``placement``), for help about what can follow it."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            name = getattr(args, action.dest, None)
+            if name in action.choices:
+                return chosen_parser(action.choices[name], args)
+    return parser
+
+
 def short_help(parser: argparse.ArgumentParser, width: int = 100) -> str:
     """What a bare command prints: its commands, one line each, and where to read more
     (--help also lists every configuration option: pages, not a summary)."""
@@ -47,8 +59,10 @@ def short_help(parser: argparse.ArgumentParser, width: int = 100) -> str:
         if len(text) > room:
             text = text[:room - 3].rstrip(" ,;(") + "..."
         lines.append(f"  {action.dest.ljust(column)}{text}")
+    everything = "everything, with every configuration option" if parser.epilog else \
+        "the full help"
     lines += ["", f"More: {parser.prog} {sub.metavar or 'COMMAND'} --help (one command), "
-              f"{parser.prog} --help (everything, with every configuration option)."]
+              f"{parser.prog} --help ({everything})."]
     return "\n".join(lines)
 
 
@@ -245,7 +259,7 @@ def connect(url: str, seconds: float, what: str = "placement", *, create: bool =
 def missing_database(what: str, path: str, sync_command: str) -> str:
     """Where a command looked for a SQLite database that is not there, and what to do."""
     return (f"no {what} database at {path}: run this in the directory holding stratus "
-            f"serve's data/, or give --data-dir DIR (a new database is made by: "
+            f"serve's data/, or give --data-dir DIR (to make a new one, run: "
             f"{sync_command})")
 
 

@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
     if not getattr(args, "func", None):
         # Nothing to do: what there is, briefly, and exit as argparse does on a usage
         # mistake (2). The full --help lists every configuration option as well.
-        print(common.short_help(parser), file=sys.stderr)
+        print(common.short_help(common.chosen_parser(parser, args)), file=sys.stderr)
         raise SystemExit(common.USAGE_ERROR)
     common.run(lambda: args.func(args), args)
 

@@ -191,8 +191,8 @@ def _create_on_a_terminal(env: dict[str, str], name: str) -> tuple[str, str, int
     """server create --wait with stderr on a pseudo-terminal and stdout on a pipe."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(
-        command("stratus") + ["server", "create", name, "--flavor", "m1.tiny", "--count",
-                              "3", "--wait"],
+        [*command("stratus"), "server", "create", name, "--flavor", "m1.tiny",
+         "--count", "3", "--wait"],
         stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, env=env, text=True)
     os.close(slave)
     seen = b""

@@ -196,7 +196,8 @@ def test_the_installed_command_and_the_api_process(tmp_path):
                           "--transport-url", "inproc://t", "--port",
                           str(cli_helpers.free_port()))
     assert bad.returncode == 2
-    assert "not at the current schema" in one_error_line(bad.stderr)
+    assert "no API database" in one_error_line(bad.stderr)
+    assert "--sync-db" in bad.stderr and not (tmp_path / "fresh").exists()
     with cli_helpers.server(tmp_path, "--data-dir", str(tmp_path), "--sync-db",
                             "--transport-url", "inproc://t", subcommand="api") as srv:
         resp = httpx.get(srv.url + "/v2.1/os-services", headers={"X-Auth-Token": "admin"})
