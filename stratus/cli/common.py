@@ -302,6 +302,7 @@ def run(main: Callable[[], int | None], args: argparse.Namespace | None = None) 
         code = main() or 0
         sys.stdout.flush()   # a closed pipe must be found here, not at interpreter exit
     except SystemExit:
+        _flush_quietly()
         raise
     except configuration.ConfigError as exc:
         fail(str(exc), USAGE_ERROR)
@@ -318,6 +319,16 @@ def run(main: Callable[[], int | None], args: argparse.Namespace | None = None) 
 
 
 BROKEN_PIPE_EXIT = 128 + 13   # what a shell reports for a process killed by SIGPIPE
+
+
+def _flush_quietly() -> None:
+    """Flush what a failing command printed; a reader that went away is no news."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _reader_gone()
+    except (OSError, ValueError):
+        pass
 
 
 def _reader_gone() -> int:
