@@ -74,6 +74,8 @@ def cmd_api(args: argparse.Namespace) -> int:
     common.check_can_listen(args.host, args.port)
     url = service.api_db_url(config)
     shown = common.redact(url)
+    if args.sync_db:
+        common.make_data_dir(url, config.data_dir)
     try:
         probe = db.create_engine(url, create=args.sync_db)
         db.wait_for(probe, seconds=DB_WAIT_SECONDS)

@@ -496,6 +496,7 @@ def cmd_api_db_sync(args: argparse.Namespace) -> int:
     from stratus.storage import migrate
 
     config = _config(args)
+    common.make_data_dir(api_db_url(config), config.data_dir)
     engine = _connect(api_db_url(config), create=True)
     try:
         try:

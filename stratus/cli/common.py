@@ -9,6 +9,7 @@ unreachable database, a busy port) ends the command with one line on stderr,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import socket
 import sys
@@ -254,6 +255,26 @@ def connect(url: str, seconds: float, what: str = "placement", *, create: bool =
         engine.dispose()
         fail(f"cannot connect to the {what} database at {shown}: {db_error(exc)}")
     return engine
+
+
+def make_data_dir(url: str, data_dir: str) -> None:
+    """Before a command creates a SQLite database in the data directory: make that
+    directory, which is Stratus's own (serve makes it too). A directory named anywhere
+    else in a URL is the operator's: if missing, create_engine refuses it."""
+    import os
+
+    import sqlalchemy as sa
+
+    try:
+        u = sa.engine.make_url(url)
+    except Exception:
+        return   # connect() says what is wrong with the URL
+    if u.get_backend_name() != "sqlite" or u.database in (None, "", ":memory:"):
+        return
+    home = os.path.abspath(data_dir)
+    if os.path.dirname(os.path.abspath(str(u.database))) == home:
+        with contextlib.suppress(OSError):   # if it fails, create_engine names the directory
+            os.makedirs(home, exist_ok=True)
 
 
 def missing_database(what: str, path: str, sync_command: str) -> str:

@@ -120,6 +120,8 @@ def cmd_compute(args: argparse.Namespace) -> int:
                     f"{ComputeRPC.version} and older minor versions", common.USAGE_ERROR)
     driver = _driver(args)
     cell_url = args.cell_db or f"sqlite:///{os.path.join(config.data_dir, 'cell1.db')}"
+    if args.sync_db:
+        common.make_data_dir(cell_url, config.data_dir)
     engine = _cell_engine(cell_url, args.sync_db)
     bus = open_bus(config, f"compute:{args.host}")
     placement = placement_client(config)

@@ -204,7 +204,9 @@ def _engine(args: argparse.Namespace, url: str | None = None, create: bool = Fal
 
 
 def cmd_db_sync(args: argparse.Namespace) -> int:
-    engine = _engine(args, create=True)
+    url = _db_url(args)
+    common.make_data_dir(url, common.load_config(args).data_dir)
+    engine = _engine(args, url, create=True)
     try:
         common.sync_database(engine)
         print(f"placement database at revision {_revision(engine)}")

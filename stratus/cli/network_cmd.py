@@ -57,6 +57,7 @@ def cmd_network_api(args: argparse.Namespace) -> int:
     common.check_can_listen(args.host, args.port)
     url = service.db_url(config)
     shown = common.redact(url)
+    common.make_data_dir(url, config.data_dir)
     engine = common.connect(url, DB_WAIT_SECONDS, "network", create=True)  # migrated next
     try:
         deps = service.make_deps(config, engine)

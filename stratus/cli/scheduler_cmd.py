@@ -87,6 +87,8 @@ def api_db_url(config: configuration.Config) -> str:
 def api_engine(config: configuration.Config, sync: bool) -> Any:
     import stratus.api
 
+    if sync:
+        common.make_data_dir(api_db_url(config), config.data_dir)
     return common.migrated_engine(api_db_url(config), "API", stratus.api, sync,
                                   DB_WAIT_SECONDS)
 

@@ -130,6 +130,8 @@ def _serve_placement(args: argparse.Namespace, db_url: str | None, workers: int)
     common.setup_logging(bool(config.get("DEFAULT", "debug")))
     common.check_can_listen(args.host, args.port)
     sync = bool(config.get("placement_database", "sync_on_startup"))
+    if sync:
+        common.make_data_dir(config.placement_db_url, config.data_dir)
     engine = common.connect(config.placement_db_url, DB_WAIT_SECONDS, create=sync,
                             missing="[placement_database] sync_on_startup is false; "
                             "create it with: stratus-manage placement db sync")

@@ -10,6 +10,7 @@ import pty
 import re
 import shlex
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,10 @@ def cloud(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("serve")
     with server(tmp, "--data-dir", str(tmp / "data"), "--hosts", "2",
                 subcommand="serve") as srv:
+        # Placement answers before serve prints the other URLs: wait for all of them.
+        deadline = time.monotonic() + 60
+        while "Ready in" not in srv.output() and time.monotonic() < deadline:
+            time.sleep(0.2)
         api = re.search(r"Compute API:\s+(\S+)", srv.output())
         network = re.search(r"Network API:\s+(\S+)", srv.output())
         assert api and network, srv.output()
@@ -117,7 +122,7 @@ def test_a_missing_table_is_one_line_and_the_traceback_waits_for_debug(tmp_path)
 
 
 def test_commands_that_make_a_database_still_do(tmp_path):
-    (tmp_path / "data").mkdir()
+    # ... and the data directory (./data) their default files live in, as serve does.
     for argv in (["placement", "db", "sync"], ["api_db", "sync"]):
         result = run_in(tmp_path, "stratus-manage", *argv)
         assert result.returncode == 0, result.stderr
