@@ -81,7 +81,8 @@ def cmd_identity_api(args: argparse.Namespace) -> int:
     common.check_can_listen(args.host, args.port)
     url = service.db_url(config)
     shown = common.redact(url)
-    engine = common.connect(url, DB_WAIT_SECONDS, "identity")
+    common.make_data_dir(url, config.data_dir)
+    engine = common.connect(url, DB_WAIT_SECONDS, "identity", create=True)  # migrated next
     try:
         deps = service.make_deps(config, engine)
     except ValueError as exc:   # the key file
@@ -111,7 +112,8 @@ def cmd_image_api(args: argparse.Namespace) -> int:
     common.check_can_listen(args.host, args.port)
     url = service.db_url(config)
     shown = common.redact(url)
-    engine = common.connect(url, DB_WAIT_SECONDS, "image")
+    common.make_data_dir(url, config.data_dir)
+    engine = common.connect(url, DB_WAIT_SECONDS, "image", create=True)  # migrated next
     try:
         deps = service.make_deps(config, engine)
     except Exception as exc:

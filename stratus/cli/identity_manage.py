@@ -58,7 +58,8 @@ def _engine(args: argparse.Namespace) -> Any:
     from stratus.identity import service
 
     config = common.load_config(args, {("identity_database", "connection"): args.db})
-    engine = common.connect(service.db_url(config), 5.0, "identity")
+    common.make_data_dir(service.db_url(config), config.data_dir)
+    engine = common.connect(service.db_url(config), 5.0, "identity", create=True)  # synced
     try:
         service.sync(engine)
     except Exception as exc:
