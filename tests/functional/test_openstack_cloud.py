@@ -20,9 +20,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from tests.functional.cli_helpers import unavailable
+from tests.functional import real_keystone
+from tests.functional.cli_helpers import free_port, unavailable
 from tests.functional.test_serve import Serve
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
@@ -78,7 +80,58 @@ def test_the_openstack_cli_drives_every_service_from_clouds_yaml(openstack, clou
     osc = Openstack(openstack, client_env(cloud))
     catalog = {entry["Type"] for entry in osc("catalog", "list")}
     assert catalog == {"identity", "compute", "placement", "network", "image"}
+    cli_scenario(osc, tmp_path)
 
+
+@pytest.mark.timeout(2400)
+def test_the_same_scenario_through_a_real_keystone(openstack, tmp_path):
+    """Keystone from PyPI issues the tokens and holds the catalog; every API of a
+    ``stratus serve`` with ``[api] auth_strategy = keystone`` checks them through
+    keystonemiddleware."""
+    try:
+        keystone_cm = real_keystone.running_keystone(tmp_path / "keystone")
+        keystone = keystone_cm.__enter__()
+    except real_keystone.Unavailable as exc:
+        unavailable(f"keystone from PyPI is not available here: {exc}")
+        return
+    try:
+        ports = {name: free_port() for name in ("placement", "compute", "network", "image")}
+        keystone.register({
+            "compute": f"http://127.0.0.1:{ports['compute']}/v2.1",
+            "placement": f"http://127.0.0.1:{ports['placement']}",
+            "network": f"http://127.0.0.1:{ports['network']}",
+            "image": f"http://127.0.0.1:{ports['image']}"})
+        srv = Serve(tmp_path, tmp_path / "data", "--hosts", "3",
+                    "--port", str(ports["placement"]), "--api-port", str(ports["compute"]),
+                    "--network-port", str(ports["network"]),
+                    "--image-port", str(ports["image"]),
+                    env={"OS_API__AUTH_STRATEGY": "keystone",
+                         "OS_CATALOG__IDENTITY": f"{keystone.url}/v3",
+                         **keystone.authtoken_env()}).wait_ready()
+        try:
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith(("OS_", "STRATUS_"))}
+            env.update(OS_CLIENT_CONFIG_FILE=str(keystone.clouds_yaml(tmp_path / "c.yaml")),
+                       OS_CLOUD="keystone")
+            osc = Openstack(openstack, env)
+            assert "Keystone at" in srv.output()
+            assert not (srv.data_dir / "clouds.yaml").exists()   # Keystone's catalog rules
+            cli_scenario(osc, tmp_path)
+            # A token Keystone did not issue is refused by every API.
+            paths = {"compute": "/v2.1/servers", "placement": "/resource_providers",
+                     "network": "/v2.0/ports", "image": "/v2/images"}
+            for name, path in paths.items():
+                resp = httpx.get(f"http://127.0.0.1:{ports[name]}{path}",
+                                 headers={"X-Auth-Token": "admin"}, timeout=30)
+                assert resp.status_code == 401, (name, resp.text)
+        finally:
+            srv.kill()
+    finally:
+        keystone_cm.__exit__(None, None, None)
+
+
+def cli_scenario(osc: Openstack, tmp_path: Path) -> None:
+    """Image, QoS port, key pair, server; list, resize, migrate, allocations, delete."""
     disk = tmp_path / "disk.img"
     disk.write_bytes(os.urandom(4096))
     image = osc("image", "create", "--file", str(disk), "--disk-format", "qcow2",
