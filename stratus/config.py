@@ -73,6 +73,9 @@ OPTIONS: list[Option] = [
     Option("DEFAULT", "data_dir", str, "", "Directory for SQLite files and state "
            "(default: ./data, or $STRATUS_DATA_DIR)."),
     Option("DEFAULT", "debug", bool, False, "Log at debug level."),
+    Option("DEFAULT", "host", str, "", "This machine's name in the service records the "
+           "scheduler and the conductor heartbeat (stratus service list); default: the "
+           "hostname. Computes are named by their --host."),
     Option("placement_database", "connection", str, "", "Placement database URL "
            "(sqlite:///path, postgresql://..., mysql+pymysql://...); default: "
            "a SQLite file in data_dir."),
