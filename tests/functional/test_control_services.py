@@ -132,3 +132,29 @@ def test_scheduler_and_conductors_report_and_a_killed_scheduler_goes_down(world,
     again = wait_until(lambda: [s for s in world.services()
                                 if s["binary"] == "stratus-scheduler" and s["state"] == "up"])
     assert [s["id"] for s in again] == [s["id"] for s in down]
+
+
+def test_serve_lists_its_scheduler_and_conductor(tmp_path):
+    port, api_port, net_port = (cli_helpers.free_port() for _ in range(3))
+    env = cli_helpers.clean_env(OS_DEFAULT__HOST="ctl-serve")
+    log = tmp_path / "serve.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [*cli_helpers.command("stratus"), "serve", "--data-dir", str(tmp_path / "data"),
+             "--hosts", "1", "--port", str(port), "--api-port", str(api_port),
+             "--network-port", str(net_port)],
+            stdout=out, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: "Ready in" in log.read_text() or proc.poll() is not None)
+        assert proc.poll() is None, log.read_text()
+        env["STRATUS_API_URL"] = f"http://127.0.0.1:{api_port}"
+        result = cli_helpers.run("stratus", "service", "list", "--json", env=env)
+        assert result.returncode == 0, result.stderr
+        shown = sorted((s["binary"], s["host"], s["zone"], s["state"])
+                       for s in json.loads(result.stdout))
+        assert shown == [("stratus-compute", "compute0001", "nova", "up"),
+                         ("stratus-conductor", "ctl-serve", "internal", "up"),
+                         ("stratus-scheduler", "ctl-serve", "internal", "up")]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0, log.read_text()
