@@ -58,8 +58,8 @@ ROLES = (
           ("DEFAULT", "allow_resize_to_same_host"), ("DEFAULT", "shelved_offload_time"),
           ("api_database", "connection"), ("api", "auth_strategy"),
           ("api", "max_servers_per_request"), ("api_server", "max_body_bytes"),
-          *CLIENTS, *NETWORK_CLIENT, ("compute", "service_down_time"),
-          ("upgrade_levels", "compute"), *POLICY),
+          *CLIENTS, *NETWORK_CLIENT, ("glance", "api_servers"), ("glance", "token"),
+          ("compute", "service_down_time"), ("upgrade_levels", "compute"), *POLICY),
          {("DEFAULT", "transport_url"): BUS, ("api_database", "connection"): f"{DB}_api",
           ("placement_client", "endpoint"): "http://placement.example:8778",
           ("network_client", "endpoint"): "http://network.example:9696"}),
@@ -85,7 +85,8 @@ ROLES = (
           ("DEFAULT", "rpc_response_timeout"), ("api_database", "connection"), *CLIENTS,
           *NETWORK_CLIENT, ("compute", "report_interval"), ("compute", "service_down_time"),
           ("scheduler", "max_attempts"), ("scheduler", "claim_retries"),
-          ("conductor", "stuck_move_after"), ("upgrade_levels", "compute")),
+          ("conductor", "stuck_move_after"), ("conductor", "stuck_build_after"),
+          ("conductor", "recovery_interval"), ("upgrade_levels", "compute")),
          {("DEFAULT", "transport_url"): BUS, ("api_database", "connection"): f"{DB}_api",
           ("placement_client", "endpoint"): "http://placement.example:8778",
           ("network_client", "endpoint"): "http://network.example:9696"}),
@@ -100,6 +101,20 @@ ROLES = (
           "amqp://stratus:RABBIT_PASSWORD@rabbit.example:5672/stratus-cell1",
           ("placement_client", "endpoint"): "http://placement.example:8778",
           ("network_client", "endpoint"): "http://network.example:9696"}),
+)
+
+ROLES += (
+    Role("identity-api.conf", "the identity API (Keystone v3)",
+         "stratus identity-api --config-file /etc/stratus/identity-api.conf --host 0.0.0.0",
+         (("DEFAULT", "debug"), ("identity_database", "connection"), ("identity", "key_file"),
+          ("identity", "token_expiration"), ("identity", "region"),
+          *((o.section, o.name) for o in OPTIONS if o.section == "catalog")),
+         {("identity_database", "connection"): f"{DB}_identity"}),
+    Role("image-api.conf", "the image API (Glance v2)",
+         "stratus image-api --config-file /etc/stratus/image-api.conf --host 0.0.0.0",
+         (("DEFAULT", "debug"), ("image_database", "connection"), ("image", "store_dir"),
+          ("image", "max_image_size"), ("api", "auth_strategy")),
+         {("image_database", "connection"): f"{DB}_image"}),
 )
 
 # Options no role above reads: `stratus zone-manager` (design document 003) and

@@ -20,7 +20,7 @@ def test_sample_files_are_generated_from_the_option_list():
     names = {p.name for p in (ETC / "stratus").glob("*.conf")}
     assert names == {r.file for r in config_samples.ROLES} == {
         "placement-api.conf", "compute-api.conf", "network-api.conf", "scheduler.conf",
-        "conductor.conf", "compute.conf"}
+        "conductor.conf", "compute.conf", "identity-api.conf", "image-api.conf"}
 
 
 def test_every_option_has_a_role():
@@ -46,7 +46,9 @@ def test_a_systemd_unit_per_role():
                 "stratus-network-api.service": "network-api.conf",
                 "stratus-scheduler.service": "scheduler.conf",
                 "stratus-conductor.service": "conductor.conf",
-                "stratus-compute@.service": "compute.conf"}
+                "stratus-compute@.service": "compute.conf",
+                "stratus-identity-api.service": "identity-api.conf",
+                "stratus-image-api.service": "image-api.conf"}
     assert set(units) == set(expected)
     for name, conf in expected.items():
         unit = configparser.ConfigParser(interpolation=None, strict=False)
