@@ -73,6 +73,9 @@ OPTIONS: list[Option] = [
     Option("DEFAULT", "data_dir", str, "", "Directory for SQLite files and state "
            "(default: ./data, or $STRATUS_DATA_DIR)."),
     Option("DEFAULT", "debug", bool, False, "Log at debug level."),
+    Option("DEFAULT", "host", str, "", "This machine's name in the service records the "
+           "scheduler and the conductor heartbeat (stratus service list); default: the "
+           "hostname. Computes are named by their --host."),
     Option("placement_database", "connection", str, "", "Placement database URL "
            "(sqlite:///path, postgresql://..., mysql+pymysql://...); default: "
            "a SQLite file in data_dir."),
@@ -143,7 +146,8 @@ OPTIONS: list[Option] = [
     Option("DEFAULT", "transport_url", str, "", "Message bus URL: inproc://NAME (one "
            "process) or amqp://USER:PASS@HOST:PORT/VHOST (RabbitMQ); see docs/bus.md."),
     Option("compute", "report_interval", int, 10,
-           "Seconds between a compute service's heartbeats.", minimum=1),
+           "Seconds between heartbeats of a service (computes, schedulers, "
+           "conductors).", minimum=1),
     Option("compute", "service_down_time", int, 60,
            "Seconds without a heartbeat after which a service counts as down.", minimum=1),
     Option("compute", "resource_tracker_interval", int, 60,

@@ -69,10 +69,6 @@ from stratus.placement.client import PlacementClient
 from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
-# Nova's classic flavors, created on first start so a server can be booted at once.
-DEFAULT_FLAVORS = (("m1.tiny", 1, 512, 1), ("m1.small", 1, 2048, 20),
-                   ("m1.medium", 2, 4096, 40), ("m1.large", 4, 8192, 80),
-                   ("m1.xlarge", 8, 16384, 160))
 
 Progress = Callable[[int, int], None]
 
@@ -214,14 +210,14 @@ class AllInOne:
         return bus
 
     def _default_flavors(self) -> None:
+        """Nova's classic flavors on first start, so a server can be booted at once."""
+        from stratus.api import default_flavors
         from stratus.api.store import flavors
 
         with db.write(self.api_engine) as conn:
             if flavors.list_all(conn, is_public=None):
                 return  # the operator's flavors, whatever they are
-            for flavorid, (name, vcpus, ram, disk) in enumerate(DEFAULT_FLAVORS, start=1):
-                flavors.create(conn, name=name, vcpus=vcpus, memory_mb=ram, root_gb=disk,
-                               flavorid=str(flavorid))
+            default_flavors.seed(conn)
 
     def _fleet_aggregates(self, fleet: Fleet) -> None:
         """The fleet's aggregates and zones in the API database, with the Placement uuids the
@@ -327,7 +323,27 @@ class AllInOne:
         for cell in self.cells.values():
             if not cell.is_cell0:
                 self._cell_bus(cell).serve(ConductorRPC, conductor, server="allinone")
+        self._control_heartbeats()
         return ctx
+
+    def _control_heartbeats(self) -> None:
+        """The scheduler's and the conductor's service records in cell0, as the separate
+        processes keep theirs (stratus service list shows them)."""
+        import socket
+
+        from stratus.cells.heartbeat import CONDUCTOR_BINARY, SCHEDULER_BINARY, ServiceHeartbeat
+        from stratus.conductor.rpcapi import ConductorRPC
+        from stratus.scheduler.rpcapi import SchedulerRPC
+
+        host = str(self.config.get("DEFAULT", "host")) or socket.gethostname()
+        for binary, version in ((SCHEDULER_BINARY, SchedulerRPC.version),
+                                (CONDUCTOR_BINARY, ConductorRPC.version)):
+            beat = ServiceHeartbeat(
+                self.api_engine, self.engines, host=host, binary=binary,
+                transport_url=self.layout.api_bus_url, version=service_version(version),
+                interval=float(self.config.get("compute", "report_interval")))
+            beat.start()
+            self.started.closers.append(beat.stop)
 
     def _cell_bus(self, cell: CellMapping) -> Bus:
         for bus in self.started.buses:

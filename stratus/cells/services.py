@@ -71,10 +71,11 @@ def register(conn: Connection, host: str, binary: str, version: int,
     return get_by_host(conn, host, binary)
 
 
-def heartbeat(conn: Connection, service_id: int, now: dt.datetime | None = None) -> None:
+def heartbeat(conn: Connection, service_id: int, now: dt.datetime | None = None) -> bool:
+    """Record that the service reported now; False if its record is gone."""
     now = now or utcnow()
-    conn.execute(sa.update(s.services).where(s.services.c.id == service_id).values(
-        last_seen_up=now, report_count=s.services.c.report_count + 1))
+    return bool(conn.execute(sa.update(s.services).where(s.services.c.id == service_id).values(
+        last_seen_up=now, report_count=s.services.c.report_count + 1)).rowcount)
 
 
 def get_by_host(conn: Connection, host: str, binary: str = "stratus-compute") -> Service:

@@ -40,7 +40,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from stratus import config as configuration
-from stratus.cli import common
+from stratus.cli import bootstrap_cmd, common
 
 NOT_FOUND = 1
 REFUSED = 3
@@ -70,7 +70,10 @@ def add_commands(top: Any) -> None:
                    help="the cell's database URL (required)")
     p.add_argument("--disabled", action="store_true",
                    help="create it disabled: no new servers are scheduled to it")
-    p.add_argument("--verbose", action="store_true", help="print only the new cell's uuid")
+    p.add_argument("--verbose", action="store_true",
+                   help="print the new cell's uuid alone on the first line (for scripts), then "
+                   "its name, transport URL and database connection (passwords masked) and "
+                   "whether it is enabled")
     p.set_defaults(func=cmd_create_cell)
 
     p = _command(sub, "update_cell", "change a cell's name, URLs, or enabled state")
@@ -117,10 +120,12 @@ def add_commands(top: Any) -> None:
                  run_dir=False)
     p.set_defaults(func=cmd_api_db_version)
 
-    cdb = common.add_parser(top, "db", help="cell database schemas",
-                            description="Cell database schema migrations, for every cell the "
-                            "API database maps (cell0 included).", options=False)
+    cdb = common.add_parser(top, "db", help="cell database schemas; creating a deployment's "
+                            "databases", description="Cell database schema migrations, for "
+                            "every cell the API database maps (cell0 included), and creating "
+                            "a deployment's databases and user (bootstrap).", options=False)
     csub = cdb.add_subparsers(dest="action", metavar="ACTION")
+    bootstrap_cmd.add_db_commands(csub)
     p = _command(csub, "sync", "migrate every mapped cell's database to the current schema "
                  "(safe to repeat)", run_dir=False)
     p.add_argument("--cell_uuid", metavar="UUID", help="only this cell (uuid or name)")
@@ -353,7 +358,12 @@ def cmd_create_cell(args: argparse.Namespace) -> int:
             cell = mappings.create_cell(conn, args.name, transport_url,
                                         args.database_connection, disabled=args.disabled)
         if args.verbose:
+            # The uuid alone on the first line, as nova-manage prints it (scripts read it).
             print(cell.uuid)
+            print(f"  name:                {cell.name or '-'}")
+            print(f"  transport URL:       {mask_url(cell.transport_url)}")
+            print(f"  database connection: {mask_url(cell.database_connection)}")
+            print(f"  {'disabled' if cell.disabled else 'enabled'}")
         else:
             print(f"Created cell {_label(cell)}, "
                   f"{'disabled' if cell.disabled else 'enabled'}.")

@@ -16,6 +16,7 @@ from stratus.cli.scheduler_cmd import (
     add_network_arg,
     add_service_args,
     api_engine,
+    control_heartbeat,
     network_client,
     open_bus,
     periodically,
@@ -42,6 +43,7 @@ def add_commands(sub: Any) -> None:
 def cmd_conductor(args: argparse.Namespace) -> int:
     from stratus.bus import Bus
     from stratus.cells.engines import CellEngines
+    from stratus.cells.heartbeat import CONDUCTOR_BINARY
     from stratus.conductor.build import ConductorContext
     from stratus.conductor.build_recovery import recover_builds
     from stratus.conductor.manager import CellBuses, ConductorManager, compute_cap
@@ -65,8 +67,11 @@ def cmd_conductor(args: argparse.Namespace) -> int:
                            claim_retries=config.get("scheduler", "claim_retries"),
                            network=network,
                            service_down_time=config.get("compute", "service_down_time"))
+    heartbeat = control_heartbeat(config, engine, engines, CONDUCTOR_BINARY,
+                                  ConductorRPC.version)
     try:
         bus.serve(ConductorRPC, ConductorManager(ctx), server=name)
+        heartbeat.start()
         recovered = recover_moves(ctx, dt.timedelta(
             seconds=config.get("conductor", "stuck_move_after")))
         if recovered:
@@ -88,6 +93,7 @@ def cmd_conductor(args: argparse.Namespace) -> int:
             f"{common.redact(str(config.get('DEFAULT', 'transport_url')))}; Placement at "
             f"{config.get('placement_client', 'endpoint')}", flush=True))
     finally:
+        heartbeat.stop()
         buses.close()
         bus.close()
         placement.close()

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from stratus import config as configuration
-from stratus.cli import cell_v2, common, identity_manage
+from stratus.cli import bootstrap_cmd, cell_v2, common, identity_manage
 
 DB_WAIT_SECONDS = 5.0
 
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     _repair_commands(psub)
     cell_v2.add_commands(top)
     identity_manage.add_commands(top)
+    bootstrap_cmd.add_flavor_commands(top)
     return parser
 
 

@@ -156,6 +156,19 @@ def check_placement(placement: Any, url: str, needed: str, seconds: float = 3.0)
         time.sleep(0.5)
 
 
+def control_heartbeat(config: configuration.Config, api_engine: Any, engines: Any,
+                      binary: str, rpc_version: str) -> Any:
+    """This scheduler's or conductor's service record and heartbeat (stratus service list)."""
+    from stratus.cells.heartbeat import ServiceHeartbeat
+    from stratus.compute.rpcapi import service_version
+
+    return ServiceHeartbeat(
+        api_engine, engines, host=str(config.get("DEFAULT", "host")) or socket.gethostname(),
+        binary=binary, transport_url=str(config.get("DEFAULT", "transport_url")),
+        version=service_version(rpc_version),
+        interval=float(config.get("compute", "report_interval")))
+
+
 def server_name(args: argparse.Namespace) -> str:
     return args.name or f"{socket.gethostname()}:{os.getpid()}"
 
@@ -195,6 +208,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     from stratus.cells import mappings, notify
     from stratus.cells.cache import CellCache
     from stratus.cells.engines import CellEngines
+    from stratus.cells.heartbeat import SCHEDULER_BINARY
     from stratus.scheduler.host_manager import HostManager
     from stratus.scheduler.manager import SchedulerManager, SchedulerOptions
     from stratus.scheduler.rpcapi import SchedulerRPC
@@ -221,6 +235,8 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
                     PLACEMENT_VERSION)
     bus = open_bus(config, f"scheduler:{name}")
     run_dir = args.run_dir or os.path.join(config.data_dir, "run")
+    heartbeat = control_heartbeat(config, engine, engines, SCHEDULER_BINARY,
+                                  SchedulerRPC.version)
     try:
         try:
             cells = cache.all()
@@ -228,6 +244,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
             common.fail(f"cannot read cell mappings: {common.db_error(exc)}")
         bus.serve(SchedulerRPC, SchedulerManager(placement, engine, hosts, options),
                   server=name)
+        heartbeat.start()
         runtime.settle_heap()
         with notify.registered(run_dir):
             # Reload promptly after SIGHUP (the handler only marks the cache stale).
@@ -237,6 +254,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
                 f"max_placement_results {options.max_placement_results}; SchedulerRPC on "
                 f"{common.redact(str(config.get('DEFAULT', 'transport_url')))}", flush=True))
     finally:
+        heartbeat.stop()
         bus.close()
         placement.close()
         engines.dispose()

@@ -17,7 +17,6 @@ from sqlalchemy.engine import Connection, Engine
 
 from stratus.placement import schema as s
 from stratus.placement.store.common import now
-from stratus.storage import engine as db
 from stratus.storage import migrate
 
 MIGRATIONS = os.path.join(os.path.dirname(__file__), "migrations")
@@ -33,9 +32,7 @@ def head_revision() -> str | None:
 
 def sync(engine: Engine) -> None:
     """Migrate to head and seed the standard classes, traits and the counter row."""
-    migrate.upgrade(engine, MIGRATIONS)
-    with db.write(engine) as conn:
-        seed(conn)
+    migrate.upgrade(engine, MIGRATIONS, then=seed)
 
 
 def seed(conn: Connection) -> None:

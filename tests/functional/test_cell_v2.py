@@ -289,3 +289,30 @@ def test_db_sync_migrates_every_mapped_cell_database(tmp_path):
     assert manage.ok("cell_v2", "discover_hosts").strip() == \
         "Found 0 compute host(s) in 1 cell(s); mapped 0 new."
     assert manage.ok("db", "sync", "--cell_uuid", "fresh").count("database at revision") == 1
+
+
+def test_create_cell_verbose_shows_the_cell_with_passwords_masked(tmp_path):
+    manage = Manage(tmp_path, cli_helpers.clean_env())
+    manage.ok("api_db", "sync")
+    out = manage.ok("cell_v2", "create_cell", "--name", "cell7", "--transport-url",
+                    "amqp://stratus:bus-secret@rabbit.example:5672/cell7",
+                    "--database_connection", "postgresql://stratus:db-secret@db.example/c7",
+                    "--verbose")
+    lines = out.splitlines()
+    assert UUID.fullmatch(lines[0])   # alone on the first line, for scripts
+    assert "name:                cell7" in out
+    assert "amqp://stratus:****@rabbit.example:5672/cell7" in out
+    assert "postgresql://stratus:****@db.example/c7" in out
+    assert "bus-secret" not in out and "db-secret" not in out
+    assert "  enabled" in lines
+
+
+def test_flavors_seed_makes_novas_defaults_once(tmp_path):
+    manage = Manage(tmp_path, cli_helpers.clean_env())
+    assert "api_db sync" in manage.fails(1, "flavors", "seed")
+    manage.ok("api_db", "sync")
+    first = manage.ok("flavors", "seed")
+    assert first.strip() == ("created flavor(s): m1.tiny, m1.small, m1.medium, m1.large, "
+                             "m1.xlarge")
+    again = manage.ok("flavors", "seed")
+    assert again.strip() == "already there: m1.tiny, m1.small, m1.medium, m1.large, m1.xlarge"
