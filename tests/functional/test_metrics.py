@@ -220,3 +220,18 @@ def test_a_service_process_serves_metrics_on_its_own_port(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_placement_workers_add_up_their_metrics(tmp_path):
+    """``placement-api --workers 2``: whichever worker a scrape reaches, it reports every
+    worker's requests (each connection may land on either)."""
+    with cli_helpers.server(tmp_path, "--db", f"sqlite:///{tmp_path}/p.db",
+                            "--workers", "2") as srv:
+        for _ in range(12):   # new connections each: the kernel spreads them
+            assert httpx.get(srv.url + "/resource_providers", headers={"X-Auth-Token": "admin"},
+                             timeout=10).status_code == 200
+        for _ in range(4):
+            samples = scrape(srv.url)
+            assert value(samples, "stratus_http_requests_total", api="placement",
+                         method="GET", route="/resource_providers", status="200") == 12
+        assert httpx.get(srv.url + "/healthcheck", timeout=10).text == "OK"
