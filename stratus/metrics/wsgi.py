@@ -58,6 +58,7 @@ class Instrumented:
                  metrics: bool = True) -> None:
         self.app, self.api, self.probe, self.metrics = app, api, probe, metrics
         self._exposition = _exposition_app() if metrics else None
+        self._children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]
                  ) -> Iterable[bytes]:
@@ -86,12 +87,19 @@ class Instrumented:
             self._record(environ, statuses[-1][:3] if statuses else "500", started)
 
     def _record(self, environ: dict[str, Any], status: str, started: float) -> None:
+        elapsed = time.perf_counter() - started
         method = environ.get("REQUEST_METHOD", "")
-        method = method if method in _METHODS else "other"
-        route = environ.get(ROUTE_KEY, UNROUTED)
-        defs.HTTP_REQUESTS.labels(self.api, method, route, status).inc()
-        defs.HTTP_DURATION.labels(self.api, method, route).observe(
-            time.perf_counter() - started)
+        key = (method if method in _METHODS else "other", environ.get(ROUTE_KEY, UNROUTED),
+               status)
+        children = self._children.get(key)
+        if children is None:
+            # labels() takes a lock and builds its key each call; a request needs one
+            # dict lookup (the set of keys is bounded: methods x routes x statuses).
+            children = (defs.HTTP_REQUESTS.labels(self.api, *key),
+                        defs.HTTP_DURATION.labels(self.api, *key[:2]))
+            self._children[key] = children
+        children[0].inc()
+        children[1].observe(elapsed)
 
 
 def health(environ: dict[str, Any], start_response: Callable[..., Any],
