@@ -255,7 +255,7 @@ OPTIONS: list[Option] = [
     Option("metrics", "enabled", bool, True,
            "Serve Prometheus metrics at /metrics on each API and count its requests "
            "(unauthenticated, like /healthcheck: keep the port off public networks or "
-           "block the path at the proxy; false: /metrics is 404)."),
+           "block the path at the proxy; false: /metrics is an unknown path, 404)."),
     # Zones (design document 003): not availability zones, a tree of deployments.
     Option("zones", "name", str, "", "This zone's name in the zone tree (its zone "
            "manager's server name on the zones' bus)."),
