@@ -235,3 +235,25 @@ def test_placement_workers_add_up_their_metrics(tmp_path):
             assert value(samples, "stratus_http_requests_total", api="placement",
                          method="GET", route="/resource_providers", status="200") == 12
         assert httpx.get(srv.url + "/healthcheck", timeout=10).text == "OK"
+
+
+def test_identity_and_image_apis_have_health_and_metrics_too(tmp_path):
+    from stratus.identity import service as identity
+    from stratus.image import service as image
+
+    config = configuration.load([], environ={}, overrides={
+        ("DEFAULT", "data_dir"): str(tmp_path)})
+    apps = {"identity": identity.make_app(identity.make_deps(
+                config, db.create_engine(f"sqlite:///{tmp_path}/identity.db"))),
+            "image": image.make_app(config, image.make_deps(
+                config, db.create_engine(f"sqlite:///{tmp_path}/image.db")))}
+    for api, app in apps.items():
+        with httpx.Client(transport=httpx.WSGITransport(app=app),
+                          base_url="http://api") as http:
+            got = http.get("/healthcheck")
+            assert (got.status_code, got.text) == (200, "OK"), api
+            assert http.get("/").status_code in (200, 300)
+            samples = {(s.name, frozenset(s.labels.items())): s.value
+                       for family in text_string_to_metric_families(http.get("/metrics").text)
+                       for s in family.samples}
+            assert any(dict(labels).get("api") == api for _, labels in samples), api
