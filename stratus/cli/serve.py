@@ -366,6 +366,9 @@ def _serve(args: argparse.Namespace, config: configuration.Config, data_dir: str
                 clouds, openrc = cloud.client_files
                 print(f"OpenStack clients: export OS_CLIENT_CONFIG_FILE={clouds} "
                       f"OS_CLOUD=stratus   (or: source {openrc})", flush=True)
+            if config.get("metrics", "enabled"):
+                print(f"Metrics:       {cloud.placement_url}metrics (every API's /metrics "
+                      "shows all of this process)", flush=True)
             _report_recovered(cloud.recovered_builds)
             physnets = networks.physnets(topo.fleet)
             hint = _hint(cloud.placement_url, cloud.api_url, cloud.network_url,
