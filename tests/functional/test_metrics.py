@@ -56,7 +56,8 @@ def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AllInOne]:
     tmp = tmp_path_factory.mktemp("metrics-serve")
     config = configuration.load([], environ={}, overrides={("DEFAULT", "data_dir"): str(tmp)})
     served = AllInOne(config, topology.from_counts(2, 1), placement_port=0, api_port=0,
-                      network_port=0, bus_prefix=f"metrics-{uuidlib.uuid4().hex[:8]}")
+                      network_port=0, identity_port=0, image_port=0,
+                      bus_prefix=f"metrics-{uuidlib.uuid4().hex[:8]}")
     served.start()
     try:
         yield served
@@ -70,7 +71,9 @@ def root(cloud: AllInOne) -> str:
 
 def roots(cloud: AllInOne) -> dict[str, str]:
     return {"compute": root(cloud), "placement": cloud.placement_url.rstrip("/"),
-            "network": cloud.network_url.rstrip("/")}
+            "network": cloud.network_url.rstrip("/"),
+            "identity": cloud.identity_url.removesuffix("/v3"),
+            "image": cloud.image_url.rstrip("/")}
 
 
 def boot(cloud: AllInOne, name: str, flavor: str = "1") -> dict:
