@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import argparse
 
+from stratus.cli import common
+
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    from stratus.cli import common
-
     p.add_argument("--metrics-port", type=common.port_number, metavar="PORT",
                    help="serve Prometheus metrics on this port (GET /metrics; default: "
                    "none; in 'stratus serve' every API serves them)")
@@ -23,8 +23,6 @@ def start_from_args(args: argparse.Namespace) -> str | None:
     if port is None:
         return None
     from prometheus_client import start_http_server
-
-    from stratus.cli import common
 
     common.check_can_listen(args.metrics_host, port)
     start_http_server(port, addr=args.metrics_host)
