@@ -39,9 +39,9 @@ def test_too_big_for_every_host_is_capacity(cloud):
     assert category(refused(cloud, vcpus=32)) == "capacity"
 
 
-def test_every_host_disabled_is_host_disabled(cloud):
+def test_every_host_disabled_is_disabled(cloud):
     cloud.add_hosts([Host("a", disabled=True), Host("b", disabled=True)])
-    assert category(refused(cloud)) == "host_disabled"
+    assert category(refused(cloud)) == "disabled"
 
 
 def test_a_lost_claim_race_is_counted_as_a_conflict(cloud):
