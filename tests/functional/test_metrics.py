@@ -54,7 +54,10 @@ def total(samples: Samples, name: str) -> float:
 @pytest.fixture(scope="module")
 def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AllInOne]:
     tmp = tmp_path_factory.mktemp("metrics-serve")
-    config = configuration.load([], environ={}, overrides={("DEFAULT", "data_dir"): str(tmp)})
+    # No quotas: a flavor too big for every host must reach the scheduler.
+    config = configuration.load([], environ={}, overrides={
+        ("DEFAULT", "data_dir"): str(tmp), ("quota", "cores"): -1, ("quota", "ram"): -1,
+        ("quota", "instances"): -1})
     served = AllInOne(config, topology.from_counts(2, 1), placement_port=0, api_port=0,
                       network_port=0, identity_port=0, image_port=0,
                       bus_prefix=f"metrics-{uuidlib.uuid4().hex[:8]}")
