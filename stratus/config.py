@@ -256,6 +256,10 @@ OPTIONS: list[Option] = [
     Option("catalog", "placement", str, "", "The placement endpoint in the catalog."),
     Option("catalog", "network", str, "", "The network endpoint in the catalog."),
     Option("catalog", "image", str, "", "The image endpoint in the catalog."),
+    Option("metrics", "enabled", bool, True,
+           "Serve Prometheus metrics at /metrics on each API and count its requests "
+           "(unauthenticated, like /healthcheck: keep the port off public networks or "
+           "block the path at the proxy; false: /metrics is an unknown path, 404)."),
     # Zones (design document 003): not availability zones, a tree of deployments.
     Option("zones", "name", str, "", "This zone's name in the zone tree (its zone "
            "manager's server name on the zones' bus)."),

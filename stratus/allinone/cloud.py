@@ -411,7 +411,8 @@ class AllInOne:
             self.identity_url = str(self.config.get("catalog", "identity"))
             return
         identity = ThreadedServer("identity-api", identity_service.make_app(
-            self.identity.deps), self.listen, self.identity_port, log_level=level)
+            self.identity.deps, metrics=bool(self.config.get("metrics", "enabled"))),
+            self.listen, self.identity_port, log_level=level)
         self.started.servers.append(identity)
         identity.start()
         self.identity.url = self.identity_url = identity.url + "/v3"

@@ -23,6 +23,7 @@ from stratus.api.store.cells import CellDBs
 from stratus.bus import Bus
 from stratus.cells.engines import CellEngines
 from stratus.image.client import ImageClient
+from stratus.metrics.wsgi import database_probe, instrument
 from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
 from stratus.storage import engine as db
@@ -98,7 +99,8 @@ def build_wsgi(api: ComputeAPIDeps, config: configuration.Config | None = None) 
         from stratus.placement.http.keystone import wrap_keystone
 
         app = wrap_keystone(app, config, public_paths=PUBLIC_PATHS)
-    return app
+    enabled = bool(config.get("metrics", "enabled")) if config is not None else True
+    return instrument(app, "compute", enabled, database_probe(api.dbs.api))
 
 
 def make_app(config: configuration.Config, **kwargs: Any) -> WSGIApp:

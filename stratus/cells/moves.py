@@ -29,6 +29,7 @@ from sqlalchemy.engine import Connection
 
 from stratus.cells import schema as s
 from stratus.cells.services import utcnow
+from stratus.metrics import events
 
 PRE_MIGRATING, MIGRATING, POST_MIGRATING = "pre-migrating", "migrating", "post-migrating"
 FINISHED, CONFIRMING, CONFIRMED = "finished", "confirming", "confirmed"
@@ -126,11 +127,32 @@ def listed(conn: Connection, *, instance_uuid: str | None = None,
 def update(conn: Connection, uuid: str, *, expect: str | tuple[str, ...] | None = None,
            **values: Any) -> bool:
     """Write ``values``; with ``expect``, only if the status is (one of) that: a
-    compare-and-swap, so two callers cannot both move a migration on. True if written."""
+    compare-and-swap, so two callers cannot both move a migration on. True if written.
+    A move's work ending here (see :data:`WORK_ENDS`) is timed for the metrics."""
     t = s.migrations
     values.setdefault("updated_at", utcnow())
     query = sa.update(t).where(t.c.uuid == uuid)
     if expect is not None:
         expected = (expect,) if isinstance(expect, str) else expect
         query = query.where(t.c.status.in_(expected))
-    return bool(conn.execute(query.values(**values)).rowcount)
+    before = _before_end(conn, uuid, values.get("status"))
+    written = bool(conn.execute(query.values(**values)).rowcount)
+    if written and before is not None and before.status in WORKING:
+        events.move_ended(before.migration_type, before.created_at, values["updated_at"],
+                          "error" if values["status"] == ERROR else "done")
+    return written
+
+
+# A move works from its record's creation until one of these (a resize's confirm or
+# revert, an evacuation's clean-up after "done", are later steps of their own).
+WORK_ENDS = (FINISHED, COMPLETED, DONE, ERROR)
+WORKING = (PRE_MIGRATING, MIGRATING, POST_MIGRATING, ACCEPTED, PREPARING, RUNNING)
+
+
+def _before_end(conn: Connection, uuid: str, status: str | None) -> sa.Row | None:
+    """The kind, start and status of a move about to end (one read, only then)."""
+    if status not in WORK_ENDS:
+        return None
+    t = s.migrations
+    return conn.execute(sa.select(t.c.migration_type, t.c.created_at, t.c.status)
+                        .where(t.c.uuid == uuid)).first()

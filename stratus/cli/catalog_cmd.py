@@ -96,7 +96,8 @@ def cmd_identity_api(args: argparse.Namespace) -> int:
     print(f"Identity API: http://{args.host}:{args.port}/v3  (database: {shown}; catalog: "
           f"{services})", flush=True)
     try:
-        _run(service.make_app(deps), args, debug, 65_536)
+        _run(service.make_app(deps, metrics=bool(config.get("metrics", "enabled"))),
+             args, debug, 65_536)
     finally:
         engine.dispose()
     print("Identity API stopped", flush=True)

@@ -14,7 +14,7 @@ import signal
 import threading
 from typing import Any
 
-from stratus.cli import common
+from stratus.cli import common, metrics_port
 
 DB_WAIT_SECONDS = 10.0
 DEFAULT_SHAPES = {"libvirt": "16 vCPU, 64 GiB, 1000 GB, a 10 Gbit/s NIC on physnet1",
@@ -57,6 +57,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--rpc-version", default=None, metavar="X.Y",
                    help="advertise an older ComputeRPC version, as a not-yet-upgraded "
                    "compute would (e.g. 1.0)")
+    metrics_port.add_args(p)
     p.set_defaults(func=cmd_compute)
 
 
@@ -95,7 +96,12 @@ def _cell_engine(url: str, sync: bool) -> Any:
 
 def cmd_compute(args: argparse.Namespace) -> int:
     from stratus.bus import Version
-    from stratus.cli.scheduler_cmd import network_client, open_bus, placement_client
+    from stratus.cli.scheduler_cmd import (
+        announce_metrics,
+        network_client,
+        open_bus,
+        placement_client,
+    )
     from stratus.compute.rpcapi import ComputeRPC
     from stratus.compute.service import ComputeService
 
@@ -119,6 +125,7 @@ def cmd_compute(args: argparse.Namespace) -> int:
         common.fail(f"--rpc-version {rpc_version}: this compute speaks ComputeRPC "
                     f"{ComputeRPC.version} and older minor versions", common.USAGE_ERROR)
     driver = _driver(args)
+    announce_metrics(f"compute {args.host}", args)
     cell_url = args.cell_db or f"sqlite:///{os.path.join(config.data_dir, 'cell1.db')}"
     if args.sync_db:
         common.make_data_dir(cell_url, config.data_dir)

@@ -15,6 +15,7 @@ from stratus.cli import common
 from stratus.cli.scheduler_cmd import (
     add_network_arg,
     add_service_args,
+    announce_metrics,
     api_engine,
     control_heartbeat,
     network_client,
@@ -52,8 +53,9 @@ def cmd_conductor(args: argparse.Namespace) -> int:
     from stratus.scheduler.rpcapi import SchedulerRPC
 
     config = service_config(args)
-    engine = api_engine(config, args.sync_db)
     name = server_name(args)
+    announce_metrics(f"conductor {name}", args)
+    engine = api_engine(config, args.sync_db)
     placement = placement_client(config)
     network = network_client(config)
     bus: Bus = open_bus(config, f"conductor:{name}")

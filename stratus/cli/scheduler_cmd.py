@@ -21,7 +21,7 @@ from typing import Any
 
 from stratus import config as configuration
 from stratus import runtime
-from stratus.cli import common
+from stratus.cli import common, metrics_port
 
 DB_WAIT_SECONDS = 10.0
 # What the scheduler's Placement client sends (mappings 1.34, same_subtree 1.36,
@@ -61,6 +61,7 @@ def add_service_args(p: argparse.ArgumentParser) -> None:
                    help="token for Placement ([placement_client] token)")
     p.add_argument("--name", metavar="NAME",
                    help="this server's name on the bus (default: hostname:pid)")
+    metrics_port.add_args(p)
 
 
 def service_config(args: argparse.Namespace) -> configuration.Config:
@@ -191,6 +192,13 @@ def periodically(seconds: float, work: Callable[[], object]) -> Callable[[], Non
     return tick
 
 
+def announce_metrics(who: str, args: argparse.Namespace) -> None:
+    """Start ``--metrics-port``'s exporter, if asked, and say where it listens."""
+    url = metrics_port.start_from_args(args)
+    if url is not None:
+        print(f"{who}: metrics at {url}", flush=True)
+
+
 def wait_for_stop(tick: Callable[[], object] = lambda: None,
                   ready: Callable[[], object] = lambda: None) -> None:
     """Block until SIGTERM/SIGINT, calling ``tick`` about twice a second meanwhile.
@@ -216,8 +224,9 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
 
     config = service_config(args)
     options = SchedulerOptions.from_config(config)   # a bad filter name fails here, in one line
-    engine = api_engine(config, args.sync_db)
     name = server_name(args)
+    announce_metrics(f"scheduler {name}", args)
+    engine = api_engine(config, args.sync_db)
 
     def load_cells() -> list[mappings.CellMapping]:
         with db.read(engine) as conn:

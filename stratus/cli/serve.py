@@ -9,12 +9,15 @@ one line and a non-zero exit instead of workers dying over and over.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from stratus import config as configuration
@@ -26,6 +29,7 @@ from stratus.cli.scheduler_cmd import wait_for_stop
 LOG = logging.getLogger("stratus")
 
 DB_WAIT_SECONDS = 10.0
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
 def add_commands(sub: Any) -> None:
@@ -151,18 +155,36 @@ def _serve_placement(args: argparse.Namespace, db_url: str | None, workers: int)
     # found: quiet ones, so a requested stop exits 0 instead of dying by the signal.
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: None)
-    uvicorn.run(
-        "stratus.placement.service:asgi_factory",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        workers=workers,
-        http=HTTP_PROTOCOL,
-        log_level="info" if config.get("DEFAULT", "debug") else "warning",
-        access_log=bool(config.get("DEFAULT", "debug")),
-    )
+    with _shared_metrics(workers):
+        uvicorn.run(
+            "stratus.placement.service:asgi_factory",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=workers,
+            http=HTTP_PROTOCOL,
+            log_level="info" if config.get("DEFAULT", "debug") else "warning",
+            access_log=bool(config.get("DEFAULT", "debug")),
+        )
     print("Placement API stopped", flush=True)
     return 0
+
+
+@contextlib.contextmanager
+def _shared_metrics(workers: int) -> Iterator[None]:
+    """With several workers, each writes its metrics to files in a directory of this run
+    and every worker's /metrics adds them all up (prometheus_client's multiprocess
+    mode); the workers are spawned, so they see the variable from their first import."""
+    if workers == 1 or os.environ.get(MULTIPROC_ENV):
+        yield
+        return
+    directory = tempfile.mkdtemp(prefix="stratus-placement-metrics-")
+    os.environ[MULTIPROC_ENV] = directory
+    try:
+        yield
+    finally:
+        del os.environ[MULTIPROC_ENV]
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def cmd_placement_api(args: argparse.Namespace) -> int:
@@ -344,6 +366,9 @@ def _serve(args: argparse.Namespace, config: configuration.Config, data_dir: str
                 clouds, openrc = cloud.client_files
                 print(f"OpenStack clients: export OS_CLIENT_CONFIG_FILE={clouds} "
                       f"OS_CLOUD=stratus   (or: source {openrc})", flush=True)
+            if config.get("metrics", "enabled"):
+                print(f"Metrics:       {cloud.placement_url}metrics (every API's /metrics "
+                      "shows all of this process)", flush=True)
             _report_recovered(cloud.recovered_builds)
             physnets = networks.physnets(topo.fleet)
             hint = _hint(cloud.placement_url, cloud.api_url, cloud.network_url,

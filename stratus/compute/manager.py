@@ -21,6 +21,7 @@ from stratus.compute.drivers import Driver, Instance
 from stratus.compute.drivers.errors import DriverError, InstanceNotFound
 from stratus.compute.moves import MoveSteps
 from stratus.compute.resource_tracker import ResourceTracker
+from stratus.metrics import events
 from stratus.network import client as nc
 from stratus.network.model import binding_allocation
 from stratus.storage import engine as db
@@ -75,6 +76,7 @@ class ComputeManager(MoveSteps):
             self.unbind_ports(bound)
             return
         LOG.info("%s: instance %s is active on node %s", self.host, uuid, node)
+        events.build_ended(instance, "active")
 
     def _spawn(self, uuid: str, target: Instance, allocations: dict, request_spec: dict
                ) -> tuple[str, list[dict]] | str:

@@ -28,6 +28,7 @@ from stratus.compute.rpcapi import PORTS_SINCE
 from stratus.conductor import ports, records
 from stratus.conductor.action_events import caller_of
 from stratus.conductor.selection import select_destinations
+from stratus.metrics import events
 from stratus.network import client as nc
 from stratus.placement import client as pc
 from stratus.scheduler import claims
@@ -92,6 +93,7 @@ def bury_in_cell0(ctx: ConductorContext, instance: dict[str, Any], spec: dict[st
         records.map_instance(conn, instance["uuid"], cell0, instance["project_id"],
                              instance.get("user_id"))
     LOG.warning("instance %s buried in cell0: %s", instance["uuid"], reason)
+    events.build_ended(instance, "error")
 
 
 def cast_build(ctx: ConductorContext, cell: CellMapping, instance: dict[str, Any],
@@ -316,3 +318,4 @@ class RescheduleTask:
                 "instance": instance, "host": None, "alternates": [], "failures": failures})
         self.outcome = "error"
         LOG.warning("instance %s in ERROR: %s", self.instance_uuid, fault)
+        events.build_ended(instance, "error")

@@ -15,6 +15,7 @@ from stratus.identity.catalog import Catalog
 from stratus.identity.http.app import IdentityDeps, WSGIApp, build_wsgi
 from stratus.identity.middleware import TokenValidator
 from stratus.identity.tokens import TokenCodec, make_key_file
+from stratus.metrics.wsgi import database_probe, instrument
 from stratus.storage import engine as db
 from stratus.storage import migrate
 
@@ -59,8 +60,10 @@ def make_deps(config: configuration.Config, engine: Engine | None = None,
                         catalog(config, **(catalog_urls or {})))
 
 
-def make_app(deps: IdentityDeps) -> WSGIApp:
-    return build_wsgi(deps)
+def make_app(deps: IdentityDeps, *, metrics: bool = True) -> WSGIApp:
+    """The WSGI app, with /metrics (unless ``metrics`` is false: [metrics] enabled) and
+    /healthcheck in front."""
+    return instrument(build_wsgi(deps), "identity", metrics, database_probe(deps.engine))
 
 
 def validator(deps: IdentityDeps) -> TokenValidator:

@@ -14,6 +14,7 @@ from sqlalchemy.engine import Engine
 import stratus.image
 from stratus import config as configuration
 from stratus.image.http.app import ImageDeps, WSGIApp, build_wsgi
+from stratus.metrics.wsgi import database_probe, instrument
 from stratus.storage import engine as db
 from stratus.storage import migrate
 
@@ -45,5 +46,6 @@ def make_app(config: configuration.Config, deps: ImageDeps | None = None) -> WSG
     if keystone:
         from stratus.placement.http.keystone import wrap_keystone
 
-        return wrap_keystone(app, config)
-    return app
+        app = wrap_keystone(app, config)
+    return instrument(app, "image", bool(config.get("metrics", "enabled")),
+                      database_probe(deps.engine))

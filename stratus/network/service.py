@@ -14,6 +14,7 @@ from sqlalchemy.engine import Engine
 
 import stratus.network
 from stratus import config as configuration
+from stratus.metrics.wsgi import database_probe, instrument
 from stratus.network.http.app import NetworkDeps, WSGIApp, build_wsgi
 from stratus.storage import engine as db
 from stratus.storage import migrate
@@ -47,5 +48,6 @@ def make_app(config: configuration.Config, deps: NetworkDeps | None = None) -> W
     if keystone:
         from stratus.placement.http.keystone import wrap_keystone
 
-        return wrap_keystone(app, config)
-    return app
+        app = wrap_keystone(app, config)
+    return instrument(app, "network", bool(config.get("metrics", "enabled")),
+                      database_probe(deps.engine))

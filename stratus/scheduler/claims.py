@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from stratus.metrics import defs as metrics
 from stratus.placement import client as pc
 
 LOG = logging.getLogger(__name__)
@@ -39,6 +40,17 @@ def claim(
     backoff: float = 0.005,
 ) -> ClaimOutcome:
     """Write ``allocation_request`` for ``consumer``; retry generation races ``retries`` times."""
+    started = time.perf_counter()
+    outcome = _claim(placement, consumer, allocation_request, project_id, user_id,
+                     consumer_generation, retries, backoff)
+    metrics.CLAIM_DURATION.labels("claimed" if outcome.ok else "refused").observe(
+        time.perf_counter() - started)
+    return outcome
+
+
+def _claim(placement: pc.PlacementClient, consumer: str,
+           allocation_request: Mapping[str, Any], project_id: str, user_id: str,
+           consumer_generation: int | None, retries: int, backoff: float) -> ClaimOutcome:
     allocations = allocation_request["allocations"]
     for attempt in range(1, retries + 2):
         try:
@@ -46,6 +58,8 @@ def claim(
                                       consumer_generation)
             return ClaimOutcome(True, attempt)
         except pc.ConcurrentUpdate as exc:
+            if attempt <= retries:
+                metrics.CLAIM_CONFLICTS.inc()
             if consumer_generation is not None:
                 # Our view of the consumer is stale: re-read its generation before retrying.
                 consumer_generation = placement.get_allocations(consumer).get(

@@ -30,7 +30,8 @@ from typing import Any
 
 
 class Category(StrEnum):
-    """Why, in one word: a metrics label (``novalidhost_total{reason=...}``)."""
+    """Why, in one word: a metrics label (``stratus_scheduler_no_valid_host_total{reason=...}``,
+    through ``no_valid_host_category``)."""
 
     CAPACITY = "capacity"            # hosts lack a resource (or have none of it)
     DISABLED = "disabled"            # compute services or cells disabled

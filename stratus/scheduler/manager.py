@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,6 +29,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from stratus import config as configuration
+from stratus.metrics import defs as metrics
 from stratus.placement import client as pc
 from stratus.scheduler import (
     claims,
@@ -35,6 +37,7 @@ from stratus.scheduler import (
     dry_run,
     evidence,
     filters,
+    no_valid_host_category,
     request_filters,
     weighers,
 )
@@ -114,6 +117,22 @@ class SchedulerManager:
 
     def select_destinations(self, request_spec: dict[str, Any], instance_uuids: list[str],
                             return_alternates: bool = True) -> list[list[dict[str, Any]]]:
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            picks = self._select(request_spec, instance_uuids, return_alternates)
+            outcome = "scheduled"
+            return picks
+        except NoValidHost as exc:
+            outcome = "no_valid_host"
+            metrics.NO_VALID_HOST.labels(no_valid_host_category.category(exc)).inc()
+            raise
+        finally:
+            metrics.DECISIONS.labels(outcome).inc()
+            metrics.DECISION_DURATION.labels(outcome).observe(time.perf_counter() - started)
+
+    def _select(self, request_spec: dict[str, Any], instance_uuids: list[str],
+                return_alternates: bool) -> list[list[dict[str, Any]]]:
         try:
             spec = RequestSpec.from_dict(request_spec)
         except InvalidRequest as exc:
@@ -214,6 +233,7 @@ class SchedulerManager:
 
     def _candidates(self, params: Sequence[tuple[str, str]],
                     query: PlacementQuery, servers: int) -> pc.Candidates:
+        started = time.perf_counter()
         try:
             return self.placement.allocation_candidates(params)
         except pc.PlacementClientError as exc:
@@ -224,6 +244,8 @@ class SchedulerManager:
             raise _plain(f"Placement refused the request: {exc.detail}"
                          + _who_asked(exc.detail, query), Category.INVALID, servers,
                          query) from None
+        finally:
+            metrics.CANDIDATES_DURATION.observe(time.perf_counter() - started)
 
     # ---- choosing and claiming ---------------------------------------------------
 

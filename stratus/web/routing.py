@@ -24,6 +24,7 @@ class MethodNotAllowed(Exception):
 
 @dataclass(frozen=True)
 class _Route(Generic[H]):
+    template: str
     pattern: re.Pattern[str]
     methods: Mapping[str, H]
 
@@ -34,10 +35,15 @@ def _compile(template: str) -> re.Pattern[str]:
 
 class Router(Generic[H]):
     def __init__(self, routes: Sequence[tuple[str, Mapping[str, H]]]) -> None:
-        self._routes = [_Route(_compile(t), dict(m)) for t, m in routes]
+        self._routes = [_Route(t, _compile(t), dict(m)) for t, m in routes]
 
     def match(self, path: str, method: str) -> tuple[H, dict[str, str]]:
         """The handler and path arguments for ``method path``; NoRoute or MethodNotAllowed."""
+        _, handler, args = self.resolve(path, method)
+        return handler, args
+
+    def resolve(self, path: str, method: str) -> tuple[str, H, dict[str, str]]:
+        """As :meth:`match`, with the matched template first (the metrics' route label)."""
         for route in self._routes:
             found = route.pattern.match(path)
             if found is None:
@@ -45,5 +51,5 @@ class Router(Generic[H]):
             handler = route.methods.get(method)
             if handler is None:
                 raise MethodNotAllowed(", ".join(route.methods))
-            return handler, found.groupdict()
+            return route.template, handler, found.groupdict()
         raise NoRoute(path)

@@ -22,7 +22,7 @@ from typing import Any, cast
 import webob
 
 from stratus.api.http import render
-from stratus.api.http.app import ComputeApp
+from stratus.api.http.app import ComputeApp, WSGIApp
 from stratus.api.http.errors import HTTPError
 from stratus.api.http.handlers import root
 from stratus.api.http.schemas import SERVER_CREATE
@@ -31,6 +31,7 @@ from stratus.api.store.errors import BadRequest, NotFound
 from stratus.api.store.flavors import Flavor
 from stratus.api.store.servers import Server
 from stratus.bus import Bus, BusError
+from stratus.metrics.wsgi import instrument
 from stratus.zones.capabilities import Requirement
 from stratus.zones.leaf import server_from
 from stratus.zones.rpcapi import ZoneError, ZoneRPC
@@ -238,5 +239,8 @@ ROUTES: list[tuple[str, Mapping[str, Handler]]] = [
 ]
 
 
-def build_wsgi(top: TopZone, *, keystone: bool = False) -> ComputeApp:
-    return ComputeApp(cast(Any, top), keystone=keystone, routes=ROUTES)
+def build_wsgi(top: TopZone, *, keystone: bool = False) -> WSGIApp:
+    """The top zone's compute API, with /metrics and /healthcheck (no database of its own
+    to probe: it answers while the process runs)."""
+    return instrument(ComputeApp(cast(Any, top), keystone=keystone, routes=ROUTES),
+                      "compute", True, None)

@@ -24,6 +24,7 @@ from stratus.api.http.handlers.console import PUBLIC_PATHS as CONSOLE_FILES
 from stratus.api.http.routes import ROUTES
 from stratus.api.http.wsgi import Handler, Req
 from stratus.api.store.errors import ComputeAPIError
+from stratus.metrics.wsgi import mark_route
 from stratus.placement.http import auth
 from stratus.placement.http.errors import HTTPError as PlacementHTTPError
 from stratus.placement.http.wsgi import Context
@@ -110,12 +111,14 @@ class ComputeApp:
             raise HTTPError(413, f"Request body is {request.content_length} bytes; the "
                                  f"limit is {self.max_body_bytes}.")
         try:
-            handler, args = self._router.match(path.rstrip("/") or "/", request.method)
+            template, handler, args = self._router.resolve(path.rstrip("/") or "/",
+                                                           request.method)
         except NoRoute:
             raise HTTPError(404, "The resource could not be found.") from None
         except MethodNotAllowed as exc:
             raise HTTPError(405, "The method specified is not allowed for this resource.",
                             headers={"Allow": exc.allow}) from None
+        mark_route(request.environ, template)
         req = Req(request, self.api, want, ctx, args, warnings, query)
         return handler(req)
 

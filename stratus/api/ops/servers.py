@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import uuid as uuidlib
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -28,6 +29,7 @@ from stratus.api.store.servers import Mapping, Server
 from stratus.bus import BusError
 from stratus.cells import actions, moves, services
 from stratus.cells.mappings import CellMapping
+from stratus.metrics.events import ACCEPTED_AT, accepted_stamp
 from stratus.placement import client as pc
 from stratus.scheduler import request as rq
 from stratus.storage import engine as db
@@ -96,11 +98,13 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     if counted and group is not None:
         quota_ops.check_group_members(api.dbs.api, api.quota_defaults, boot.project_id,
                                       group.uuid, count)
-    instances = [{"uuid": boot.uuid if boot.uuid and count == 1 else str(uuidlib.uuid4()),
-                  "name": boot.name if count == 1 else f"{boot.name}-{i + 1}",
-                  "project_id": boot.project_id, "user_id": boot.user_id,
-                  **({"request_id": boot.request_id} if boot.request_id else {})}
-                 for i in range(count)]
+    accepted = accepted_stamp()   # the build-duration metric starts here
+    instances: list[dict[str, Any]] = [
+        {"uuid": boot.uuid if boot.uuid and count == 1 else str(uuidlib.uuid4()),
+         "name": boot.name if count == 1 else f"{boot.name}-{i + 1}",
+         "project_id": boot.project_id, "user_id": boot.user_id, ACCEPTED_AT: accepted,
+         **({"request_id": boot.request_id} if boot.request_id else {})}
+        for i in range(count)]
     booted_with = {"image_ref": boot.image.id if boot.image else None,
                    "key_name": boot.key_name}
     for instance in instances:

@@ -107,7 +107,7 @@ def count_live(conn: Connection) -> int:
                             .where(m.c.queued_for_delete == sa.false())).scalar_one())
 
 
-def create_build_requests(conn: Connection, instances: Iterable[dict[str, str]],
+def create_build_requests(conn: Connection, instances: Iterable[dict[str, Any]],
                           spec: dict[str, Any]) -> None:
     """Record accepted servers (``{uuid, name, project_id, user_id}``) before any cell has them."""
     now = utcnow()

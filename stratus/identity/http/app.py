@@ -24,6 +24,7 @@ from stratus.identity.catalog import Catalog
 from stratus.identity.http import handlers
 from stratus.identity.http.errors import IdentityError
 from stratus.identity.tokens import TokenCodec
+from stratus.metrics.wsgi import mark_route
 from stratus.storage import engine as db
 from stratus.web.inputs import InputError, path_info, query_pairs
 from stratus.web.routing import MethodNotAllowed, NoRoute, Router
@@ -84,18 +85,21 @@ class IdentityApp:
         if request.content_length and request.content_length > MAX_BODY_BYTES:
             raise IdentityError(413, f"Request body is {request.content_length} bytes; the "
                                 f"limit is {MAX_BODY_BYTES}.")
+        if path in ("/", "/v3"):
+            mark_route(request.environ, path)
         if path == "/":
             return handlers.versions(request)
         if path == "/v3":
             return handlers.version(request)
         method = "GET" if request.method == "HEAD" else request.method
         try:
-            handler, args = self._router.match(path, method)
+            template, handler, args = self._router.resolve(path, method)
         except NoRoute:
             raise IdentityError(404, "The resource could not be found.") from None
         except MethodNotAllowed:
             raise IdentityError(405, "The method is not allowed for the requested URL."
                                 ) from None
+        mark_route(request.environ, template)
         caller = None
         if handler is not handlers.issue_token:
             caller = self._caller(request)

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 
 from stratus.image.http import handlers
 from stratus.image.http.errors import ImageAPIError
+from stratus.metrics.wsgi import mark_route
 from stratus.placement.http import auth
 from stratus.placement.http.errors import HTTPError as AuthError
 from stratus.web.inputs import InputError, path_info, query_pairs
@@ -77,18 +78,20 @@ class ImageApp:
         except InputError as exc:
             raise ImageAPIError(400, str(exc)) from None
         if path in ("/", "/versions"):
+            mark_route(environ, path)
             return handlers.versions(request)
         if path != "/v2" and not path.startswith("/v2/"):
             raise ImageAPIError(404, "The resource could not be found.")
         ctx = (auth.keystone_context if self.keystone else auth.noauth_context)(
             request.headers, request_id)
         try:
-            handler, args = self._router.match(path[len("/v2"):], request.method)
+            template, handler, args = self._router.resolve(path[len("/v2"):], request.method)
         except NoRoute:
             raise ImageAPIError(404, "The resource could not be found.") from None
         except MethodNotAllowed:
             raise ImageAPIError(405, "The method is not allowed for this resource."
                                 ) from None
+        mark_route(environ, "/v2" + template)
         return handler(handlers.Req(request, self.deps, ctx, query, args))
 
 

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 import webob
 from sqlalchemy.engine import Engine
 
+from stratus.metrics.wsgi import mark_route
 from stratus.network import errors
 from stratus.network.http import routes
 from stratus.network.http.handlers import root
@@ -89,6 +90,8 @@ class NetworkApp:
         if path.endswith(".json"):
             path = path[:-5]
         path = path.rstrip("/") or "/"
+        if path in ("/", "/v2.0"):
+            mark_route(environ, path)
         if path == "/":
             return root.versions(Req(request, self.deps, Context(None, None, []), query))
         if path != "/v2.0" and not path.startswith("/v2.0/"):
@@ -101,12 +104,14 @@ class NetworkApp:
             raise errors.TooLarge(f"Request body is {request.content_length} bytes; the "
                                   f"limit is {self.max_body_bytes}.")
         try:
-            handler, args = self._router.match(path[len("/v2.0"):], request.method)
+            template, handler, args = self._router.resolve(path[len("/v2.0"):],
+                                                           request.method)
         except NoRoute:
             raise errors.NotFound("The resource could not be found.", "HTTPNotFound") from None
         except MethodNotAllowed:
             raise errors.MethodNotAllowed("The method is not allowed for this resource."
                                           ) from None
+        mark_route(environ, "/v2.0" + template)
         req = Req(request, self.deps, ctx, query, args)
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:

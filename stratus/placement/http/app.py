@@ -20,6 +20,7 @@ import webob
 from sqlalchemy.engine import Engine
 
 from stratus.config import Config
+from stratus.metrics.wsgi import database_probe, instrument, mark_route
 from stratus.placement import errors
 from stratus.placement.candidates.changes import LiveIndex
 from stratus.placement.http import auth, microversion
@@ -113,12 +114,13 @@ class PlacementApp:
             raise HTTPError(413, f"Request body is {request.content_length} bytes; the limit "
                                  f"is {self.max_body_bytes}.")
         try:
-            handler, args = self._router.match(path, request.method)
+            template, handler, args = self._router.resolve(path, request.method)
         except NoRoute:
             raise HTTPError(404, "The resource could not be found.") from None
         except MethodNotAllowed as exc:
             raise HTTPError(405, f"The method {request.method} is not allowed for this "
                                  "resource.", headers={"Allow": exc.allow}) from None
+        mark_route(request.environ, template)
         if (
             request.method == "GET"
             and request.environ.get("HTTP_ACCEPT") not in _JSON_ACCEPTED
@@ -148,7 +150,8 @@ def build_wsgi(app: PlacementApp) -> WSGIApp:
         from stratus.placement.http.cors import wrap_cors
 
         wsgi = wrap_cors(wsgi, config)
-    return wsgi
+    return instrument(wsgi, "placement", bool(config.get("metrics", "enabled")),
+                      database_probe(app.engine))
 
 
 def _decoded(environ: dict[str, Any], method: str) -> tuple[str, list[tuple[str, str]]]:
