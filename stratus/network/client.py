@@ -10,10 +10,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
 from stratus.placement.client import _Answer, _InProcess
+
+
+def _seg(value: object) -> str:
+    """One path segment, percent-encoded: an id a caller passed on is never a path."""
+    return quote(str(value), safe="")
 
 
 class NetworkClientError(Exception):
@@ -85,7 +91,7 @@ class NetworkClient:
         return out
 
     def get_port(self, port_id: str) -> dict[str, Any]:
-        return dict(self._call("GET", f"/ports/{port_id}")["port"])
+        return dict(self._call("GET", f"/ports/{_seg(port_id)}")["port"])
 
     def create_port(self, **attributes: Any) -> dict[str, Any]:
         return dict(self._call("POST", "/ports", json={"port": attributes})["port"])
@@ -94,7 +100,7 @@ class NetworkClient:
                     **attributes: Any) -> dict[str, Any]:
         headers = {"If-Match": f"revision_number={if_revision}"} \
             if if_revision is not None else None
-        return dict(self._call("PUT", f"/ports/{port_id}", json={"port": attributes},
+        return dict(self._call("PUT", f"/ports/{_seg(port_id)}", json={"port": attributes},
                                headers=headers)["port"])
 
     def set_profile(self, port_id: str, profile: Mapping[str, Any]) -> dict[str, Any]:
@@ -105,7 +111,7 @@ class NetworkClient:
     def delete_port(self, port_id: str) -> bool:
         """False if it was already gone."""
         try:
-            self._call("DELETE", f"/ports/{port_id}")
+            self._call("DELETE", f"/ports/{_seg(port_id)}")
         except NotFound:
             return False
         return True
@@ -113,7 +119,7 @@ class NetworkClient:
     # ---- networks ------------------------------------------------------------------
 
     def get_network(self, network_id: str) -> dict[str, Any]:
-        return dict(self._call("GET", f"/networks/{network_id}")["network"])
+        return dict(self._call("GET", f"/networks/{_seg(network_id)}")["network"])
 
     def list_networks(self, **filters: str | Sequence[str]) -> list[dict[str, Any]]:
         params = [(k, v) for k, vs in filters.items()
@@ -129,20 +135,20 @@ class NetworkClient:
     # ---- bindings (port-bindings extension) ----------------------------------------
 
     def bindings(self, port_id: str) -> list[dict[str, Any]]:
-        return list(self._call("GET", f"/ports/{port_id}/bindings")["bindings"])
+        return list(self._call("GET", f"/ports/{_seg(port_id)}/bindings")["bindings"])
 
     def create_binding(self, port_id: str, host: str, profile: Mapping[str, Any],
                        vnic_type: str | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"host": host, "profile": dict(profile)}
         if vnic_type:
             body["vnic_type"] = vnic_type
-        return dict(self._call("POST", f"/ports/{port_id}/bindings",
+        return dict(self._call("POST", f"/ports/{_seg(port_id)}/bindings",
                                json={"binding": body})["binding"])
 
     def activate_binding(self, port_id: str, host: str) -> None:
         """Make ``host``'s binding the active one (already active: done)."""
         try:
-            self._call("PUT", f"/ports/{port_id}/bindings/{host}/activate")
+            self._call("PUT", f"/ports/{_seg(port_id)}/bindings/{_seg(host)}/activate")
         except Conflict as exc:
             if exc.type != "PortBindingAlreadyActive":
                 raise
@@ -150,7 +156,7 @@ class NetworkClient:
     def delete_binding(self, port_id: str, host: str) -> bool:
         """False if there was no such binding."""
         try:
-            self._call("DELETE", f"/ports/{port_id}/bindings/{host}")
+            self._call("DELETE", f"/ports/{_seg(port_id)}/bindings/{_seg(host)}")
         except NotFound:
             return False
         return True
