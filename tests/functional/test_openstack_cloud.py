@@ -171,6 +171,13 @@ def cli_scenario(osc: Openstack, tmp_path: Path) -> None:
     assert {"VCPU": 1, "MEMORY_MB": 2048, "DISK_GB": 20} in held
     assert {"NET_BW_EGR_KILOBIT_PER_SEC": 100000} in held
 
+    hypervisors = osc("hypervisor", "list")
+    assert len(hypervisors) == 3 and {h["State"] for h in hypervisors} == {"up"}
+    # As Nova's detail list shows an admin: the zone of the computes, and "internal"
+    # holding the scheduler and the conductor.
+    assert sorted(z["Zone Name"] for z in osc("availability", "zone", "list")) == [
+        "internal", "nova"]
+
     osc("server", "delete", "--wait", "vm1", json_out=False)
     assert osc("server", "list") == []
     assert osc("--os-placement-api-version", "1.39", "resource", "provider", "allocation",
