@@ -64,11 +64,15 @@ def limits(engine: Engine, defaults: Mapping[str, int], project_id: str | None
         return limits_in(conn, defaults, project_id)
 
 
-def state(engine: Engine, defaults: Mapping[str, int], project_id: str
-          ) -> tuple[dict[str, int], store.Usage]:
-    """(limits, usage) of ``project_id``, read in one transaction."""
+def state(engine: Engine, defaults: Mapping[str, int], project_id: str,
+          shown: bool = False) -> tuple[dict[str, int], store.Usage]:
+    """(limits, usage) of ``project_id``, read in one transaction. For a check (not
+    ``shown``) the servers are counted only if one of their limits is not unlimited:
+    a project without server quotas boots without its servers being read each time."""
     with db.read(engine) as conn:
-        return limits_in(conn, defaults, project_id), store.usage(conn, project_id)
+        found = limits_in(conn, defaults, project_id)
+        counted = shown or any(found[r] >= 0 for r in COUNTED)
+        return found, store.usage(conn, project_id, servers=counted)
 
 
 def _room(limit: int, used: int) -> int | None:

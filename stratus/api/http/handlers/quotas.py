@@ -82,7 +82,7 @@ def show_quota_set(req: Req) -> webob.Response:
 
 def show_quota_set_detail(req: Req) -> webob.Response:
     project_id = _target(req, "os_compute_api:os-quota-sets:detail")
-    limits, used = ops.state(req.api.dbs.api, req.api.quota_defaults, project_id)
+    limits, used = ops.state(req.api.dbs.api, req.api.quota_defaults, project_id, shown=True)
     body: dict[str, Any] = {r: {"in_use": used.of(r), "limit": limits[r], "reserved": 0}
                             for r in _shown(req)}
     body["id"] = project_id
@@ -161,7 +161,7 @@ def show_limits(req: Req) -> webob.Response:
     if other is not None and other != project_id:
         req.authorize("os_compute_api:limits:other_project")
         project_id = other
-    limits, used = ops.state(req.api.dbs.api, req.api.quota_defaults, project_id)
+    limits, used = ops.state(req.api.dbs.api, req.api.quota_defaults, project_id, shown=True)
     absolute: dict[str, int] = {_LIMIT_NAMES[r]: limits[r] for r in _shown(req)
                                 if r in _LIMIT_NAMES}
     absolute.update({name: used.of(r) for r, name in _USED_NAMES.items()})

@@ -1,0 +1,186 @@
+"""Boots as a user sees them: N concurrent ``POST /servers`` through the compute API of
+``stratus serve`` (everything in one process, simulated hosts), and how long until each
+server is ACTIVE.
+
+    .venv/bin/python -m bench.boots [--hosts 1000] [--cells 2] [--boots 100 1000]
+                                    [--clients 16]
+
+The serve runs with quotas lifted (``OS_QUOTA__*=-1``) on a scratch data directory. For
+each N: N single-server boots (``m1.tiny``) are sent by ``--clients`` threads as fast as
+the API answers; the servers list (``/servers/detail``, all pages) is read every
+``poll_interval(N)`` (0.1 s for 100 boots, 0.5 s for 1,000), and a server's time to ACTIVE
+is from the moment its POST was sent to the first list that shows it ACTIVE (so the
+figures carry up to one interval of polling). Reported: servers
+ACTIVE per second (N over the time from the first POST to the last server ACTIVE),
+p50/p99 time to ACTIVE, and the API's own answer time for the POSTs. Between rounds the
+servers are deleted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.functional.test_serve import Serve
+
+HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "compute 2.79"}
+
+
+def poll_interval(boots: int) -> float:
+    """How often the watcher lists the servers: reading 1,000 servers ten times a second
+    would itself cost the API (in the same process) a large share of its CPU."""
+    return min(1.0, max(0.1, boots / 2000))
+
+
+@dataclass
+class Round:
+    boots: int
+    sent: dict[str, float] = field(default_factory=dict)      # server id -> POST sent
+    answered: list[float] = field(default_factory=list)       # POST answer times
+    active: dict[str, float] = field(default_factory=dict)    # server id -> seen ACTIVE
+    errors: int = 0
+    started: float = 0.0
+    reasons: dict[str, int] = field(default_factory=dict)     # why, for the errors
+
+    def failed(self, why: str) -> None:
+        self.errors += 1
+        self.reasons[why] = self.reasons.get(why, 0) + 1
+
+    def to_active(self) -> list[float]:
+        return sorted(self.active[s] - self.sent[s] for s in self.active)
+
+    @property
+    def per_second(self) -> float:
+        if not self.active:
+            return 0.0
+        return len(self.active) / (max(self.active.values()) - self.started)
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def all_servers(http: httpx.Client) -> list[dict]:
+    found: list[dict] = []
+    url: str | None = "/v2.1/servers/detail?limit=1000"
+    while url:
+        body = http.get(url).json()
+        found += body["servers"]
+        url = next((link["href"] for link in body.get("servers_links", [])
+                    if link["rel"] == "next"), None)
+    return found
+
+
+def run_round(api_url: str, boots: int, clients: int) -> Round:
+    result = Round(boots)
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def boot(i: int) -> None:
+        with httpx.Client(base_url=api_url, headers=HEADERS, timeout=120) as http:
+            t0 = time.monotonic()
+            resp = http.post("/v2.1/servers", json={"server": {
+                "name": f"bench-{i}", "flavorRef": "1"}})
+            t1 = time.monotonic()
+        with lock:
+            result.answered.append(t1 - t0)
+            if resp.status_code == 202:
+                result.sent[resp.json()["server"]["id"]] = t0
+            else:
+                result.failed(f"POST {resp.status_code}: {resp.text[:120]}")
+
+    def watch() -> None:
+        with httpx.Client(base_url=api_url, headers=HEADERS, timeout=120) as http:
+            while not done.is_set():
+                now = time.monotonic()
+                for server in all_servers(http):
+                    if server["status"] == "ACTIVE":
+                        result.active.setdefault(server["id"], now)
+                    elif server["status"] == "ERROR" and server["id"] not in result.active:
+                        result.active[server["id"]] = now
+                        with lock:
+                            result.failed("ERROR: " + " ".join(
+                                server.get("fault", {}).get("message", "").split())[:160])
+                with lock:
+                    if len(result.sent) + result.errors >= boots and \
+                            set(result.sent) <= set(result.active):
+                        done.set()
+                time.sleep(poll_interval(boots))
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    result.started = time.monotonic()
+    watcher.start()
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(boot, range(boots)))
+    done.wait(timeout=1800)
+    watcher.join(timeout=10)
+    return result
+
+
+def clean(api_url: str) -> None:
+    with httpx.Client(base_url=api_url, headers=HEADERS, timeout=120) as http:
+        servers = all_servers(http)
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda s: http.delete(f"/v2.1/servers/{s['id']}"), servers))
+        deadline = time.monotonic() + 600
+        while all_servers(http) and time.monotonic() < deadline:
+            time.sleep(0.5)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument("--cells", type=int, default=2)
+    parser.add_argument("--boots", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--clients", type=int, default=16)
+    args = parser.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="stratus-boots-"))
+    env = {"OS_QUOTA__INSTANCES": "-1", "OS_QUOTA__CORES": "-1", "OS_QUOTA__RAM": "-1",
+           "OS_API__MAX_SERVERS_PER_REQUEST": "1000"}
+    srv = Serve(work, work / "data", "--hosts", str(args.hosts), "--cells", str(args.cells),
+                env=env)
+    try:
+        srv.wait_ready(timeout=600)
+        print(f"# stratus serve: {args.hosts} hosts in {args.cells} cells; "
+              f"{args.clients} client threads; {platform.processor() or platform.machine()}, "
+              f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}", flush=True)
+        print("| concurrent boots | servers ACTIVE/s | p50 to ACTIVE (s) | p99 to ACTIVE (s) "
+              "| p99/p50 | POST answer p50/p99 (ms) | errors |")
+        print("|---:|---:|---:|---:|---:|---:|---:|")
+        for boots in args.boots:
+            result = run_round(srv.api_url, boots, args.clients)
+            waits = result.to_active()
+            p50, p99 = percentile(waits, 50), percentile(waits, 99)
+            print(f"| {boots:,} | {result.per_second:.1f} | {p50:.2f} | {p99:.2f} | "
+                  f"{p99 / p50 if p50 else float('nan'):.1f} | "
+                  f"{statistics.median(result.answered) * 1000:.0f} / "
+                  f"{percentile(result.answered, 99) * 1000:.0f} | {result.errors} |",
+                  flush=True)
+            for why, n in sorted(result.reasons.items(), key=lambda kv: -kv[1])[:5]:
+                print(f"  {n} x {why}", file=sys.stderr)
+            clean(srv.api_url)
+    finally:
+        srv.kill()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
