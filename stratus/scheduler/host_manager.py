@@ -149,8 +149,18 @@ class HostManager:
             c.database_connection, clock, self.max_age))]
         if stale:
             gathered = self._scatter(stale, lambda cell: self._read(cell, None))
-            skipped.update(gathered.failures)
             by_uuid = {c.uuid: c for c in stale}
+            for cell_uuid, why in gathered.failures.items():
+                last = copies.get(cell_uuid)
+                if last is not None and last.database == by_uuid[cell_uuid].database_connection:
+                    # A cell that is slow or down now keeps its last copy: Placement's
+                    # claim still checks every choice, and a boot is not failed for
+                    # want of a refresh. The copy stays stale: read again next time.
+                    LOG.warning("cell %s could not be re-read (%s); scheduling on its "
+                                "copy from %.0f s ago", cell_uuid, why,
+                                clock - last.loaded_at)
+                else:
+                    skipped[cell_uuid] = why
             for cell_uuid, nodes in gathered.results.items():
                 copies[cell_uuid] = CellCopy(by_uuid[cell_uuid].database_connection, clock,
                                              nodes)
@@ -158,8 +168,6 @@ class HostManager:
                 for cell in stale:
                     if cell.uuid in gathered.results:
                         self._copies[cell.uuid] = copies[cell.uuid]
-                    else:   # failed: asked again next time, as every request used to
-                        self._copies.pop(cell.uuid, None)
         reloaded = {c.uuid for c in stale}
         usable = [c for c in cells if c.uuid not in skipped and c.uuid in copies]
         # Hosts a copy has not seen (added since it was read): look them up now.

@@ -123,3 +123,30 @@ def test_liveness_is_judged_when_deciding_not_when_read(cloud):
     with pytest.raises(NoValidHost) as err:
         boot(s)
     assert err.value.counts == {"compute service down": 2}
+
+
+def test_a_cell_that_cannot_be_re_read_is_scheduled_on_its_last_copy(cloud, monkeypatch,
+                                                                      caplog):
+    """Under load a cell's database may not answer within ``cell_timeout``: a boot is not
+    failed for want of a refresh when the scheduler holds a copy (Placement's claim still
+    checks the choice); with no copy at all the cell is skipped, as before."""
+    from stratus.scheduler import host_cache
+
+    clock = Clock()
+    s = scheduler(cloud, clock, max_age=1.0)
+    assert boot(s) in ("a", "b")            # the copy is read
+    real = host_cache.read_all
+
+    def slow(conn):
+        raise TimeoutError("the cell database did not answer")
+
+    monkeypatch.setattr(host_cache, "read_all", slow)
+    clock.t += 5                            # the copy is stale: re-read, which fails
+    assert boot(s) in ("a", "b")
+    assert any("scheduling on its copy" in r.getMessage() for r in caplog.records)
+
+    fresh = scheduler(cloud, clock, max_age=1.0)   # a scheduler that never read the cell
+    with pytest.raises(NoValidHost, match="did not answer"):
+        boot(fresh)
+    monkeypatch.setattr(host_cache, "read_all", real)
+    assert boot(fresh) in ("a", "b")
