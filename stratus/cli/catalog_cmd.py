@@ -72,26 +72,34 @@ def _run(app: Any, args: argparse.Namespace, debug: bool, max_body: int) -> None
                 access_log=debug, lifespan="off")
 
 
-def cmd_identity_api(args: argparse.Namespace) -> int:
-    from stratus.identity import service
-
-    config = common.load_config(args, {("identity_database", "connection"): args.db})
+def _open(args: argparse.Namespace, service: Any, section: str, what: str
+          ) -> tuple[Any, bool, Any, Any, str]:
+    """Configuration, debug flag, engine, migrated deps and the redacted URL of a service
+    whose database this process makes and migrates; any failure is one line."""
+    config = common.load_config(args, {(section, "connection"): args.db})
     debug = bool(config.get("DEFAULT", "debug"))
     common.setup_logging(debug)
     common.check_can_listen(args.host, args.port)
     url = service.db_url(config)
     shown = common.redact(url)
     common.make_data_dir(url, config.data_dir)
-    engine = common.connect(url, DB_WAIT_SECONDS, "identity", create=True)  # migrated next
+    engine = common.connect(url, DB_WAIT_SECONDS, what, create=True)  # migrated next
     try:
         deps = service.make_deps(config, engine)
-    except ValueError as exc:   # the key file
+    except ValueError as exc:   # a key file that cannot be used
         engine.dispose()
         common.fail(str(exc))
     except Exception as exc:
         engine.dispose()
-        common.fail(f"cannot migrate the identity database at {shown}: "
-                    f"{common.db_error(exc)}")
+        common.fail(f"cannot migrate the {what} database at {shown}: {common.db_error(exc)}")
+    return config, debug, engine, deps, shown
+
+
+def cmd_identity_api(args: argparse.Namespace) -> int:
+    from stratus.identity import service
+
+    config, debug, engine, deps, shown = _open(args, service, "identity_database",
+                                               "identity")
     services = ", ".join(s["type"] for s in deps.catalog.services()) or "none ([catalog])"
     print(f"Identity API: http://{args.host}:{args.port}/v3  (database: {shown}; catalog: "
           f"{services})", flush=True)
@@ -107,19 +115,7 @@ def cmd_identity_api(args: argparse.Namespace) -> int:
 def cmd_image_api(args: argparse.Namespace) -> int:
     from stratus.image import service
 
-    config = common.load_config(args, {("image_database", "connection"): args.db})
-    debug = bool(config.get("DEFAULT", "debug"))
-    common.setup_logging(debug)
-    common.check_can_listen(args.host, args.port)
-    url = service.db_url(config)
-    shown = common.redact(url)
-    common.make_data_dir(url, config.data_dir)
-    engine = common.connect(url, DB_WAIT_SECONDS, "image", create=True)  # migrated next
-    try:
-        deps = service.make_deps(config, engine)
-    except Exception as exc:
-        engine.dispose()
-        common.fail(f"cannot migrate the image database at {shown}: {common.db_error(exc)}")
+    config, debug, engine, deps, shown = _open(args, service, "image_database", "image")
     print(f"Image API: http://{args.host}:{args.port}/  (database: {shown}, data in "
           f"{deps.store_dir}, auth: {config.get('api', 'auth_strategy')})", flush=True)
     try:

@@ -50,14 +50,20 @@ def add_commands(top: Any) -> None:
     p.add_argument("role")
     p.add_argument("--user", required=True, help="name or id")
     p.add_argument("--project", required=True, help="name or id")
-    p = leaf("list", cmd_list, "list users with their projects and roles")
+    p = leaf("list", cmd_list, "list users with their projects and roles (reads only)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _engine(args: argparse.Namespace) -> Any:
+def _engine(args: argparse.Namespace, create: bool = True) -> Any:
+    """The identity database, migrated; ``create=False`` (read-only commands) makes
+    nothing where there is none and says so."""
     from stratus.identity import service
 
     config = common.load_config(args, {("identity_database", "connection"): args.db})
+    if not create:
+        engine = common.connect(service.db_url(config), 5.0, "identity",
+                                sync_command="stratus-manage identity bootstrap")
+        return config, engine
     common.make_data_dir(service.db_url(config), config.data_dir)
     engine = common.connect(service.db_url(config), 5.0, "identity", create=True)  # synced
     try:
@@ -159,7 +165,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from stratus.identity import store
     from stratus.storage import engine as db
 
-    _, engine = _engine(args)
+    _, engine = _engine(args, create=False)
     try:
         with db.read(engine) as conn:
             projects = {p.id: p.name for p in store.list_projects(conn)}

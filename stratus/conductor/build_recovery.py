@@ -42,12 +42,12 @@ def recover_builds(ctx: ConductorContext, older_than: dt.timedelta,
     now = now or records.utcnow()
     before = now - older_than
     outcomes: dict[str, str] = {}
-    try:
-        outcomes.update(_unplaced(ctx, now, before))
-    except Exception:   # the cells' builds must still be looked at
-        LOG.exception("recovering builds that no cell holds failed")
     with db.read(ctx.api_engine) as conn:
         cells = [c for c in list_cells(conn) if not c.is_cell0]
+    try:
+        outcomes.update(_unplaced(ctx, cells, now, before))
+    except Exception:   # the cells' builds must still be looked at
+        LOG.exception("recovering builds that no cell holds failed")
     for cell in cells:
         try:
             outcomes.update(_in_cell(ctx, cell, now, before))
@@ -58,8 +58,8 @@ def recover_builds(ctx: ConductorContext, older_than: dt.timedelta,
     return outcomes
 
 
-def _unplaced(ctx: ConductorContext, now: dt.datetime, before: dt.datetime
-              ) -> dict[str, str]:
+def _unplaced(ctx: ConductorContext, cells: list[CellMapping], now: dt.datetime,
+              before: dt.datetime) -> dict[str, str]:
     with db.read(ctx.api_engine) as conn:
         stale = records.stale_builds(conn, before)
     out: dict[str, str] = {}
@@ -71,7 +71,7 @@ def _unplaced(ctx: ConductorContext, now: dt.datetime, before: dt.datetime
             loaded = records.load_request_spec(conn, instance["uuid"])
         if loaded is not None:
             leased.append((instance, loaded[0]))
-    _drop_unmapped_records(ctx, [instance["uuid"] for instance, _ in leased])
+    _drop_unmapped_records(ctx, cells, [instance["uuid"] for instance, _ in leased])
     for instance, spec in leased:
         uuid = instance["uuid"]
         # Whatever a dead conductor claimed for it goes back; the build claims afresh.
@@ -88,13 +88,12 @@ def _unplaced(ctx: ConductorContext, now: dt.datetime, before: dt.datetime
     return out
 
 
-def _drop_unmapped_records(ctx: ConductorContext, uuids: list[str]) -> None:
+def _drop_unmapped_records(ctx: ConductorContext, cells: list[CellMapping],
+                           uuids: list[str]) -> None:
     """A conductor that died between writing a server into a cell and mapping it there
     left a record no lookup finds; the rebuild writes its own, maybe in another cell."""
     if not uuids:
         return
-    with db.read(ctx.api_engine) as conn:
-        cells = [c for c in list_cells(conn) if not c.is_cell0]
     for cell in cells:
         with db.write(ctx.engines.get(cell)) as conn:
             records.delete_unmapped_builds(conn, uuids)

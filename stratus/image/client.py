@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from stratus.placement.client import _Answer, _InProcess
+from stratus.placement.client import _Answer, service_http
 
 
 class ImageClientError(Exception):
@@ -25,14 +25,9 @@ class ImageClient:
     def __init__(self, base_url: str, token: str = "admin", *, timeout: float = 30.0,
                  transport: httpx.BaseTransport | None = None,
                  wsgi_app: Callable[..., Iterable[bytes]] | None = None) -> None:
-        headers = {"X-Auth-Token": token, "Accept": "application/json"}
         self.base_url = base_url.rstrip("/")
-        self._http: httpx.Client | _InProcess
-        if wsgi_app is not None:
-            self._http = _InProcess(wsgi_app, self.base_url, headers)
-        else:
-            self._http = httpx.Client(base_url=self.base_url, headers=headers,
-                                      transport=transport, timeout=timeout)
+        self._http = service_http(self.base_url, token, timeout=timeout,
+                                  transport=transport, wsgi_app=wsgi_app)
 
     def close(self) -> None:
         self._http.close()

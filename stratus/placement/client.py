@@ -115,6 +115,20 @@ class _InProcess:
         pass
 
 
+
+def service_http(base_url: str, token: str, *, timeout: float,
+                 transport: httpx.BaseTransport | None = None,
+                 wsgi_app: Callable[..., Iterable[bytes]] | None = None
+                 ) -> httpx.Client | _InProcess:
+    """What a Stratus service client talks through: sockets (httpx), or straight into an
+    in-process WSGI app (``wsgi_app``: no sockets, as ``stratus serve`` wires them)."""
+    headers = {"X-Auth-Token": token, "Accept": "application/json"}
+    if wsgi_app is not None:
+        return _InProcess(wsgi_app, base_url, headers)
+    return httpx.Client(base_url=base_url, headers=headers, transport=transport,
+                        timeout=timeout)
+
+
 class PlacementClient:
     def __init__(
         self,

@@ -92,6 +92,13 @@ def test_commands_run_outside_a_data_directory_say_so_and_create_nothing(tmp_pat
     assert list(tmp_path.iterdir()) == []
 
 
+def test_identity_list_outside_a_data_directory_creates_nothing(tmp_path):
+    result = run_in(tmp_path, "stratus-manage", "identity", "list")
+    line = one_line_error(result, "no identity database at", str(tmp_path / "data"))
+    assert "stratus-manage identity bootstrap" in line
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_version_commands_outside_a_data_directory_create_nothing(tmp_path):
     for argv in (["placement", "db", "version"], ["api_db", "version"]):
         result = run_in(tmp_path, "stratus-manage", *argv)
