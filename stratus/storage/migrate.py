@@ -41,34 +41,39 @@ def _config(location: str, conn: Connection) -> AlembicConfig:
     return cfg
 
 
-def lock_name(conn: Connection) -> str:
+def lock_name(engine: Engine) -> str:
     """One lock per database (MariaDB lock names are server-wide, at most 64 chars)."""
-    return f"stratus-migrate:{conn.engine.url.database or ''}"[:64]
+    return f"stratus-migrate:{engine.url.database or ''}"[:64]
 
 
 @contextlib.contextmanager
 def exclusive(engine: Engine) -> Iterator[Connection]:
-    """A write transaction on ``engine`` that no other migration of the database shares."""
-    with db.write(engine) as conn:
-        name = lock_name(conn)
-        backend = conn.dialect.name
-        if backend == "postgresql":
-            key = zlib.crc32(name.encode()) - 2**31   # a signed 32-bit key: one per name
-            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({key})")
-            yield conn
-        elif backend == "mysql":
-            got = conn.exec_driver_sql("SELECT GET_LOCK(%s, %s)",
-                                       (name, LOCK_WAIT_SECONDS)).scalar()
+    """A write transaction on ``engine`` that no other migration of the database shares.
+
+    The lock is held until that transaction has committed: a waiter that got it earlier
+    would read the revision the holder had not committed yet and run its last migration
+    again. PostgreSQL's transaction-scoped advisory lock ends with the commit; MariaDB's
+    ``GET_LOCK`` is held by a session of its own, released after the commit."""
+    name = lock_name(engine)
+    if engine.dialect.name == "mysql":
+        with engine.connect() as holder:
+            got = holder.exec_driver_sql("SELECT GET_LOCK(%s, %s)",
+                                         (name, LOCK_WAIT_SECONDS)).scalar()
             if got != 1:
                 raise MigrationLockTimeout(
                     f"another migration of {name[len('stratus-migrate:'):]} held its lock "
                     f"for {LOCK_WAIT_SECONDS}s")
             try:
-                yield conn
+                with db.write(engine) as conn:
+                    yield conn
             finally:
-                conn.exec_driver_sql("SELECT RELEASE_LOCK(%s)", (name,))
-        else:
-            yield conn
+                holder.exec_driver_sql("SELECT RELEASE_LOCK(%s)", (name,))
+        return
+    with db.write(engine) as conn:
+        if conn.dialect.name == "postgresql":
+            key = zlib.crc32(name.encode()) - 2**31   # a signed 32-bit key: one per name
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({key})")
+        yield conn
 
 
 def upgrade(engine: Engine, location: str, revision: str = "head",
