@@ -25,7 +25,7 @@ from stratus.placement import db as placement_db
 from stratus.placement import schema
 from stratus.placement.http.app import PlacementApp, build_wsgi
 from stratus.storage import engine as db
-from stratus.web.server import HTTP_PROTOCOL
+from stratus.web.server import UVICORN_OPTIONS
 from tests.functional.cli_helpers import unavailable
 
 BACKENDS = ["sqlite", "postgresql", "mysql"]
@@ -251,7 +251,7 @@ class LiveServer:
         self.port = sock.getsockname()[1]
         sock.close()
         config = uvicorn.Config(WSGIMiddleware(wsgi_app, workers=32), host="127.0.0.1",
-                                http=HTTP_PROTOCOL,
+                                **UVICORN_OPTIONS,
                                 port=self.port, log_level="warning", lifespan="off")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

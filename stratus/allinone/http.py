@@ -23,11 +23,11 @@ class ThreadedServer:
         import uvicorn
         from a2wsgi import WSGIMiddleware
 
-        from stratus.web.server import HTTP_PROTOCOL
+        from stratus.web.server import UVICORN_OPTIONS
 
         self.name, self.host, self.port = name, host, port
         self._asgi = WSGIMiddleware(wsgi_app, workers=threads)
-        config = uvicorn.Config(self._asgi, host=host, http=HTTP_PROTOCOL,
+        config = uvicorn.Config(self._asgi, host=host, **UVICORN_OPTIONS,
                                 port=port, log_level=log_level,
                                 access_log=log_level == "debug", lifespan="off")
         self._server = uvicorn.Server(config)

@@ -58,7 +58,7 @@ def cmd_api(args: argparse.Namespace) -> int:
     from stratus.api import service
     from stratus.bus import BusError
     from stratus.storage import engine as db
-    from stratus.web.server import HTTP_PROTOCOL
+    from stratus.web.server import UVICORN_OPTIONS
 
     config = common.load_config(args, {
         ("DEFAULT", "transport_url"): args.transport_url,
@@ -101,8 +101,8 @@ def cmd_api(args: argparse.Namespace) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: None)
     try:
-        asgi = WSGIMiddleware(app, workers=16)  # type: ignore[arg-type]
-        uvicorn.run(asgi, host=args.host, port=args.port, http=HTTP_PROTOCOL,
+        asgi = WSGIMiddleware(app, workers=16)
+        uvicorn.run(asgi, host=args.host, port=args.port, **UVICORN_OPTIONS,
                     log_level="info" if debug else "warning", access_log=debug,
                     lifespan="off")
     finally:

@@ -60,7 +60,7 @@ def add_commands(sub: Any) -> None:
 def _run(app: Any, args: argparse.Namespace, debug: bool, max_body: int) -> None:
     import uvicorn
 
-    from stratus.web.server import HTTP_PROTOCOL
+    from stratus.web.server import UVICORN_OPTIONS
     from stratus.web.wsgi_bridge import WSGIBridge
 
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -68,7 +68,7 @@ def _run(app: Any, args: argparse.Namespace, debug: bool, max_body: int) -> None
     if not debug:
         logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
     uvicorn.run(WSGIBridge(app, max_body_bytes=max_body), host=args.host, port=args.port,
-                http=HTTP_PROTOCOL, log_level="info" if debug else "warning",
+                **UVICORN_OPTIONS, log_level="info" if debug else "warning",
                 access_log=debug, lifespan="off")
 
 

@@ -46,7 +46,7 @@ def cmd_network_api(args: argparse.Namespace) -> int:
     import uvicorn
 
     from stratus.network import service
-    from stratus.web.server import HTTP_PROTOCOL
+    from stratus.web.server import UVICORN_OPTIONS
     from stratus.web.wsgi_bridge import WSGIBridge
 
     config = common.load_config(args, {
@@ -74,7 +74,7 @@ def cmd_network_api(args: argparse.Namespace) -> int:
     try:
         uvicorn.run(WSGIBridge(app, max_body_bytes=int(config.get("api_server",
                                                                     "max_body_bytes"))),
-                    host=args.host, port=args.port, http=HTTP_PROTOCOL,
+                    host=args.host, port=args.port, **UVICORN_OPTIONS,
                     log_level="info" if debug else "warning", access_log=debug,
                     lifespan="off")
     finally:

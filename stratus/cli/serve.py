@@ -127,7 +127,7 @@ def _serve_placement(args: argparse.Namespace, db_url: str | None, workers: int)
     import uvicorn
 
     from stratus.placement import service
-    from stratus.web.server import HTTP_PROTOCOL
+    from stratus.web.server import UVICORN_OPTIONS
 
     overrides = common.cli_overrides(args, {("placement_database", "connection"): db_url})
     config = configuration.load(args.config_file, overrides=overrides)
@@ -162,7 +162,7 @@ def _serve_placement(args: argparse.Namespace, db_url: str | None, workers: int)
             host=args.host,
             port=args.port,
             workers=workers,
-            http=HTTP_PROTOCOL,
+            **UVICORN_OPTIONS,
             log_level="info" if config.get("DEFAULT", "debug") else "warning",
             access_log=bool(config.get("DEFAULT", "debug")),
         )

@@ -8,6 +8,11 @@ Accepted sockets get TCP_NODELAY explicitly. asyncio sets it itself only when th
 listening socket reports protocol IPPROTO_TCP, which a socket handed to uvicorn's
 worker processes does not (it arrives with protocol 0); without it, a small
 response written in two pieces waits out the client's delayed ACK (~40 ms).
+
+Idle keep-alive connections stay open for 75 s (nginx's default), not uvicorn's 5 s: the
+OpenStack clients poll every 5 s (`openstack server resize --wait`), so with a 5 s limit
+the server closed the connection just as the client sent its next request on it, and the
+client failed with "Remote end closed connection without response".
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -29,3 +35,8 @@ class NoDelayHttpToolsProtocol(HttpToolsProtocol):
 
 
 HTTP_PROTOCOL = "stratus.web.server:NoDelayHttpToolsProtocol"
+KEEP_ALIVE_SECONDS = 75
+
+# Keyword arguments every uvicorn server of Stratus takes.
+UVICORN_OPTIONS: dict[str, Any] = {"http": HTTP_PROTOCOL,
+                                      "timeout_keep_alive": KEEP_ALIVE_SECONDS}
