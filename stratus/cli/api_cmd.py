@@ -101,7 +101,7 @@ def cmd_api(args: argparse.Namespace) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: None)
     try:
-        asgi = WSGIMiddleware(app, workers=16)
+        asgi = WSGIMiddleware(app, workers=16)  # type: ignore[arg-type]
         uvicorn.run(asgi, host=args.host, port=args.port, **UVICORN_OPTIONS,
                     log_level="info" if debug else "warning", access_log=debug,
                     lifespan="off")
