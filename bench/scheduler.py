@@ -132,6 +132,13 @@ class TimedPlacement(PlacementClient):
         finally:
             self.candidates += time.perf_counter() - t0
 
+    def candidate_table(self, params):  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        try:
+            return super().candidate_table(params)
+        finally:
+            self.candidates += time.perf_counter() - t0
+
     def put_allocations(self, *args, **kw):  # type: ignore[no-untyped-def]
         t0 = time.perf_counter()
         try:

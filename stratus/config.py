@@ -217,6 +217,12 @@ OPTIONS: list[Option] = [
            "Request filters, in order; compute_status (disabled computes) always runs."),
     Option("scheduler", "weights", list, ["ram:1.0", "cpu:1.0", "disk:1.0", "affinity:1.0"],
            "Weigher multipliers as name:multiplier (negative packs, positive spreads)."),
+    Option("scheduler", "columnar", bool, True,
+           "Decide in columns (candidates as a table, filters and weighers over every "
+           "host at once; same answers as per host, several times faster at 1000 "
+           "candidates). false: a host state per candidate, filtered and weighed one by "
+           "one (the reference path; also used whenever a filter or weigher lacks a column "
+           "form)."),
     Option("scheduler", "cell_cache_refresh_interval", int, 60,
            "Seconds after which the cached cell list is reloaded even without SIGHUP "
            "(0: only on SIGHUP).", minimum=0),

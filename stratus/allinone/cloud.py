@@ -174,7 +174,7 @@ class AllInOne:
     def placement_client(self) -> PlacementClient:
         client = PlacementClient("http://placement.allinone",
                                  token=str(self.config.get("placement_client", "token")),
-                                 wsgi_app=self.placement_wsgi)
+                                 wsgi_app=self.placement_wsgi, direct=self.placement_app)
         self.started.closers.append(client.close)
         return client
 

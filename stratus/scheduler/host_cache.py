@@ -61,14 +61,18 @@ class NodeRecord:
     version: int = 0    # the service's version number (ComputeRPC 1.4 -> 1004)
     hypervisor_type: str = ""
 
+    def is_up(self, seen_since: dt.datetime) -> bool:
+        """The service was last seen at or after ``seen_since`` (now - service down time)
+        and is not forced down."""
+        return (self.has_service and not self.forced_down and self.last_seen_up is not None
+                and self.last_seen_up >= seen_since)
+
     def state(self, cell_uuid: str, seen_since: dt.datetime) -> HostState:
-        """A fresh HostState (the scheduler mutates it while deciding); the service is
-        up if it was last seen at or after ``seen_since`` (now - service down time)."""
-        up = (self.has_service and not self.forced_down and self.last_seen_up is not None
-              and self.last_seen_up >= seen_since)
+        """A fresh HostState (the scheduler mutates it while deciding)."""
         return HostState(
             host=self.host, nodename=self.nodename, uuid=self.uuid, cell=cell_uuid,
-            service_up=up, service_disabled=self.disabled, disabled_reason=self.disabled_reason,
+            service_up=self.is_up(seen_since), service_disabled=self.disabled,
+            disabled_reason=self.disabled_reason,
             vcpus_total=self.vcpus, vcpus_used=self.vcpus_used,
             memory_mb_total=self.memory_mb, memory_mb_used=self.memory_mb_used,
             disk_gb_total=self.disk_gb, disk_gb_used=self.disk_gb_used,

@@ -48,6 +48,15 @@ class HostStates:
     cells_asked: list[str] = field(default_factory=list)        # cell uuids
 
 
+@dataclass
+class Located:
+    uuids: list[str]                                   # as asked
+    records: list[tuple[str, NodeRecord] | None]       # (cell uuid, record) per uuid
+    skipped_cells: dict[str, str]                      # cell uuid -> why
+    cells_asked: list[str]
+    seen_since: dt.datetime                            # up if seen since (now - down time)
+
+
 class HostManager:
     def __init__(
         self,
@@ -98,25 +107,42 @@ class HostManager:
         host_zones: Mapping[str, str] | None = None,
     ) -> HostStates:
         """States of the compute nodes among ``root_uuids`` found in the cells asked."""
+        located = self.locate(list(root_uuids), requested_cell=requested_cell)
+        out = HostStates(skipped_cells=located.skipped_cells, cells_asked=located.cells_asked)
+        zones = host_zones or {}
+        for uuid, found in zip(located.uuids, located.records, strict=True):
+            if found is not None:
+                cell_uuid, rec = found
+                state = rec.state(cell_uuid, located.seen_since)
+                if zones:
+                    state.availability_zone = zones.get(state.host)
+                out.hosts[uuid] = state
+        return out
+
+    def locate(self, root_uuids: list[str], *, requested_cell: str | None = None
+               ) -> Located:
+        """Each of ``root_uuids``' compute node record and cell in the cells asked (None
+        where none has it), without making host states (the columnar path's input)."""
         cells = self.cells_for(requested_cell)
-        out = HostStates(cells_asked=[c.uuid for c in cells])
-        wanted = set(root_uuids)
-        if not wanted or not cells:
+        out = Located(root_uuids, [None] * len(root_uuids), {}, [c.uuid for c in cells],
+                      self._now() - dt.timedelta(seconds=self.service_down_time))
+        if not root_uuids or not cells:
             return out
         if self.max_age > 0:
-            found = self._from_copies(cells, wanted, out.skipped_cells)
+            found = self._from_copies(cells, set(root_uuids), out.skipped_cells)
         else:
-            found = self._read_each_time(cells, sorted(wanted), out.skipped_cells)
-        seen_since = self._now() - dt.timedelta(seconds=self.service_down_time)
-        zones = host_zones or {}
-        for cell_uuid, records in found:
-            for uuid in wanted:
-                rec = records.get(uuid)
+            found = self._read_each_time(cells, sorted(set(root_uuids)), out.skipped_cells)
+        if len(found) == 1:   # the common case: a one-cell request, or one cell in all
+            cell_uuid, nodes = found[0]
+            get = nodes.get
+            out.records = [None if (rec := get(u)) is None else (cell_uuid, rec)
+                           for u in root_uuids]
+            return out
+        for i, uuid in enumerate(root_uuids):
+            for cell_uuid, nodes in found:   # a uuid in two cells: the last cell's, as ever
+                rec = nodes.get(uuid)
                 if rec is not None:
-                    state = rec.state(cell_uuid, seen_since)
-                    if zones:
-                        state.availability_zone = zones.get(state.host)
-                    out.hosts[uuid] = state
+                    out.records[i] = (cell_uuid, rec)
         return out
 
     def disabled_computes(self) -> dict[str, str | None]:

@@ -8,6 +8,12 @@
       -> claim the best host's allocation request (retry races, then the next host)
       -> selection + alternates, per instance, consuming host state between picks
 
+Two paths, same answers: *columnar* (the default, ``columns.py``: candidates as a table,
+host facts as numpy columns, filters and weighers as vector operations, a HostState only
+for the hosts a decision looks at) and *per host* (a HostState per candidate, each
+filter and weigher per host: the reference, used by dry runs, zones, filters without a
+column form, and to say why when nothing passes).
+
 Whatever this call claims it also releases if it cannot place every instance
 (a batch is all or nothing), so a NoValidHost never leaves allocations behind.
 Every exclusion is counted by reason; NoValidHost carries the counts, with
@@ -22,17 +28,21 @@ import logging
 import re
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
+import numpy as np
 from sqlalchemy.engine import Engine
 
 from stratus import config as configuration
 from stratus.metrics import defs as metrics
+from stratus.placement import candidate_table
 from stratus.placement import client as pc
+from stratus.placement.candidate_table import CandidateTable
 from stratus.scheduler import (
     claims,
+    columns,
     context,
     dry_run,
     evidence,
@@ -45,7 +55,7 @@ from stratus.scheduler.errors import NoValidHost
 from stratus.scheduler.explanation import Category, Evidence, explain, plain
 from stratus.scheduler.host_manager import HostManager
 from stratus.scheduler.host_state import HostState
-from stratus.scheduler.pipeline import run_filters
+from stratus.scheduler.pipeline import NoColumnForm, run_column_filters, run_filters
 from stratus.scheduler.request import (
     InvalidRequest,
     PlacementQuery,
@@ -55,6 +65,7 @@ from stratus.scheduler.request import (
 from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,9 @@ class SchedulerOptions:
     # Hosts in no availability-zone aggregate are in this zone ([DEFAULT]
     # default_availability_zone), as Nova has it.
     default_zone: str = "nova"
+    # Decide in columns when every filter and weigher has a column form ([scheduler]
+    # columnar); False: always per host (the reference path).
+    columnar: bool = True
 
     @classmethod
     def from_config(cls, config: configuration.Config) -> SchedulerOptions:
@@ -91,7 +105,8 @@ class SchedulerOptions:
                        host_filters=filters.resolve(get("enabled_filters")),
                        request_filters=request_filters.resolve(get("request_filters")),
                        weights=weights, claim_retries=get("claim_retries"),
-                       default_zone=str(config.get("DEFAULT", "default_availability_zone")))
+                       default_zone=str(config.get("DEFAULT", "default_availability_zone")),
+                       columnar=bool(get("columnar")))
         except ValueError as exc:
             raise configuration.ConfigError(f"[scheduler]: {exc}") from None
 
@@ -140,8 +155,47 @@ class SchedulerManager:
                          len(instance_uuids)) from None
         if not instance_uuids:
             return []
+        if self._columnar():
+            picks = self._select_in_columns(spec, instance_uuids, return_alternates)
+            if picks is not None:
+                return picks
         passed, counts = self.feasible_hosts(spec)
-        return self._place_all(spec, instance_uuids, passed, counts, return_alternates)
+        return self._place_all(spec, instance_uuids, HostList(passed, spec, self.options.weights),
+                               counts, return_alternates)
+
+    def _columnar(self) -> bool:
+        return (self.options.columnar
+                and all(f in filters.COLUMN_FORMS for f in self.options.host_filters)
+                and all(w in weighers.COLUMN_FORMS for w in self.options.weights))
+
+    def _select_in_columns(self, spec: RequestSpec, instance_uuids: list[str],
+                           return_alternates: bool) -> list[list[dict[str, Any]]] | None:
+        """The columnar path; None when no host passes (the per-host path then asks again
+        and says why in full) or a filter cannot be run in columns."""
+        servers = max(spec.num_instances, 1)
+        query, view = self._prepare(spec, servers)
+        table, _params = self._ask(query, view, spec, servers, self._candidate_table,
+                                   lambda found: len(found) > 0)
+        if not len(table):
+            return None
+        located = self.host_manager.locate(table.roots, requested_cell=spec.requested_cell)
+        cols = columns.build(table, located, view.host_zones, self.options.default_zone)
+        counts: Counter[str] = Counter()
+        for cell_uuid, why in located.skipped_cells.items():
+            LOG.warning("cell %s skipped while scheduling: %s", cell_uuid, why)
+            counts[f"cell {cell_uuid} skipped ({why})"] += 1
+        if len(cols) < len(table):
+            counts[_NOT_A_COMPUTE[bool(spec.requested_cell)]] += len(table) - len(cols)
+        try:
+            passed, report = run_column_filters(cols, spec, self.options.host_filters)
+        except NoColumnForm as exc:
+            LOG.warning("deciding per host: %s", exc)
+            return None
+        if not passed.any():
+            return None
+        counts.update(report.rejected)
+        pool = HostColumnPool(cols, np.flatnonzero(passed), spec, self.options.weights)
+        return self._place_all(spec, instance_uuids, pool, counts, return_alternates)
 
     def dry_run(self, request_spec: dict[str, Any], count: int = 1) -> dict[str, Any]:
         """Would ``count`` servers of ``request_spec`` fit now, where, and if not why;
@@ -158,34 +212,12 @@ class SchedulerManager:
         and host filters), unweighed and unclaimed, and the counts of every rejection;
         NoValidHost if there is none. A zone's manager ranks these for its parent."""
         servers = max(spec.num_instances, 1)
-        try:
-            query = query_from_spec(spec)
-        except InvalidRequest as exc:
-            raise _plain(f"The request cannot be scheduled: {exc}", Category.INVALID,
-                         servers) from None
-        with db.read(self.api_engine) as conn:
-            view = context.load(conn, self.host_manager.cells.all(), self.options.default_zone)
-        try:
-            notes = request_filters.apply(spec, query, view.filters, self.options.request_filters)
-        except request_filters.NoHostPossible as exc:
-            raise _plain(str(exc), Category.CONSTRAINT, servers, query) from None
-        query.limit = self.options.max_placement_results
-        params = query.params()
-        LOG.debug("candidates query %s (request filters: %s)", params, "; ".join(notes))
-        found = self._candidates(params, query, servers)
-        cell_aggregate = view.filters.cell_aggregates.get(spec.requested_cell or "")
-        if not found.allocation_requests and cell_aggregate:
-            # A cell's hosts are in its aggregate only if their computes were started with
-            # the cell's uuid; ask again unconfined (the host manager still asks that
-            # cell alone).
-            confined = frozenset({cell_aggregate})
-            query.unnumbered.member_of = [m for m in query.unnumbered.member_of
-                                          if m != confined]
-            params = query.params()
-            found = self._candidates(params, query, servers)
+        query, view = self._prepare(spec, servers)
+        found, params = self._ask(query, view, spec, servers, self._candidates,
+                                  lambda found: bool(found.allocation_requests))
         if not found.allocation_requests:
             raise self._nothing_offered(params, self._evidence(spec, query, view))
-        by_root = _by_root(found.allocation_requests, found.provider_summaries)
+        by_root = candidate_table.by_root(found.allocation_requests, found.provider_summaries)
         states = self.host_manager.host_states(by_root, requested_cell=spec.requested_cell,
                                                host_zones=view.host_zones)
         for known in states.hosts.values():
@@ -196,12 +228,11 @@ class SchedulerManager:
             LOG.warning("cell %s skipped while scheduling: %s", cell_uuid, why)
             counts[f"cell {cell_uuid} skipped ({why})"] += 1
         hosts = []
-        usage = _tree_usage(found.provider_summaries)
+        usage = candidate_table.tree_usage(found.provider_summaries)
         for root, requests in by_root.items():
             state = states.hosts.get(root)
             if state is None:
-                why = ("not a compute node of the requested cell" if spec.requested_cell
-                       else "not a compute node of an enabled cell")
+                why = _NOT_A_COMPUTE[bool(spec.requested_cell)]
                 counts[why] += 1
                 filtered[why] += 1
                 continue
@@ -231,11 +262,55 @@ class SchedulerManager:
                               "scheduler's checks.", counts, said.details)
         return passed, counts
 
+    def _prepare(self, spec: RequestSpec, servers: int
+                 ) -> tuple[PlacementQuery, context.CloudView]:
+        """The Placement query for ``spec``, sharpened by the request filters."""
+        try:
+            query = query_from_spec(spec)
+        except InvalidRequest as exc:
+            raise _plain(f"The request cannot be scheduled: {exc}", Category.INVALID,
+                         servers) from None
+        with db.read(self.api_engine) as conn:
+            view = context.load(conn, self.host_manager.cells.all(), self.options.default_zone)
+        try:
+            notes = request_filters.apply(spec, query, view.filters, self.options.request_filters)
+        except request_filters.NoHostPossible as exc:
+            raise _plain(str(exc), Category.CONSTRAINT, servers, query) from None
+        query.limit = self.options.max_placement_results
+        LOG.debug("candidates query %s (request filters: %s)", query.params(), "; ".join(notes))
+        return query, view
+
+    def _ask(self, query: PlacementQuery, view: context.CloudView, spec: RequestSpec,
+             servers: int, fetch: Callable[[Sequence[tuple[str, str]], PlacementQuery, int], T],
+             offered: Callable[[T], bool]) -> tuple[T, list[tuple[str, str]]]:
+        """Placement's candidates (``fetch``: as JSON or as a table) and the query asked."""
+        params = query.params()
+        found = fetch(params, query, servers)
+        cell_aggregate = view.filters.cell_aggregates.get(spec.requested_cell or "")
+        if not offered(found) and cell_aggregate:
+            # A cell's hosts are in its aggregate only if their computes were started with
+            # the cell's uuid; ask again unconfined (the host manager still asks that
+            # cell alone).
+            confined = frozenset({cell_aggregate})
+            query.unnumbered.member_of = [m for m in query.unnumbered.member_of
+                                          if m != confined]
+            params = query.params()
+            found = fetch(params, query, servers)
+        return found, params
+
     def _candidates(self, params: Sequence[tuple[str, str]],
                     query: PlacementQuery, servers: int) -> pc.Candidates:
+        return self._timed(self.placement.allocation_candidates, params, query, servers)
+
+    def _candidate_table(self, params: Sequence[tuple[str, str]],
+                         query: PlacementQuery, servers: int) -> CandidateTable:
+        return self._timed(self.placement.candidate_table, params, query, servers)
+
+    def _timed(self, call: Callable[[Sequence[tuple[str, str]]], T],
+               params: Sequence[tuple[str, str]], query: PlacementQuery, servers: int) -> T:
         started = time.perf_counter()
         try:
-            return self.placement.allocation_candidates(params)
+            return call(params)
         except pc.PlacementClientError as exc:
             if exc.status != 400:
                 raise
@@ -250,25 +325,24 @@ class SchedulerManager:
     # ---- choosing and claiming ---------------------------------------------------
 
     def _place_all(self, spec: RequestSpec, instance_uuids: Sequence[str],
-                   hosts: list[HostState], counts: Counter[str],
+                   hosts: HostPool, counts: Counter[str],
                    return_alternates: bool) -> list[list[dict[str, Any]]]:
         claimed: list[str] = []
         refused: set[str] = set()   # hosts whose claim failed: full for this request
         results = []
         try:
             for instance_uuid in instance_uuids:
-                ranked = [w.host for w in weighers.weigh(
-                    [h for h in hosts if h.uuid not in refused], spec, self.options.weights)]
+                ranked = hosts.ranked(refused)
                 chosen = self._claim_best(spec, instance_uuid, ranked, refused, counts)
                 if chosen is None:
                     raise NoValidHost(
                         f"No host could be claimed for instance {instance_uuid} "
                         f"({len(claimed)} of {len(instance_uuids)} placed).", counts,
-                        _unclaimable(spec, hosts, refused, claimed, len(instance_uuids)))
+                        _unclaimable(spec, hosts.offered, hosts.refused(refused), claimed,
+                                     len(instance_uuids)))
                 host, allocation_request = chosen
                 claimed.append(instance_uuid)
-                flavor = spec.flavor
-                host.consume(flavor.vcpus, flavor.memory_mb, flavor.disk_gb, instance_uuid)
+                hosts.consume(host, instance_uuid)
                 picks = [selection(host, allocation_request, self.placement_version)]
                 if return_alternates:
                     picks += self._alternates(host, ranked, refused)
@@ -279,7 +353,7 @@ class SchedulerManager:
             raise
         return results
 
-    def _claim_best(self, spec: RequestSpec, instance_uuid: str, ranked: list[HostState],
+    def _claim_best(self, spec: RequestSpec, instance_uuid: str, ranked: Sequence[HostState],
                     refused: set[str], counts: Counter[str]
                     ) -> tuple[HostState, Mapping[str, Any]] | None:
         for host in ranked:
@@ -295,7 +369,7 @@ class SchedulerManager:
             counts["claim refused by Placement (taken meanwhile)"] += 1
         return None
 
-    def _alternates(self, chosen: HostState, ranked: list[HostState],
+    def _alternates(self, chosen: HostState, ranked: Sequence[HostState],
                     refused: set[str]) -> list[dict[str, Any]]:
         """Up to max_attempts - 1 other hosts of the chosen host's cell, best first.
 
@@ -365,16 +439,15 @@ def _plain(reason: str, category: Category, servers: int,
     return NoValidHost(reason, None, plain(reason, category, servers, asked).details)
 
 
-def _unclaimable(spec: RequestSpec, hosts: Sequence[HostState], refused: set[str],
+def _unclaimable(spec: RequestSpec, offered: int, refused_hosts: Sequence[HostState],
                  claimed: Sequence[str], servers: int) -> dict[str, Any]:
     """Why a batch stopped: its own earlier servers on the hosts that refused, or not."""
     ours = set(claimed)
-    refused_hosts = [h for h in hosts if h.uuid in refused]
     filled = sum(1 for h in refused_hosts if h.instances & ours)
     query = query_from_spec(spec)
     resources, names = evidence.asked(query)
     return explain(Evidence(servers=servers, asked=resources, group_names=names,
-                            offered=len(hosts), placed=len(claimed), batch_hosts=filled,
+                            offered=offered, placed=len(claimed), batch_hosts=filled,
                             conflicts=len(refused_hosts) - filled)).details
 
 
@@ -405,57 +478,7 @@ def explain_counts(body: Mapping[str, Any]) -> dict[str, int]:
     return dict(counts)
 
 
-def _by_root(allocation_requests: list[dict[str, Any]],
-             summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Allocation requests grouped by the root provider (the host) they allocate from.
-
-    A request that also draws on a sharing provider (another tree) is filed under
-    the tree that holds most of its providers, the compute node's (on a tie, the
-    tree of the first provider named).
-    """
-    root_of = {rp: (summary.get("root_provider_uuid") or rp)
-               for rp, summary in summaries.items()}
-    out: dict[str, list[dict[str, Any]]] = {}
-    for ar in allocation_requests:
-        providers = ar["allocations"]
-        if len(providers) == 1:   # the common case: one provider, no counting
-            rp = next(iter(providers))
-            root = root_of.get(rp, rp)
-        else:
-            roots: Counter[str] = Counter(root_of.get(rp, rp) for rp in providers)
-            root = roots.most_common(1)[0][0]
-        out.setdefault(root, []).append(ar)
-    return out
-
-
-Usage = dict[str, list[int]]   # resource class -> [capacity, used], summed over one tree
-_OVERLAID = ("VCPU", "MEMORY_MB", "DISK_GB")   # the classes a HostState carries
-
-
-def _tree_usage(summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, Usage]:
-    """Placement's capacity and usage per tree (root uuid), in one pass over the
-    summaries (per host it would be hosts x summaries: 10^6 steps at limit 1000)."""
-    out: dict[str, Usage] = {}
-    for rp, summary in summaries.items():
-        resources = summary.get("resources")
-        if not resources:
-            continue
-        totals = out.get(summary.get("root_provider_uuid") or rp)
-        if totals is None:
-            totals = out[summary.get("root_provider_uuid") or rp] = {}
-        for rc in _OVERLAID:
-            figures = resources.get(rc)
-            if figures is not None:
-                cap_used = totals.get(rc)
-                if cap_used is None:
-                    totals[rc] = [int(figures.get("capacity", 0)), int(figures.get("used", 0))]
-                else:
-                    cap_used[0] += int(figures.get("capacity", 0))
-                    cap_used[1] += int(figures.get("used", 0))
-    return out
-
-
-def _apply_usage(state: HostState, totals: Usage) -> None:
+def _apply_usage(state: HostState, totals: candidate_table.Usage) -> None:
     """Placement's capacity and usage for the host's tree replace the cell's figures
     (Placement is the book of record; the cell's compute_nodes row may lag)."""
     vcpu, memory, disk = totals.get("VCPU"), totals.get("MEMORY_MB"), totals.get("DISK_GB")
@@ -470,4 +493,65 @@ def _apply_usage(state: HostState, totals: Usage) -> None:
 def _overlay_usage(state: HostState, root: str,
                    summaries: Mapping[str, Mapping[str, Any]]) -> None:
     """One host's overlay (tests); select_destinations computes every tree at once."""
-    _apply_usage(state, _tree_usage(summaries).get(root, {}))
+    _apply_usage(state, candidate_table.tree_usage(summaries).get(root, {}))
+
+
+# Why a host Placement offered has no state (indexed by "the request names a cell").
+_NOT_A_COMPUTE = ("not a compute node of an enabled cell",
+                  "not a compute node of the requested cell")
+
+
+class HostPool(Protocol):
+    """The hosts that passed the filters, as ``_place_all`` draws on them."""
+
+    offered: int
+
+    def ranked(self, refused: set[str]) -> Sequence[HostState]: ...
+    def consume(self, host: HostState, instance_uuid: str) -> None: ...
+    def refused(self, refused: set[str]) -> list[HostState]: ...
+
+
+class HostList:
+    """Per host: HostStates weighed one by one (the reference path)."""
+
+    def __init__(self, hosts: list[HostState], spec: RequestSpec,
+                 weights: Mapping[str, float]) -> None:
+        self.hosts, self.spec, self.weights = hosts, spec, weights
+        self.offered = len(hosts)
+
+    def ranked(self, refused: set[str]) -> Sequence[HostState]:
+        return [w.host for w in weighers.weigh(
+            [h for h in self.hosts if h.uuid not in refused], self.spec, self.weights)]
+
+    def consume(self, host: HostState, instance_uuid: str) -> None:
+        flavor = self.spec.flavor
+        host.consume(flavor.vcpus, flavor.memory_mb, flavor.disk_gb, instance_uuid)
+
+    def refused(self, refused: set[str]) -> list[HostState]:
+        return [h for h in self.hosts if h.uuid in refused]
+
+
+class HostColumnPool:
+    """In columns: the passing hosts weighed at once, states made as they are read."""
+
+    def __init__(self, cols: columns.HostColumns, passed: np.ndarray, spec: RequestSpec,
+                 weights: Mapping[str, float]) -> None:
+        self.cols, self.passed, self.spec, self.weights = cols, passed, spec, weights
+        self.offered = len(passed)
+        self._index = {cols.uuid[i]: i for i in passed.tolist()}
+
+    def ranked(self, refused: set[str]) -> Sequence[HostState]:
+        hosts = self.passed
+        if refused:
+            out = {self._index[u] for u in refused if u in self._index}
+            hosts = hosts[~np.isin(hosts, list(out))]
+        order = weighers.weigh_columns(self.cols, hosts, self.spec, self.weights)
+        return columns.RankedStates(self.cols, order)
+
+    def consume(self, host: HostState, instance_uuid: str) -> None:
+        flavor = self.spec.flavor
+        self.cols.consume(self._index[host.uuid], flavor.vcpus, flavor.memory_mb,
+                          flavor.disk_gb, instance_uuid)
+
+    def refused(self, refused: set[str]) -> list[HostState]:
+        return [self.cols.state(self._index[u]) for u in refused if u in self._index]

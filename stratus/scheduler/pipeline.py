@@ -1,4 +1,5 @@
-"""Run the host filters over candidate hosts, counting every rejection by reason."""
+"""Run the host filters over candidate hosts (one by one, or in columns), counting
+every rejection by reason."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from stratus.scheduler.filters import HostFilter
+import numpy as np
+
+from stratus.scheduler.columns import HostColumns
+from stratus.scheduler.filters import COLUMN_FORMS, HostFilter
 from stratus.scheduler.host_state import HostState
 from stratus.scheduler.request import RequestSpec
 
@@ -42,3 +46,31 @@ def run_filters(
         else:
             passed.append(host)
     return passed, report
+
+
+class NoColumnForm(Exception):
+    """A filter has no column form, or its column form failed: decide per host."""
+
+
+def run_column_filters(
+    cols: HostColumns, spec: RequestSpec, filters: Sequence[HostFilter],
+) -> tuple[np.ndarray, FilterReport]:
+    """:func:`run_filters` over columns: which hosts pass (a mask), and the same counts
+    (each host counted under the first reason that rejects it)."""
+    report = FilterReport(considered=len(cols))
+    alive = np.ones(len(cols), bool)
+    for host_filter in filters:
+        form = COLUMN_FORMS.get(host_filter)
+        if form is None:
+            raise NoColumnForm(f"filter {host_filter.__name__} has no column form")
+        try:
+            rejections = form(cols, spec)
+        except Exception as exc:   # the per-host path counts a broken filter per host
+            raise NoColumnForm(f"filter {host_filter.__name__}: {exc!r}") from exc
+        for mask, reason in rejections:
+            hit = alive & mask
+            count = int(np.count_nonzero(hit))
+            if count:
+                report.rejected[reason] += count
+                alive &= ~hit
+    return alive, report

@@ -4,17 +4,29 @@ A weigher gives each host a raw score; scores are normalised to 0..1 across
 the hosts being weighed, multiplied by the weigher's multiplier from config and
 summed. Positive multipliers prefer more of the thing (spread by free RAM),
 negative ones prefer less (pack).
+
+Each weigher also has a column form (``COLUMN_FORMS``: every host's raw score at once,
+for the columnar path of ``columns.py``); :func:`weigh_columns` normalises and sums them
+exactly as :func:`weigh` does, so both rank alike (to the last bit of each weight:
+``tests/property/test_columnar_equivalence.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from stratus.scheduler.host_state import HostState
 from stratus.scheduler.request import RequestSpec
 
+if TYPE_CHECKING:
+    from stratus.scheduler.columns import HostColumns
+
 Weigher = Callable[[HostState, RequestSpec], float]
+ColumnWeigher = Callable[["HostColumns", RequestSpec], np.ndarray]
 
 
 def ram(host: HostState, spec: RequestSpec) -> float:
@@ -45,11 +57,44 @@ def affinity(host: HostState, spec: RequestSpec) -> float:
     return 0.0
 
 
+def ram_columns(cols: HostColumns, spec: RequestSpec) -> np.ndarray:
+    return (cols.memory_mb_total - cols.memory_mb_used).astype(np.float64)
+
+
+def cpu_columns(cols: HostColumns, spec: RequestSpec) -> np.ndarray:
+    return (cols.vcpus_total - cols.vcpus_used).astype(np.float64)
+
+
+def disk_columns(cols: HostColumns, spec: RequestSpec) -> np.ndarray:
+    return (cols.disk_gb_total - cols.disk_gb_used).astype(np.float64)
+
+
+def num_instances_columns(cols: HostColumns, spec: RequestSpec) -> np.ndarray:
+    return cols.num_instances.astype(np.float64)
+
+
+def affinity_columns(cols: HostColumns, spec: RequestSpec) -> np.ndarray:
+    group = spec.server_group
+    sign = {"soft-affinity": 1.0, "soft-anti-affinity": -1.0}.get(
+        group.policy if group is not None else "", 0.0)
+    if group is None or sign == 0.0:
+        return np.zeros(len(cols))
+    members = set(group.hosts)
+    return np.fromiter((sign if h in members else 0.0 for h in cols.host), np.float64,
+                       len(cols))
+
+
 REGISTRY: dict[str, Weigher] = {
     "ram": ram, "cpu": cpu, "disk": disk, "num_instances": num_instances, "affinity": affinity,
 }
 DEFAULT_MULTIPLIERS: dict[str, float] = {
     "ram": 1.0, "cpu": 1.0, "disk": 1.0, "num_instances": 0.0, "affinity": 1.0,
+}
+
+
+COLUMN_FORMS: dict[str, ColumnWeigher] = {
+    "ram": ram_columns, "cpu": cpu_columns, "disk": disk_columns,
+    "num_instances": num_instances_columns, "affinity": affinity_columns,
 }
 
 
@@ -84,3 +129,20 @@ def weigh(
             totals[i] += multiplier * score
     ranked = sorted(range(len(hosts)), key=lambda i: -totals[i])
     return [Weighed(hosts[i], totals[i]) for i in ranked]
+
+
+def weigh_columns(cols: HostColumns, hosts: np.ndarray, spec: RequestSpec,
+                  multipliers: Mapping[str, float]) -> np.ndarray:
+    """``hosts`` (indices into ``cols``) best first, as :func:`weigh` ranks them: the
+    same normalisation, the same sums in the same order, the same stable sort."""
+    totals = np.zeros(len(hosts))
+    if not len(hosts):
+        return hosts
+    for name, multiplier in multipliers.items():
+        if multiplier == 0:
+            continue
+        values = COLUMN_FORMS[name](cols, spec)[hosts]
+        lo, hi = values.min(), values.max()
+        if hi != lo:
+            totals += multiplier * ((values - lo) / (hi - lo))
+    return hosts[np.argsort(-totals, kind="stable")]

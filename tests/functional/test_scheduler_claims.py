@@ -71,7 +71,12 @@ class StaleClient(pc.PlacementClient):
     meanwhile = None
 
     def allocation_candidates(self, params):
-        found = super().allocation_candidates(params)
+        return self._then_meanwhile(super().allocation_candidates(params))
+
+    def candidate_table(self, params):   # the columnar path's way in
+        return self._then_meanwhile(super().candidate_table(params))
+
+    def _then_meanwhile(self, found):
         if self.meanwhile is not None:
             action, self.meanwhile = self.meanwhile, None
             action()

@@ -2,7 +2,7 @@
 
 The text is assembled from cached pieces rather than by json.dumps of a structure;
 here each candidate's part of the body, parsed, must equal the dict built the plain
-way (``render._request``, from the candidate's ``allocations`` and ``mappings``),
+way (``render.request_dict``, from the candidate's ``allocations`` and ``mappings``),
 for every response shape, including providers whose uuids need escaping.
 """
 
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stratus.placement.candidates import render as render_module
-from stratus.placement.candidates.render import Shape, _request, render
+from stratus.placement.candidates.render import Shape, render, request_dict
 from stratus.placement.candidates.request import CandidateRequest, RequestGroup
 from stratus.placement.candidates.solve import Options, Solution, solve
 from tests.unit.test_candidates_solve import P, build_index, requests, worlds
@@ -56,7 +56,7 @@ def test_the_text_is_the_json_of_the_answer(data: st.DataObject, shape: Shape) -
     expected = []
     for item in solution.items:
         if not isinstance(item, int):
-            expected.append(_request(index, item, shape))
+            expected.append(request_dict(index, item, shape))
             continue
         uuid = index.uuids[item]
         if not shape.dict_requests:

@@ -9,6 +9,7 @@ import pytest
 from stratus import config
 from stratus.bus import errors as bus_errors
 from stratus.cells.aggregates import cell_aggregate_uuid
+from stratus.placement import candidate_table
 from stratus.scheduler import manager
 from stratus.scheduler.errors import NoValidHost
 from stratus.scheduler.host_state import HostState
@@ -89,7 +90,7 @@ def test_allocation_requests_group_by_host_even_with_a_sharing_provider():
     ars = [{"allocations": {"numa1": {}, "cn1": {}, "disk": {}}},
            {"allocations": {"cn2": {}, "disk": {}}},
            {"allocations": {"cn1": {}}}]
-    grouped = manager._by_root(ars, summaries)
+    grouped = candidate_table.by_root(ars, summaries)
     assert list(grouped) == ["cn1", "cn2"]
     assert grouped["cn1"] == [ars[0], ars[2]]
 

@@ -80,7 +80,7 @@ def _requests(index: ProviderIndex, solution: Solution, shape: Shape) -> bytes:
         elif shape.dict_requests:
             blocks.append(_candidates_text(index, list(run), shape))  # type: ignore[arg-type]
         else:
-            blocks += [json.dumps(_request(index, c, shape)).encode()  # type: ignore[arg-type]
+            blocks += [json.dumps(request_dict(index, c, shape)).encode()  # type: ignore[arg-type]
                        for c in run]
     return b", ".join(blocks)
 
@@ -227,7 +227,7 @@ def _same_template(index: ProviderIndex, slots: list[int], template: list[bytes]
     return np.concatenate(columns, axis=1).tobytes()[:-2]
 
 
-def _request(index: ProviderIndex, c: Candidate, shape: Shape) -> dict[str, object]:
+def request_dict(index: ProviderIndex, c: Candidate, shape: Shape) -> dict[str, object]:
     names = index.names.rc_name
     per_provider = {
         index.uuids[p]: {names[rc]: amount for rc, amount in res.items()}

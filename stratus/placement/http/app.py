@@ -22,6 +22,7 @@ from sqlalchemy.engine import Engine
 from stratus.config import Config
 from stratus.metrics.wsgi import database_probe, instrument, mark_route
 from stratus.placement import errors
+from stratus.placement.candidate_table import CandidateTable
 from stratus.placement.candidates.changes import LiveIndex
 from stratus.placement.http import auth, microversion
 from stratus.placement.http.errors import HTTPError, error_response
@@ -60,6 +61,24 @@ class PlacementApp:
         self.max_body_bytes = int(config.get("api_server", "max_body_bytes"))
         self.keystone = str(config.get("api", "auth_strategy")) == "keystone"
         self._router: Router[Handler] = Router(ROUTES)
+
+    # ---- in-process callers ---------------------------------------------------
+
+    def candidate_table(self, pairs: Iterable[tuple[str, str]], version: str
+                        ) -> CandidateTable:
+        """``GET /allocation_candidates`` for a scheduler in this process, as a table (no
+        JSON either way). Raises :class:`errors.PlacementError` (or ``HTTPError``) with
+        the status and words the HTTP answer would have."""
+        from stratus.placement.http.handlers import allocation_candidate
+
+        try:
+            want = microversion.from_headers({microversion.HEADER.lower():
+                                              f"placement {version}"})
+        except microversion.VersionError as exc:
+            raise HTTPError(406, str(exc)) from None
+        if not want.supports("allocation_candidates"):
+            raise HTTPError(404, "The resource could not be found.")
+        return allocation_candidate.candidate_table(self, tuple(pairs), want)
 
     # ---- WSGI -------------------------------------------------------------
 

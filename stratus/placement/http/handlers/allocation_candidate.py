@@ -10,9 +10,11 @@ import sqlalchemy as sa
 import webob
 
 from stratus.placement import candidates, schema
+from stratus.placement.candidate_table import CandidateTable
 from stratus.placement.candidates import explain as explaining
 from stratus.placement.candidates.render import Shape, render
 from stratus.placement.candidates.solve import solve
+from stratus.placement.candidates.table import from_solution
 from stratus.placement.http.microversion import Version
 from stratus.placement.http.schemas import allocation_candidate as query_schema
 from stratus.placement.http.wsgi import Req, json_response
@@ -39,11 +41,15 @@ def _checked(pairs: tuple[tuple[str, str], ...], want: Version) -> candidates.Ca
 
 
 def _options(req: Req, request: candidates.CandidateRequest) -> candidates.Options:
-    config = req.app.config
+    return options_for(req.app.config, request, req.want)
+
+
+def options_for(config: Any, request: candidates.CandidateRequest,
+                want: Version) -> candidates.Options:
     return candidates.Options(
         limit=request.limit,
         randomize=bool(config.get("placement", "randomize_allocation_candidates")),
-        nested_aware=req.want.supports("candidates_nested"),
+        nested_aware=want.supports("candidates_nested"),
         breadth_first=config.get("placement", "allocation_candidates_generation_strategy")
         == "breadth-first",
         max_candidates=int(config.get("placement", "max_allocation_candidates")),
@@ -51,7 +57,11 @@ def _options(req: Req, request: candidates.CandidateRequest) -> candidates.Optio
 
 
 def _shape(req: Req) -> Shape:
-    want = req.want.supports
+    return shape_for(req.want)
+
+
+def shape_for(version: Version) -> Shape:
+    want = version.supports
     return Shape(dict_requests=want("allocations_dict"), mappings=want("candidates_mappings"),
                  traits=want("candidates_required_traits"),
                  all_classes=want("summaries_all_classes"), nested=want("candidates_nested"))
@@ -79,6 +89,21 @@ def list_allocation_candidates(req: Req) -> webob.Response:
     resp.app_iter = body
     resp.content_length = sum(len(chunk) for chunk in body)
     return resp
+
+
+def candidate_table(app: Any, pairs: tuple[tuple[str, str], ...],
+                    want: Version) -> CandidateTable:
+    """The same query answered for a scheduler in this process: a candidate table, no
+    JSON (``PlacementApp.candidate_table``; the caller is trusted, as the in-process
+    client's admin token is)."""
+    request = _checked(pairs, want)
+    options = options_for(app.config, request, want)
+    classes, traits = _names(request)
+    with db.read_latest(app.engine) as conn, app.candidates.current(conn) as index:
+        candidates.ensure_names(index, conn, classes, traits)
+        solution = solve(index, request, options)
+        requested = {index.names.rc_id[c] for c in classes if c in index.names.rc_id}
+        return from_solution(index, solution, shape_for(want), requested)
 
 
 def explain_allocation_candidates(req: Req) -> webob.Response:

@@ -1,0 +1,99 @@
+"""A solution as a candidate table (``stratus.placement.candidate_table``), straight from
+the index: what ``render`` would write and a scheduler would decode, without the JSON.
+
+Hosts come in the order of their first candidate, as a scheduler reading the JSON
+groups them; tree usage is summed over the providers the answer would summarise.
+Allocation requests are built when the scheduler asks for a host's (a handful per
+decision), from the slots' uuids, which never change.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from stratus.placement.candidate_table import OVERLAID, CandidateTable, TreeUsage
+from stratus.placement.candidates.index import ProviderIndex
+from stratus.placement.candidates.render import Shape, request_dict
+from stratus.placement.candidates.solve import Solution
+from stratus.placement.candidates.tree import Candidate
+
+
+def from_solution(index: ProviderIndex, solution: Solution, shape: Shape,
+                  requested_classes: set[int]) -> CandidateTable:
+    """Call while holding the index (its usage columns change under later writes)."""
+    items = solution.items
+    root_of_slot = index.root
+    singles = [item for item in items if type(item) is int]
+    single_roots = iter(root_of_slot[np.asarray(singles, np.int64)].tolist()
+                        if singles else [])
+    rows: dict[int, int] = {}             # root slot -> row
+    held: list[list[int | Candidate]] = []
+    for item in items:
+        root = (next(single_roots) if type(item) is int
+                else _home_root(index, item))  # type: ignore[arg-type]
+        row = rows.get(root)
+        if row is None:
+            row = rows[root] = len(held)
+            held.append([])
+        held[row].append(item)
+    root_slots = list(rows)
+    table = CandidateTable([index.uuids[r] or "" for r in root_slots],
+                           _usage(index, solution.summary_slots, root_slots, shape,
+                                  requested_classes),
+                           [None] * len(held))
+
+    def build(row: int) -> list[dict[str, Any]]:
+        return [_single(index, solution, item, shape) if type(item) is int
+                else request_dict(index, item, shape)  # type: ignore[arg-type]
+                for item in held[row]]
+
+    table._build = build
+    return table
+
+
+def _home_root(index: ProviderIndex, candidate: Candidate) -> int:
+    """The tree holding most of the candidate's providers (on a tie, the first named)."""
+    roots = Counter(int(index.root[p]) for p in candidate.allocations)
+    return roots.most_common(1)[0][0]
+
+
+def _usage(index: ProviderIndex, summary_slots: list[int], root_slots: list[int],
+           shape: Shape, requested: set[int]) -> dict[str, TreeUsage]:
+    n = len(root_slots)
+    out = {}
+    slots = np.asarray(summary_slots, np.int64)
+    row_of = np.full(index.n, -1, np.int64)
+    row_of[np.asarray(root_slots, np.int64)] = np.arange(n)
+    rows = row_of[index.root[slots]] if len(slots) else np.zeros(0, np.int64)
+    for name in OVERLAID:
+        usage = TreeUsage(np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, bool))
+        out[name] = usage
+        rc = index.names.rc_id.get(name)
+        col = index.rc.get(rc) if rc is not None else None
+        if col is None or (not shape.all_classes and rc not in requested):
+            continue
+        has = col.has[slots] & (rows >= 0)
+        at, summarised = rows[has], slots[has]
+        # int() of each provider's capacity, as the JSON summary writes it.
+        np.add.at(usage.capacity, at, col.cap[summarised].astype(np.int64))
+        np.add.at(usage.used, at, col.used[summarised])
+        usage.present[at] = True
+    return out
+
+
+def _single(index: ProviderIndex, solution: Solution, slot: int,
+            shape: Shape) -> dict[str, Any]:
+    """The whole request on one provider, as ``render`` writes it."""
+    uuid = index.uuids[slot]
+    names = index.names.rc_name
+    resources = {names[rc]: amount for rc, amount in solution.totals.items()}
+    if not shape.dict_requests:
+        return {"allocations": [{"resource_provider": {"uuid": uuid},
+                                 "resources": resources}]}
+    out: dict[str, Any] = {"allocations": {uuid: {"resources": resources}}}
+    if shape.mappings:
+        out["mappings"] = {suffix: [uuid] for suffix in solution.suffixes}
+    return out

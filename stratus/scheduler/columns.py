@@ -1,0 +1,158 @@
+"""Host states in columns: how the scheduler decides at a thousand candidates.
+
+At Nova's default ``max_placement_results`` (1000) a decision used to make a
+:class:`HostState` per candidate and run each filter and weigher per host in Python,
+most of the scheduler's own cost. Here the same facts are numpy columns over the
+candidate hosts; filters and weighers have column forms, next to their per-host forms
+in ``filters.py`` and ``weighers.py``, that answer for every host at once; and a
+HostState is made only for the hosts a decision looks at (the one it claims, its
+alternates). The per-host path stays the reference, and is still what dry runs and
+zones use: ``tests/property/test_columnar_equivalence.py`` checks on random fleets that
+both paths pass, count and rank the same hosts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import overload
+
+import numpy as np
+
+from stratus.placement.candidate_table import CandidateTable
+from stratus.scheduler.host_manager import Located
+from stratus.scheduler.host_state import HostState
+
+
+@dataclass
+class HostColumns:
+    """The candidate hosts found in a cell, in Placement's order; index ``i`` is a host."""
+
+    table: CandidateTable
+    rows: np.ndarray                  # each host's row in the table
+    uuid: list[str]
+    host: list[str]
+    nodename: list[str]
+    cell: list[str]
+    disabled_reason: list[str | None]
+    hypervisor_type: list[str]
+    up: np.ndarray
+    disabled: np.ndarray
+    version: np.ndarray
+    vcpus_total: np.ndarray
+    vcpus_used: np.ndarray
+    memory_mb_total: np.ndarray
+    memory_mb_used: np.ndarray
+    disk_gb_total: np.ndarray
+    disk_gb_used: np.ndarray
+    num_instances: np.ndarray         # instances this decision placed there (a batch's)
+    zone_of: Mapping[str, str]        # host -> availability zone (absent: the default)
+    default_zone: str
+    _zones: list[str] | None = None
+    _states: dict[int, HostState] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.uuid)
+
+    @property
+    def zones(self) -> list[str]:
+        """Each host's availability zone (worked out when a filter first asks)."""
+        if self._zones is None:
+            get, default = self.zone_of.get, self.default_zone
+            self._zones = [get(h) or default for h in self.host]
+        return self._zones
+
+    def state(self, i: int) -> HostState:
+        """Host ``i`` as the per-host path would have it (made once, then kept: a batch
+        consumes on it)."""
+        found = self._states.get(i)
+        if found is None:
+            found = self._states[i] = HostState(
+                host=self.host[i], nodename=self.nodename[i], uuid=self.uuid[i],
+                cell=self.cell[i], availability_zone=self.zone_of.get(self.host[i])
+                or self.default_zone, service_up=bool(self.up[i]),
+                service_disabled=bool(self.disabled[i]),
+                disabled_reason=self.disabled_reason[i],
+                service_version=int(self.version[i]), hypervisor_type=self.hypervisor_type[i],
+                vcpus_total=int(self.vcpus_total[i]), vcpus_used=int(self.vcpus_used[i]),
+                memory_mb_total=int(self.memory_mb_total[i]),
+                memory_mb_used=int(self.memory_mb_used[i]),
+                disk_gb_total=int(self.disk_gb_total[i]), disk_gb_used=int(self.disk_gb_used[i]),
+                allocation_requests=self.table.requests_of(int(self.rows[i])))
+        return found
+
+    def consume(self, i: int, vcpus: int, memory_mb: int, disk_gb: int,
+                instance_uuid: str) -> None:
+        """An instance placed on host ``i``: in its state and in the columns."""
+        state = self.state(i)
+        state.consume(vcpus, memory_mb, disk_gb, instance_uuid)
+        self.vcpus_used[i] = state.vcpus_used
+        self.memory_mb_used[i] = state.memory_mb_used
+        self.disk_gb_used[i] = state.disk_gb_used
+        self.num_instances[i] = state.num_instances
+
+
+def build(table: CandidateTable, located: Located, zone_of: Mapping[str, str],
+          default_zone: str) -> HostColumns:
+    """Columns for the table's hosts that ``located`` found in a cell; Placement's
+    capacity and usage replace the cell's figures where Placement has them (it is the
+    book of record; a compute_nodes row may lag)."""
+    found = [(row, hit) for row, hit in enumerate(located.records) if hit is not None]
+    n = len(found)
+    recs = [hit[1] for _row, hit in found]
+    seen = located.seen_since
+
+    def ints(values: Iterator[int]) -> np.ndarray:
+        return np.fromiter(values, np.int64, n)
+
+    rows = ints(row for row, _hit in found)
+    usage = table.usage
+
+    def overlay(rc: str, cell_total: np.ndarray, cell_used: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+        tree = usage[rc]
+        present = tree.present[rows]
+        return (np.where(present, tree.capacity[rows], cell_total),
+                np.where(present, tree.used[rows], cell_used))
+
+    vcpus = overlay("VCPU", ints(r.vcpus for r in recs), ints(r.vcpus_used for r in recs))
+    memory = overlay("MEMORY_MB", ints(r.memory_mb for r in recs),
+                     ints(r.memory_mb_used for r in recs))
+    disk = overlay("DISK_GB", ints(r.disk_gb for r in recs), ints(r.disk_gb_used for r in recs))
+    return HostColumns(
+        table=table, rows=rows, uuid=[r.uuid for r in recs], host=[r.host for r in recs],
+        nodename=[r.nodename for r in recs], cell=[hit[0] for _row, hit in found],
+        disabled_reason=[r.disabled_reason for r in recs],
+        hypervisor_type=[r.hypervisor_type for r in recs],
+        up=np.fromiter((r.is_up(seen) for r in recs), bool, n),
+        disabled=np.fromiter((r.disabled for r in recs), bool, n),
+        version=ints(r.version for r in recs),
+        vcpus_total=vcpus[0], vcpus_used=vcpus[1], memory_mb_total=memory[0],
+        memory_mb_used=memory[1], disk_gb_total=disk[0], disk_gb_used=disk[1],
+        num_instances=np.zeros(n, np.int64), zone_of=zone_of, default_zone=default_zone)
+
+
+class RankedStates(Sequence[HostState]):
+    """Hosts best first, each made into a HostState only when read."""
+
+    def __init__(self, cols: HostColumns, order: np.ndarray) -> None:
+        self._cols = cols
+        self._order = order.tolist()
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @overload
+    def __getitem__(self, k: int) -> HostState: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[HostState]: ...
+
+    def __getitem__(self, k: int | slice) -> HostState | list[HostState]:
+        if isinstance(k, slice):
+            return [self._cols.state(i) for i in self._order[k]]
+        return self._cols.state(self._order[k])
+
+    def __iter__(self) -> Iterator[HostState]:
+        state = self._cols.state
+        for i in self._order:
+            yield state(i)
