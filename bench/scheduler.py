@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.scheduler [--hosts 1000 10000] [--boots 200] [--limit 50 1000]
                                         [--rabbit amqp://guest:guest@127.0.0.1:5672/]
+                                        [--placement-db sqlite|postgresql|mysql]
                                         [--write-docs docs/benchmarks.md]
 
 Each fleet is written in bulk (Placement rows straight into a SQLite Placement
@@ -12,11 +13,17 @@ ten is disabled (service flag and COMPUTE_STATUS_DISABLED), one in ten is full
 ``limit = max_placement_results``, host states from the cells, filters,
 weighers, and the claim in Placement; the latency measured is that whole call.
 
-- **one process**: the scheduler calls an in-process Placement (WSGI, no sockets).
-- **separate processes** (when RabbitMQ answers): ``stratus placement-api`` and
-  ``stratus scheduler`` processes; the bench calls SchedulerRPC over RabbitMQ,
-  first one call at a time, then from several client threads against two
-  schedulers.
+- **one process**: the scheduler calls an in-process Placement (WSGI, no sockets), and
+  asks it for candidates directly, as ``stratus serve`` wires them.
+- **separate processes** (when RabbitMQ answers): ``stratus placement-api`` (on
+  ``--placement-db``) and ``stratus scheduler`` processes; the bench calls SchedulerRPC
+  over RabbitMQ: one caller, then 4 callers against one scheduler, then 8 callers against
+  two. Claim conflicts (a claim that lost a generation race and was retried) are read
+  from the schedulers' metrics when they have them.
+
+The script also runs against older code (a checkout without the in-process candidate
+table or the schedulers' metrics), so that a baseline can be measured in the same
+session: copy it into that checkout and run it there.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -44,6 +52,7 @@ from stratus.storage import engine as db
 from tests.conftest import make_config
 from tests.scheduler_world import Cloud, Host, spec
 from tools import procs
+from tools.stratus_server import StratusServer
 
 BEGIN = "<!-- scheduler-bench:begin -->"
 END = "<!-- scheduler-bench:end -->"
@@ -62,10 +71,15 @@ class Run:
     limit: int = 0
     cpu_ms: float | None = None   # this process's CPU per decision (one-process mode)
     load: str = ""                # load average when the row was measured
+    conflicts: int | None = None  # claims that lost a generation race (None: not known)
 
     @property
     def rate(self) -> float:
         return self.boots / self.seconds if self.seconds else 0.0
+
+    @property
+    def conflict_pct(self) -> float:
+        return 100.0 * (self.conflicts or 0) / max(self.boots, 1)
 
     def pct(self, q: float) -> float:
         ordered = sorted(self.latencies)
@@ -77,6 +91,8 @@ class Run:
                 f"p50 {self.pct(0.5):7.1f} ms  p99 {self.pct(0.99):7.1f} ms"
                 + (f"  CPU {self.cpu_ms:.1f} ms/decision" if self.cpu_ms is not None else "")
                 + (f"  ({self.failures} failed)" if self.failures else "")
+                + (f"  claim conflicts {self.conflicts} ({self.conflict_pct:.1f}%)"
+                   if self.conflicts is not None else "")
                 + f"  load {self.load}"
                 + (f"\n{'':14}per decision: {self.split}" if self.split else ""))
 
@@ -152,8 +168,7 @@ def fleet(n: int) -> list[Host]:
                  full=i % 10 == 1) for i in range(n)]
 
 
-def build(n: int, workdir: Path) -> tuple[Cloud, PlacementApp, str]:
-    url = f"sqlite:///{workdir / 'placement.db'}"
+def build(n: int, workdir: Path, url: str) -> tuple[Cloud, PlacementApp, str]:
     engine = db.create_engine(url)
     placement_db.sync(engine)
     app = PlacementApp(make_config(url), engine)
@@ -224,6 +239,24 @@ def rabbit_reachable(url: str) -> bool:
         return False
 
 
+def scrape_conflicts(ports: list[int]) -> int | None:
+    """Claim conflicts the schedulers counted (their /metrics), or None without metrics."""
+    import httpx
+
+    total = 0.0
+    for port in ports:
+        try:
+            text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        except httpx.HTTPError:
+            return None
+        found = [line for line in text.splitlines()
+                 if line.startswith("stratus_scheduler_claim_conflicts_total ")]
+        if not found:
+            return None
+        total += float(found[0].split()[1])
+    return int(total)
+
+
 def separate_processes(n: int, workdir: Path, placement_url: str, rabbit: str, boots: int,
                        limit: int) -> list[Run]:
     from stratus.bus import Bus
@@ -239,22 +272,32 @@ def separate_processes(n: int, workdir: Path, placement_url: str, rabbit: str, b
                           placement_url, "--port", str(port), "--data-dir", str(workdir)],
         env, workdir)
     api.wait_ready(f"http://127.0.0.1:{port}/", timeout=120)
-    schedulers = []
-    for i in range(2):
+    schedulers: list[procs.ManagedProcess] = []
+    metrics_ports: list[int] = []
+    with_metrics = "--metrics-port" in subprocess.run(
+        [sys.executable, "-m", "stratus.cli.main", "scheduler", "--help"], env=env,
+        cwd=workdir, capture_output=True, text=True).stdout
+
+    def start_scheduler(i: int) -> None:
+        extra = []
+        if with_metrics:
+            metrics_ports.append(procs.free_port())
+            extra = ["--metrics-port", str(metrics_ports[-1])]
         proc = procs.ManagedProcess(
             f"scheduler{i}", [sys.executable, "-m", "stratus.cli.main", "scheduler",
                               "--transport-url", bus_url, "--api-db",
                               f"sqlite:///{workdir / 'api.db'}", "--placement-url",
                               f"http://127.0.0.1:{port}", "--data-dir", str(workdir),
-                              "--name", f"bench-s{i}"], env, workdir)
+                              "--name", f"bench-s{i}", *extra], env, workdir)
         schedulers.append(proc)
-    for proc in schedulers:
         deadline = time.monotonic() + 60
         while "SchedulerRPC on" not in proc.log_tail(50):
             if not proc.alive() or time.monotonic() > deadline:
                 raise RuntimeError(f"{proc.name} did not start:\n{proc.log_tail()}")
             time.sleep(0.1)
+
     bus = Bus(bus_url, identity="bench", timeout=120)
+    runs = []
     try:
         client = bus.client(SchedulerRPC)
 
@@ -262,11 +305,24 @@ def separate_processes(n: int, workdir: Path, placement_url: str, rabbit: str, b
             return client.call("select_destinations", request_spec=request_spec,
                                instance_uuids=uuids, return_alternates=True)
 
-        runs = [boot_sequential(call, n, "processes, RabbitMQ, 1 caller", boots),
-                boot_concurrent(call, n, "processes, RabbitMQ, 2 schedulers, 4 callers",
-                                boots, threads=4)]
-        for run in runs:
+        def measured(run_it: Callable[[], Run]) -> Run:
+            before = scrape_conflicts(metrics_ports)
+            run = run_it()
+            after = scrape_conflicts(metrics_ports)
             run.limit, run.cpu_ms = limit, None   # the CPU is spent in the other processes
+            if before is not None and after is not None:
+                run.conflicts = after - before
+            print(run.line(), flush=True)
+            runs.append(run)
+            return run
+
+        start_scheduler(0)
+        measured(lambda: boot_sequential(call, n, "processes, RabbitMQ, 1 caller", boots))
+        measured(lambda: boot_concurrent(call, n, "processes, RabbitMQ, 1 scheduler, "
+                                         "4 callers", boots, threads=4))
+        start_scheduler(1)
+        measured(lambda: boot_concurrent(call, n, "processes, RabbitMQ, 2 schedulers, "
+                                         "8 callers", boots, threads=8))
     finally:
         bus.close()
         for proc in (*schedulers, api):
@@ -293,15 +349,18 @@ def markdown(runs: list[Run], limits: list[int], boots: int) -> str:
         f"Machine: {machine()}.  ",
         f"Code: {revision()}.",
         "",
-        "| hosts | limit | mode | decisions/s | p50 (ms) | p99 (ms) | CPU (ms/decision) "
-        "| load avg |",
-        "|---:|---:|---|---:|---:|---:|---:|---|",
+        "| hosts | limit | mode | decisions/s | p50 (ms) | p99 (ms) | p99/p50 "
+        "| CPU (ms/decision) | claim conflicts | load avg |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in runs:
         mode = r.mode + (f" ({r.failures} failed)" if r.failures else "")
         cpu = f"{r.cpu_ms:.1f}" if r.cpu_ms is not None else ""
+        conflicts = (f"{r.conflicts} ({r.conflict_pct:.1f}%)" if r.conflicts is not None
+                     else "")
+        ratio = r.pct(0.99) / r.pct(0.5) if r.pct(0.5) else 0.0
         lines.append(f"| {r.hosts:,} | {r.limit} | {mode} | {r.rate:.1f} | {r.pct(0.5):.1f} | "
-                     f"{r.pct(0.99):.1f} | {cpu} | {r.load} |")
+                     f"{r.pct(0.99):.1f} | {ratio:.1f} | {cpu} | {conflicts} | {r.load} |")
     splits = [f"- {r.hosts:,} hosts, limit {r.limit}, one process, per decision: {r.split}"
               for r in runs if r.split]
     if splits:
@@ -322,9 +381,18 @@ def write_docs(path: Path, section: str) -> None:
     path.write_text(text)
 
 
-def one_process(cloud: Cloud, n: int, limit: int, boots: int) -> Run:
+def direct(app: PlacementApp) -> dict[str, PlacementApp]:
+    """The Placement app handed to the client for candidate tables, as `stratus serve`
+    does (older code has no such thing: then nothing)."""
+    import inspect
+
+    return {"direct": app} if "direct" in inspect.signature(PlacementClient).parameters \
+        else {}
+
+
+def one_process(cloud: Cloud, app: PlacementApp, n: int, limit: int, boots: int) -> Run:
     # As `stratus serve` does: the Placement WSGI app, called directly.
-    timed = TimedPlacement("http://placement.test", wsgi_app=cloud.wsgi)
+    timed = TimedPlacement("http://placement.test", wsgi_app=cloud.wsgi, **direct(app))
     scheduler = cloud.scheduler(placement=timed, max_placement_results=limit)
 
     def after_warmup() -> None:
@@ -354,16 +422,22 @@ def main(argv: list[str] | None = None) -> int:
         "STRATUS_TEST_RABBIT_URL", "amqp://guest:guest@127.0.0.1:5672/"),
         help="RabbitMQ URL for the separate-process runs (skipped if unreachable)")
     p.add_argument("--no-processes", action="store_true")
+    p.add_argument("--no-one-process", action="store_true")
+    p.add_argument("--placement-db", default="sqlite", choices=["sqlite", "postgresql", "mysql"],
+                   help="Placement's database (a scratch database on the local server; the "
+                   "API and cell databases stay SQLite files)")
     p.add_argument("--write-docs", metavar="PATH", help="update this markdown file's section")
     args = p.parse_args(argv)
     procs.install_signal_cleanup()
     runs: list[Run] = []
     for n in args.hosts:
         workdir = procs.make_workdir("stratus-sched-bench-")
-        cloud, app, url = build(n, workdir)
+        scratch = StratusServer(db=args.placement_db) if args.placement_db != "sqlite" else None
+        url = scratch.create_database() if scratch else f"sqlite:///{workdir / 'placement.db'}"
+        cloud, app, url = build(n, workdir, url)
         with Heartbeats(cloud):
-            for limit in args.limit:
-                runs.append(one_process(cloud, n, limit, args.boots))
+            for limit in [] if args.no_one_process else args.limit:
+                runs.append(one_process(cloud, app, n, limit, args.boots))
             app.engine.dispose()
             if args.no_processes:
                 pass
@@ -371,11 +445,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"RabbitMQ at {args.rabbit} unreachable: separate-process runs skipped")
             else:
                 for limit in args.limit:
-                    for run in separate_processes(n, workdir, url, args.rabbit, args.boots,
-                                                  limit):
-                        print(run.line(), flush=True)
-                        runs.append(run)
+                    runs += separate_processes(n, workdir, url, args.rabbit, args.boots, limit)
         cloud.close()
+        if scratch is not None:
+            scratch.stop()   # drops the scratch database
     if args.write_docs:
         write_docs(Path(args.write_docs), markdown(runs, args.limit, args.boots))
         print(f"wrote {args.write_docs}")
