@@ -243,6 +243,8 @@ def scrape_conflicts(ports: list[int]) -> int | None:
     """Claim conflicts the schedulers counted (their /metrics), or None without metrics."""
     import httpx
 
+    if not ports:
+        return None
     total = 0.0
     for port in ports:
         try:

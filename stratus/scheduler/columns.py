@@ -20,6 +20,7 @@ from typing import overload
 import numpy as np
 
 from stratus.placement.candidate_table import CandidateTable
+from stratus.scheduler.host_cache import NUMBERS, TEXT, microseconds
 from stratus.scheduler.host_manager import Located
 from stratus.scheduler.host_state import HostState
 
@@ -50,6 +51,7 @@ class HostColumns:
     default_zone: str
     _zones: list[str] | None = None
     _states: dict[int, HostState] = field(default_factory=dict)
+    _made: dict[str, int] = field(default_factory=dict)   # uuid -> i, of states made
 
     def __len__(self) -> int:
         return len(self.uuid)
@@ -79,12 +81,18 @@ class HostColumns:
                 memory_mb_used=int(self.memory_mb_used[i]),
                 disk_gb_total=int(self.disk_gb_total[i]), disk_gb_used=int(self.disk_gb_used[i]),
                 allocation_requests=self.table.requests_of(int(self.rows[i])))
+            self._made[found.uuid] = i
         return found
 
-    def consume(self, i: int, vcpus: int, memory_mb: int, disk_gb: int,
+    def index_of(self, uuid: str) -> int | None:
+        """The index of a host whose state was made (every host a decision tried)."""
+        return self._made.get(uuid)
+
+    def consume(self, state: HostState, vcpus: int, memory_mb: int, disk_gb: int,
                 instance_uuid: str) -> None:
-        """An instance placed on host ``i``: in its state and in the columns."""
-        state = self.state(i)
+        """An instance placed on a host (a state made here): in its state and in the
+        columns."""
+        i = self._made[state.uuid]
         state.consume(vcpus, memory_mb, disk_gb, instance_uuid)
         self.vcpus_used[i] = state.vcpus_used
         self.memory_mb_used[i] = state.memory_mb_used
@@ -94,42 +102,46 @@ class HostColumns:
 
 def build(table: CandidateTable, located: Located, zone_of: Mapping[str, str],
           default_zone: str) -> HostColumns:
-    """Columns for the table's hosts that ``located`` found in a cell; Placement's
-    capacity and usage replace the cell's figures where Placement has them (it is the
-    book of record; a compute_nodes row may lag)."""
-    found = [(row, hit) for row, hit in enumerate(located.records) if hit is not None]
-    n = len(found)
-    recs = [hit[1] for _row, hit in found]
-    seen = located.seen_since
+    """Columns for the table's hosts that ``located`` found in a cell, gathered from the
+    cells' columns; Placement's capacity and usage replace the cell's figures where
+    Placement has them (it is the book of record; a compute_nodes row may lag)."""
+    rows = np.flatnonzero(located.cell_of >= 0)
+    n = len(rows)
+    cell_of, pos = located.cell_of[rows], located.pos[rows]
+    numbers = np.zeros((n, len(NUMBERS)), np.int64)
+    disabled, up = np.zeros(n, bool), np.zeros(n, bool)
+    text = {name: np.empty(n, object) for name in TEXT}
+    cell = np.empty(n, object)
+    seen_since = microseconds(located.seen_since)
+    for c, (cell_uuid, cols) in enumerate(located.cells):
+        here = cell_of == c
+        at = pos[here]
+        numbers[here] = cols.numbers[at]
+        disabled[here] = cols.disabled[at]
+        up[here] = cols.alive[at] & (cols.last_seen[at] >= seen_since)
+        for name in TEXT:
+            text[name][here] = cols.text[name][at]
+        cell[here] = cell_uuid
+    figures = dict(zip(NUMBERS, numbers.T, strict=True))
 
-    def ints(values: Iterator[int]) -> np.ndarray:
-        return np.fromiter(values, np.int64, n)
-
-    rows = ints(row for row, _hit in found)
-    usage = table.usage
-
-    def overlay(rc: str, cell_total: np.ndarray, cell_used: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray]:
-        tree = usage[rc]
+    def overlay(rc: str, total: str, used: str) -> tuple[np.ndarray, np.ndarray]:
+        tree = table.usage[rc]
         present = tree.present[rows]
-        return (np.where(present, tree.capacity[rows], cell_total),
-                np.where(present, tree.used[rows], cell_used))
+        return (np.where(present, tree.capacity[rows], figures[total]),
+                np.where(present, tree.used[rows], figures[used]))
 
-    vcpus = overlay("VCPU", ints(r.vcpus for r in recs), ints(r.vcpus_used for r in recs))
-    memory = overlay("MEMORY_MB", ints(r.memory_mb for r in recs),
-                     ints(r.memory_mb_used for r in recs))
-    disk = overlay("DISK_GB", ints(r.disk_gb for r in recs), ints(r.disk_gb_used for r in recs))
+    vcpus = overlay("VCPU", "vcpus", "vcpus_used")
+    memory = overlay("MEMORY_MB", "memory_mb", "memory_mb_used")
+    disk = overlay("DISK_GB", "disk_gb", "disk_gb_used")
     return HostColumns(
-        table=table, rows=rows, uuid=[r.uuid for r in recs], host=[r.host for r in recs],
-        nodename=[r.nodename for r in recs], cell=[hit[0] for _row, hit in found],
-        disabled_reason=[r.disabled_reason for r in recs],
-        hypervisor_type=[r.hypervisor_type for r in recs],
-        up=np.fromiter((r.is_up(seen) for r in recs), bool, n),
-        disabled=np.fromiter((r.disabled for r in recs), bool, n),
-        version=ints(r.version for r in recs),
-        vcpus_total=vcpus[0], vcpus_used=vcpus[1], memory_mb_total=memory[0],
-        memory_mb_used=memory[1], disk_gb_total=disk[0], disk_gb_used=disk[1],
-        num_instances=np.zeros(n, np.int64), zone_of=zone_of, default_zone=default_zone)
+        table=table, rows=rows, uuid=text["uuid"].tolist(), host=text["host"].tolist(),
+        nodename=text["nodename"].tolist(), cell=cell.tolist(),
+        disabled_reason=text["disabled_reason"].tolist(),
+        hypervisor_type=text["hypervisor_type"].tolist(), up=up, disabled=disabled,
+        version=figures["version"].copy(), vcpus_total=vcpus[0], vcpus_used=vcpus[1],
+        memory_mb_total=memory[0], memory_mb_used=memory[1], disk_gb_total=disk[0],
+        disk_gb_used=disk[1], num_instances=np.zeros(n, np.int64), zone_of=zone_of,
+        default_zone=default_zone)
 
 
 class RankedStates(Sequence[HostState]):

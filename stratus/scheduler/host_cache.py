@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -122,9 +123,58 @@ class CellCopy:
         return self.database == database and clock - self.loaded_at < max_age
 
     def unknown(self, uuids: set[str]) -> list[str]:
-        return sorted(u for u in uuids if u not in self.nodes and u not in self.absent)
+        return sorted(uuids.difference(self.nodes.keys(), self.absent))
 
     def learn(self, asked: list[str], found: dict[str, NodeRecord]) -> None:
         # New dicts, not in-place updates: other threads may be reading these.
         self.nodes = {**self.nodes, **found}
         self.absent = self.absent | {u for u in asked if u not in found}
+
+
+_EPOCH = dt.datetime(1970, 1, 1)
+_MICROSECOND = dt.timedelta(microseconds=1)
+NEVER = np.iinfo(np.int64).min   # a service never seen
+
+
+def microseconds(moment: dt.datetime) -> int:
+    """A naive UTC time as integer microseconds (exact, so comparisons are too)."""
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+@dataclass(frozen=True)
+class CopyColumns:
+    """A cell's records as columns, made once per copy and read by every decision of the
+    columnar path (``columns.build`` gathers the candidates' rows from them)."""
+
+    position: dict[str, int]        # uuid -> row
+    records: list[NodeRecord]
+    numbers: np.ndarray             # int64 rows of NUMBERS
+    disabled: np.ndarray
+    alive: np.ndarray               # has a service that is not forced down
+    last_seen: np.ndarray           # microseconds (NEVER: not seen)
+    text: dict[str, np.ndarray]     # TEXT fields as object arrays
+
+
+NUMBERS = ("vcpus", "vcpus_used", "memory_mb", "memory_mb_used", "disk_gb", "disk_gb_used",
+           "version")
+TEXT = ("uuid", "host", "nodename", "disabled_reason", "hypervisor_type")
+
+
+def copy_columns(nodes: dict[str, NodeRecord]) -> CopyColumns:
+    records = list(nodes.values())
+    n = len(records)
+    numbers = np.array([[getattr(r, f) for f in NUMBERS] for r in records], np.int64
+                       ).reshape(n, len(NUMBERS))
+    text = {}
+    for name in TEXT:
+        column = np.empty(n, object)
+        column[:] = [getattr(r, name) for r in records]
+        text[name] = column
+    return CopyColumns(
+        position={r.uuid: i for i, r in enumerate(records)}, records=records,
+        numbers=numbers, disabled=np.fromiter((r.disabled for r in records), bool, n),
+        alive=np.fromiter((r.has_service and not r.forced_down for r in records), bool, n),
+        last_seen=np.fromiter((NEVER if r.last_seen_up is None
+                               else microseconds(r.last_seen_up) for r in records),
+                              np.int64, n),
+        text=text)

@@ -25,13 +25,15 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+import numpy as np
+
 from stratus.cells.cache import CellCache
 from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
 from stratus.cells.scatter import Gathered, scatter_gather
 from stratus.cells.services import DEFAULT_SERVICE_DOWN_TIME, utcnow
 from stratus.scheduler import host_cache
-from stratus.scheduler.host_cache import CellCopy, NodeRecord
+from stratus.scheduler.host_cache import CellCopy, CopyColumns, NodeRecord
 from stratus.scheduler.host_state import HostState
 from stratus.storage import engine as db
 
@@ -50,11 +52,37 @@ class HostStates:
 
 @dataclass
 class Located:
+    """Where each asked uuid's compute node is: ``cell_of[i]`` indexes ``cells`` (-1: in
+    no cell asked), ``pos[i]`` is its row in that cell's columns."""
+
     uuids: list[str]                                   # as asked
-    records: list[tuple[str, NodeRecord] | None]       # (cell uuid, record) per uuid
+    cells: list[tuple[str, CopyColumns]]               # (cell uuid, its records' columns)
+    cell_of: np.ndarray
+    pos: np.ndarray
     skipped_cells: dict[str, str]                      # cell uuid -> why
     cells_asked: list[str]
     seen_since: dt.datetime                            # up if seen since (now - down time)
+
+    @property
+    def records(self) -> list[tuple[str, NodeRecord] | None]:
+        """(cell uuid, record) per asked uuid, None where no cell has it."""
+        return [None if c < 0 else (self.cells[c][0], self.cells[c][1].records[p])
+                for c, p in zip(self.cell_of.tolist(), self.pos.tolist(), strict=True)]
+
+
+def positions(uuids: Sequence[str], cells: Sequence[tuple[str, CopyColumns]]
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """For each uuid, the index of the cell that has it (-1: none; a uuid in two cells:
+    the last one's, as the per-host path has it) and its row there."""
+    k = len(uuids)
+    cell_of, pos = np.full(k, -1, np.int64), np.zeros(k, np.int64)
+    for c, (_cell_uuid, columns) in enumerate(cells):
+        get = columns.position.get
+        here = np.fromiter((get(u, -1) for u in uuids), np.int64, k)
+        hit = here >= 0
+        cell_of[hit] = c
+        pos[hit] = here[hit]
+    return cell_of, pos
 
 
 class HostManager:
@@ -77,7 +105,10 @@ class HostManager:
         self._now = now
         self._clock = clock
         self._copies: dict[str, CellCopy] = {}   # cell uuid -> its rows (max_age > 0)
+        # cell uuid -> (the records dict they were made from, its columns)
+        self._columns: dict[str, tuple[dict[str, NodeRecord], CopyColumns]] = {}
         self._copies_lock = threading.Lock()
+        self._refreshing: set[str] = set()   # cells some request is re-reading now
         # One pool for the life of the manager: starting threads per request cost
         # more than the cells' queries themselves (and far more on a busy machine).
         # A cell that hangs keeps its worker; when too many are held, a request gets
@@ -121,10 +152,13 @@ class HostManager:
 
     def locate(self, root_uuids: list[str], *, requested_cell: str | None = None
                ) -> Located:
-        """Each of ``root_uuids``' compute node record and cell in the cells asked (None
-        where none has it), without making host states (the columnar path's input)."""
+        """Each of ``root_uuids``' compute node record and cell in the cells asked, as
+        positions in the cells' columns (no HostState is made: the columnar path's
+        input; ``records`` gives the per-host path its records)."""
         cells = self.cells_for(requested_cell)
-        out = Located(root_uuids, [None] * len(root_uuids), {}, [c.uuid for c in cells],
+        k = len(root_uuids)
+        out = Located(root_uuids, [], np.full(k, -1, np.int64), np.zeros(k, np.int64), {},
+                      [c.uuid for c in cells],
                       self._now() - dt.timedelta(seconds=self.service_down_time))
         if not root_uuids or not cells:
             return out
@@ -132,18 +166,20 @@ class HostManager:
             found = self._from_copies(cells, set(root_uuids), out.skipped_cells)
         else:
             found = self._read_each_time(cells, sorted(set(root_uuids)), out.skipped_cells)
-        if len(found) == 1:   # the common case: a one-cell request, or one cell in all
-            cell_uuid, nodes = found[0]
-            get = nodes.get
-            out.records = [None if (rec := get(u)) is None else (cell_uuid, rec)
-                           for u in root_uuids]
-            return out
-        for i, uuid in enumerate(root_uuids):
-            for cell_uuid, nodes in found:   # a uuid in two cells: the last cell's, as ever
-                rec = nodes.get(uuid)
-                if rec is not None:
-                    out.records[i] = (cell_uuid, rec)
+        out.cells = [(cell_uuid, self._columns_of(cell_uuid, nodes))
+                     for cell_uuid, nodes in found]
+        out.cell_of, out.pos = positions(root_uuids, out.cells)
         return out
+
+    def _columns_of(self, cell_uuid: str, nodes: dict[str, NodeRecord]) -> CopyColumns:
+        """The columns of this copy of the cell's records (made once per copy: a copy is
+        replaced, never changed, when it is re-read or learns a host)."""
+        cached = self._columns.get(cell_uuid)
+        if cached is not None and cached[0] is nodes:
+            return cached[1]
+        columns = host_cache.copy_columns(nodes)
+        self._columns[cell_uuid] = (nodes, columns)
+        return columns
 
     def disabled_computes(self) -> dict[str, str | None]:
         """Host -> disabled_reason of each disabled compute service in the enabled cells
@@ -169,10 +205,43 @@ class HostManager:
     def _from_copies(self, cells: list[CellMapping], wanted: set[str],
                      skipped: dict[str, str]) -> list[tuple[str, dict[str, NodeRecord]]]:
         clock = self._clock()
+        stale = []
         with self._copies_lock:
             copies = dict(self._copies)
-        stale = [c for c in cells if not (c.uuid in copies and copies[c.uuid].fresh(
-            c.database_connection, clock, self.max_age))]
+            for c in cells:
+                last = copies.get(c.uuid)
+                if last is not None and last.fresh(c.database_connection, clock, self.max_age):
+                    continue
+                if last is not None and last.database == c.database_connection:
+                    if c.uuid in self._refreshing:
+                        # Another request is re-reading this cell: use the copy we have
+                        # rather than read it again at the same time (with several
+                        # requests in flight, every one of them used to re-read every
+                        # cell at once each max_age: the p99 was that pile-up).
+                        continue
+                    self._refreshing.add(c.uuid)
+                stale.append(c)
+        try:
+            self._reload(stale, copies, clock, skipped)
+        finally:
+            with self._copies_lock:
+                self._refreshing.difference_update(c.uuid for c in stale)
+        reloaded = {c.uuid for c in stale}
+        usable = [c for c in cells if c.uuid not in skipped and c.uuid in copies]
+        # Hosts a copy has not seen (added since it was read): look them up now.
+        unknown = {c.uuid: copies[c.uuid].unknown(wanted) for c in usable
+                   if c.uuid not in reloaded}
+        asking = [c for c in usable if unknown.get(c.uuid)]
+        if asking:
+            gathered = self._scatter(asking, lambda cell: self._read(cell, unknown[cell.uuid]))
+            skipped.update(gathered.failures)
+            for cell_uuid, nodes in gathered.results.items():
+                copies[cell_uuid].learn(unknown[cell_uuid], nodes)
+        return [(c.uuid, copies[c.uuid].nodes) for c in usable if c.uuid not in skipped]
+
+    def _reload(self, stale: list[CellMapping], copies: dict[str, CellCopy], clock: float,
+                skipped: dict[str, str]) -> None:
+        """Read ``stale`` cells whole into ``copies`` (and the shared copies)."""
         if stale:
             gathered = self._scatter(stale, lambda cell: self._read(cell, None))
             by_uuid = {c.uuid: c for c in stale}
@@ -194,18 +263,6 @@ class HostManager:
                 for cell in stale:
                     if cell.uuid in gathered.results:
                         self._copies[cell.uuid] = copies[cell.uuid]
-        reloaded = {c.uuid for c in stale}
-        usable = [c for c in cells if c.uuid not in skipped and c.uuid in copies]
-        # Hosts a copy has not seen (added since it was read): look them up now.
-        unknown = {c.uuid: copies[c.uuid].unknown(wanted) for c in usable
-                   if c.uuid not in reloaded}
-        asking = [c for c in usable if unknown.get(c.uuid)]
-        if asking:
-            gathered = self._scatter(asking, lambda cell: self._read(cell, unknown[cell.uuid]))
-            skipped.update(gathered.failures)
-            for cell_uuid, nodes in gathered.results.items():
-                copies[cell_uuid].learn(unknown[cell_uuid], nodes)
-        return [(c.uuid, copies[c.uuid].nodes) for c in usable if c.uuid not in skipped]
 
     def _read(self, cell: CellMapping, uuids: list[str] | None) -> dict[str, NodeRecord]:
         with db.read(self.engines.get(cell)) as conn:

@@ -538,20 +538,22 @@ class HostColumnPool:
                  weights: Mapping[str, float]) -> None:
         self.cols, self.passed, self.spec, self.weights = cols, passed, spec, weights
         self.offered = len(passed)
-        self._index = {cols.uuid[i]: i for i in passed.tolist()}
+
+    def _tried(self, uuids: set[str]) -> list[int]:
+        """Indices of these hosts (refused ones: their states were made when tried)."""
+        found = (self.cols.index_of(u) for u in uuids)
+        return [i for i in found if i is not None]
 
     def ranked(self, refused: set[str]) -> Sequence[HostState]:
         hosts = self.passed
         if refused:
-            out = {self._index[u] for u in refused if u in self._index}
-            hosts = hosts[~np.isin(hosts, list(out))]
+            hosts = hosts[~np.isin(hosts, self._tried(refused))]
         order = weighers.weigh_columns(self.cols, hosts, self.spec, self.weights)
         return columns.RankedStates(self.cols, order)
 
     def consume(self, host: HostState, instance_uuid: str) -> None:
         flavor = self.spec.flavor
-        self.cols.consume(self._index[host.uuid], flavor.vcpus, flavor.memory_mb,
-                          flavor.disk_gb, instance_uuid)
+        self.cols.consume(host, flavor.vcpus, flavor.memory_mb, flavor.disk_gb, instance_uuid)
 
     def refused(self, refused: set[str]) -> list[HostState]:
-        return [self.cols.state(self._index[u]) for u in refused if u in self._index]
+        return [self.cols.state(i) for i in self._tried(refused)]

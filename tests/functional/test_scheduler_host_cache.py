@@ -150,3 +150,40 @@ def test_a_cell_that_cannot_be_re_read_is_scheduled_on_its_last_copy(cloud, monk
         boot(fresh)
     monkeypatch.setattr(host_cache, "read_all", real)
     assert boot(fresh) in ("a", "b")
+
+
+def test_one_request_re_reads_a_stale_cell_while_the_others_use_the_copy(cloud, monkeypatch):
+    """With many requests in flight, a stale cell is re-read by one of them; the rest
+    decide on the copy they have instead of all reading the cell at once (that pile-up,
+    every max_age, was the p99 of concurrent scheduling)."""
+    import threading
+
+    from stratus.scheduler import host_cache
+
+    clock = Clock()
+    s = scheduler(cloud, clock, max_age=1.0)
+    assert boot(s) in ("a", "b")            # the copy is read
+    real = host_cache.read_all
+    reading, release = threading.Event(), threading.Event()
+    reads = []
+
+    def held(conn):
+        reads.append(1)
+        reading.set()
+        release.wait(10)
+        return real(conn)
+
+    monkeypatch.setattr(host_cache, "read_all", held)
+    clock.t += 5                            # stale now
+    first = []
+    slow = threading.Thread(target=lambda: first.append(boot(s)))
+    slow.start()
+    assert reading.wait(10)
+    # While the first request is inside its re-read, others decide on the copy at once.
+    assert [boot(s) for _ in range(3)] and len(reads) == 1
+    release.set()
+    slow.join(10)
+    assert first and len(reads) == 1
+    clock.t += 0.5                          # the re-read copy is fresh: nobody reads
+    boot(s)
+    assert len(reads) == 1

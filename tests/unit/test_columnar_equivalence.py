@@ -20,9 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stratus.placement import candidate_table
-from stratus.scheduler import columns, filters, weighers
+from stratus.scheduler import columns, filters, host_cache, weighers
 from stratus.scheduler.host_cache import NodeRecord
-from stratus.scheduler.host_manager import Located
+from stratus.scheduler.host_manager import Located, positions
 from stratus.scheduler.host_state import HostState
 from stratus.scheduler.manager import HostColumnPool, HostList, _apply_usage
 from stratus.scheduler.pipeline import run_column_filters, run_filters
@@ -113,10 +113,11 @@ def _inputs(fleet: list[dict]) -> tuple[candidate_table.CandidateTable, Located,
         summaries[rec.uuid] = {"root_provider_uuid": rec.uuid, "resources": {
             rc: {"capacity": cap, "used": used} for rc, (cap, used) in h["placement"].items()}}
     table = candidate_table.from_body(requests, summaries)
-    by_uuid = {h["record"].uuid: h for h in fleet}
-    located = Located(table.roots, [
-        (by_uuid[u]["cell"], by_uuid[u]["record"]) if by_uuid[u]["known"] else None
-        for u in table.roots], {}, CELLS, SEEN_SINCE)
+    cells = [(cell, host_cache.copy_columns({
+        h["record"].uuid: h["record"] for h in fleet if h["cell"] == cell and h["known"]}))
+        for cell in CELLS]
+    cell_of, pos = positions(table.roots, cells)
+    located = Located(table.roots, cells, cell_of, pos, {}, CELLS, SEEN_SINCE)
     zones = {h["record"].host: h["zone"] for h in fleet if h["zone"] is not None}
     return table, located, zones
 

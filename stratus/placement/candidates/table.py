@@ -26,6 +26,11 @@ def from_solution(index: ProviderIndex, solution: Solution, shape: Shape,
     """Call while holding the index (its usage columns change under later writes)."""
     items = solution.items
     root_of_slot = index.root
+    if items and all(type(item) is int for item in items):
+        roots = root_of_slot[np.asarray(items, np.int64)]
+        if len(np.unique(roots)) == len(roots):
+            # The common answer: each host once, the whole request on one provider.
+            return _one_per_host(index, solution, shape, requested_classes, roots.tolist())
     singles = [item for item in items if type(item) is int]
     single_roots = iter(root_of_slot[np.asarray(singles, np.int64)].tolist()
                         if singles else [])
@@ -51,6 +56,17 @@ def from_solution(index: ProviderIndex, solution: Solution, shape: Shape,
                 for item in held[row]]
 
     table._build = build
+    return table
+
+
+def _one_per_host(index: ProviderIndex, solution: Solution, shape: Shape,
+                  requested_classes: set[int], roots: list[int]) -> CandidateTable:
+    items: list[int] = solution.items  # type: ignore[assignment]
+    table = CandidateTable([index.uuids[r] or "" for r in roots],
+                           _usage(index, solution.summary_slots, roots, shape,
+                                  requested_classes),
+                           [None] * len(roots))
+    table._build = lambda row: [_single(index, solution, items[row], shape)]
     return table
 
 
