@@ -39,11 +39,39 @@ class TreeUsage:
 
 
 @dataclass
+class SingleRequests:
+    """Each host's one allocation request, the whole request on one provider (the common
+    answer): the same resources everywhere, only the provider differs."""
+
+    providers: list[str]               # per row
+    resources: dict[str, int]
+    suffixes: list[str]                # the request groups (their mappings name the provider)
+    mappings: bool                     # 1.34+: requests carry ``mappings``
+    dict_form: bool = True             # 1.12+: ``allocations`` keyed by provider
+
+    def request(self, row: int) -> dict[str, Any]:
+        return single_request(self.providers[row], dict(self.resources), self.suffixes,
+                              self.mappings, self.dict_form)
+
+
+def single_request(uuid: str, resources: dict[str, int], suffixes: Sequence[str],
+                   mappings: bool, dict_form: bool = True) -> dict[str, Any]:
+    """One allocation request putting ``resources`` on one provider, as Placement writes it."""
+    if not dict_form:
+        return {"allocations": [{"resource_provider": {"uuid": uuid}, "resources": resources}]}
+    out: dict[str, Any] = {"allocations": {uuid: {"resources": resources}}}
+    if mappings:
+        out["mappings"] = {suffix: [uuid] for suffix in suffixes}
+    return out
+
+
+@dataclass
 class CandidateTable:
     roots: list[str]                                   # host (root provider) uuids
     usage: dict[str, TreeUsage]                        # per class in OVERLAID
     _requests: list[list[dict[str, Any]] | None] = field(default_factory=list)
     _build: Callable[[int], list[dict[str, Any]]] | None = None
+    single: SingleRequests | None = None               # set: one request per host, alike
 
     def __len__(self) -> int:
         return len(self.roots)
@@ -52,9 +80,46 @@ class CandidateTable:
         """The allocation requests that allocate from host ``row``, Placement's order."""
         found = self._requests[row]
         if found is None:
-            assert self._build is not None
-            found = self._requests[row] = self._build(row)
+            if self.single is not None:
+                found = [self.single.request(row)]
+            else:
+                assert self._build is not None
+                found = self._build(row)
+            self._requests[row] = found
         return found
+
+    def wire(self) -> dict[str, Any]:
+        """The table as Stratus's Placement sends it to Stratus's scheduler (``WIRE_TYPE``):
+        the usage as number lists, and each host's requests only where they are not all
+        one shape (``single``). Serialise with orjson's numpy option."""
+        return {
+            "roots": self.roots,
+            "usage": {rc: [u.capacity, u.used, u.present] for rc, u in self.usage.items()},
+            "single": None if self.single is None else {
+                "providers": self.single.providers, "resources": self.single.resources,
+                "suffixes": self.single.suffixes, "mappings": self.single.mappings,
+                "dict_form": self.single.dict_form},
+            "requests": None if self.single is not None
+            else [self.requests_of(row) for row in range(len(self.roots))],
+        }
+
+
+# The media type a Stratus scheduler asks Placement's candidates in (Accept), and that
+# Stratus's Placement answers with: ``CandidateTable.wire()`` as JSON. Any other
+# Placement ignores it and answers in the API's JSON, which ``from_body`` reads.
+WIRE_TYPE = "application/vnd.stratus.candidate-table+json"
+
+
+def from_wire(body: Mapping[str, Any]) -> CandidateTable:
+    roots = list(body["roots"])
+    usage = {rc: TreeUsage(np.asarray(cap, np.int64), np.asarray(used, np.int64),
+                           np.asarray(present, bool))
+             for rc, (cap, used, present) in body["usage"].items()}
+    single = body.get("single")
+    if single is not None:
+        return CandidateTable(roots, usage, [None] * len(roots),
+                              single=SingleRequests(**single))
+    return CandidateTable(roots, usage, list(body["requests"]))
 
 
 def empty() -> CandidateTable:

@@ -29,6 +29,8 @@ from stratus.placement.candidate_table import CandidateTable
 from stratus.placement.errors import PlacementError
 
 CONCURRENT_UPDATE = "placement.concurrent_update"
+# Candidates as a table from Stratus's Placement; any other answers in the API's JSON.
+_ASK_TABLE = {"Accept": f"{candidate_table.WIRE_TYPE}, application/json;q=0.9"}
 
 
 class PlacementClientError(Exception):
@@ -60,9 +62,12 @@ class Candidates:
 class _Answer:
     """The parts of an HTTP response the client reads (httpx.Response has the same)."""
 
-    def __init__(self, status_code: int, content: bytes) -> None:
+    def __init__(self, status_code: int, content: bytes,
+                 headers: Mapping[str, str] | None = None) -> None:
         self.status_code = status_code
         self.content = content
+        # By lower-case name, as httpx's are read.
+        self.headers = {k.lower(): v for k, v in (headers or {}).items()}
 
     @property
     def text(self) -> str:
@@ -104,10 +109,12 @@ class _InProcess:
         if json is not None:
             environ["CONTENT_TYPE"] = "application/json"
         seen: list[str] = []
+        answered: list[tuple[str, str]] = []
 
         def start_response(status: str, headers: Any, exc_info: Any = None
                            ) -> Callable[[bytes], None]:
             seen.append(status)
+            answered[:] = headers
             return lambda _data: None
 
         result = self._app(environ, start_response)
@@ -117,7 +124,7 @@ class _InProcess:
             close = getattr(result, "close", None)
             if close is not None:
                 close()
-        return _Answer(int(seen[-1].split(None, 1)[0]), content)
+        return _Answer(int(seen[-1].split(None, 1)[0]), content, dict(answered))
 
     def close(self) -> None:
         pass
@@ -171,8 +178,9 @@ class PlacementClient:
     # ---- plumbing ---------------------------------------------------------
 
     def _call(self, method: str, url: str, *, ok: Iterable[int] = (200, 201, 204),
-              params: Any = None, json: Any = None) -> httpx.Response | _Answer:
-        resp = self._http.request(method, url, params=params, json=json)
+              params: Any = None, json: Any = None,
+              headers: Mapping[str, str] | None = None) -> httpx.Response | _Answer:
+        resp = self._http.request(method, url, params=params, json=json, headers=headers)
         if resp.status_code in ok:
             return resp
         code, detail = None, resp.text
@@ -216,8 +224,11 @@ class PlacementClient:
             except PlacementError as exc:
                 raise PlacementClientError("GET", "/allocation_candidates", exc.status,
                                            exc.code, exc.detail) from None
-        content = self._call("GET", "/allocation_candidates", params=list(params)).content
-        body = orjson.loads(content)
+        resp = self._call("GET", "/allocation_candidates", params=list(params),
+                          headers=_ASK_TABLE)
+        body = orjson.loads(resp.content)
+        if resp.headers.get("content-type", "").startswith(candidate_table.WIRE_TYPE):
+            return candidate_table.from_wire(body)
         return candidate_table.from_body(body["allocation_requests"],
                                          body["provider_summaries"])
 

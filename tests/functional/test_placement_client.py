@@ -87,3 +87,29 @@ def test_not_found_bad_request_and_query_parameters(placement):
     found = placement.allocation_candidates([("resources", "VCPU:1"),
                                              ("required", "!CUSTOM_FAST")])
     assert found.allocation_requests == []
+
+
+def test_a_stratus_scheduler_gets_candidates_as_a_table_others_get_the_api_json(
+        placement_app):
+    """The scheduler's client asks for ``WIRE_TYPE``; Stratus's Placement answers in it,
+    and the same query without that Accept is the API's JSON, unchanged."""
+    from stratus.placement import candidate_table
+
+    wsgi = build_wsgi(placement_app)
+    client = pc.PlacementClient("http://placement.test", wsgi_app=wsgi)
+    client.create_provider("11111111-1111-1111-1111-111111111111", "cn1")
+    _, gen = client.get_inventories("11111111-1111-1111-1111-111111111111")
+    client.set_inventories("11111111-1111-1111-1111-111111111111", gen, {
+        "VCPU": {"total": 8}, "MEMORY_MB": {"total": 4096}})
+    params = [("resources", "VCPU:2,MEMORY_MB:512"), ("limit", "10")]
+    asked = client._http.request("GET", "/allocation_candidates", params=params,
+                                 headers=pc._ASK_TABLE)
+    assert asked.headers["content-type"].startswith(candidate_table.WIRE_TYPE)
+    plain = client._http.request("GET", "/allocation_candidates", params=params)
+    assert plain.headers["content-type"].startswith("application/json")
+    body = plain.json()
+    table = client.candidate_table(params)
+    assert table.roots == ["11111111-1111-1111-1111-111111111111"]
+    assert table.requests_of(0) == body["allocation_requests"]
+    assert int(table.usage["VCPU"].capacity[0]) == 8
+    assert int(table.usage["MEMORY_MB"].used[0]) == 0

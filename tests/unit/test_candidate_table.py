@@ -1,5 +1,6 @@
-"""The candidate table built straight from Placement's index (``stratus serve``: no JSON)
-is the table a scheduler in its own process decodes from the JSON answer: the same hosts
+"""The candidate table built straight from Placement's index (``stratus serve``: no JSON),
+and the same table sent as Stratus's compact candidates answer (a scheduler in its own
+process), are the table a scheduler in its own process decodes from the JSON answer: the same hosts
 in the same order, the same allocation requests per host, the same tree usage, on random
 worlds (nested trees, sharing providers, groups) and the response shapes that name each
 provider's root (1.29+; before that a JSON reader cannot tell a tree's root)."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,12 +33,21 @@ def test_the_index_table_is_the_decoded_answer(data: st.DataObject, shape) -> No
     body = json.loads(b"".join(render(index, solution, shape, requested)))
     decoded = candidate_table.from_body(body["allocation_requests"], body["provider_summaries"])
     direct = from_solution(index, solution, shape, requested)
+    # What a scheduler in its own process reads from Stratus's Placement (WIRE_TYPE).
+    wired = candidate_table.from_wire(orjson.loads(orjson.dumps(
+        from_solution(index, solution, shape, requested).wire(),
+        option=orjson.OPT_SERIALIZE_NUMPY)))
+    for table in (direct, wired):
+        assert_same(table, decoded)
 
-    assert direct.roots == decoded.roots
-    for row in range(len(direct)):
-        assert direct.requests_of(row) == decoded.requests_of(row)
+
+def assert_same(table: candidate_table.CandidateTable,
+                decoded: candidate_table.CandidateTable) -> None:
+    assert table.roots == decoded.roots
+    for row in range(len(table)):
+        assert table.requests_of(row) == decoded.requests_of(row)
     for rc in candidate_table.OVERLAID:
-        mine, theirs = direct.usage[rc], decoded.usage[rc]
+        mine, theirs = table.usage[rc], decoded.usage[rc]
         assert np.array_equal(mine.present, theirs.present), rc
         assert np.array_equal(np.where(mine.present, mine.capacity, 0),
                               np.where(theirs.present, theirs.capacity, 0)), rc

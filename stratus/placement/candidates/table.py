@@ -14,7 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from stratus.placement.candidate_table import OVERLAID, CandidateTable, TreeUsage
+from stratus.placement.candidate_table import (
+    OVERLAID,
+    CandidateTable,
+    SingleRequests,
+    TreeUsage,
+    single_request,
+)
 from stratus.placement.candidates.index import ProviderIndex
 from stratus.placement.candidates.render import Shape, request_dict
 from stratus.placement.candidates.solve import Solution
@@ -61,13 +67,17 @@ def from_solution(index: ProviderIndex, solution: Solution, shape: Shape,
 
 def _one_per_host(index: ProviderIndex, solution: Solution, shape: Shape,
                   requested_classes: set[int], roots: list[int]) -> CandidateTable:
-    items: list[int] = solution.items  # type: ignore[assignment]
-    table = CandidateTable([index.uuids[r] or "" for r in roots],
-                           _usage(index, solution.summary_slots, roots, shape,
-                                  requested_classes),
-                           [None] * len(roots))
-    table._build = lambda row: [_single(index, solution, items[row], shape)]
-    return table
+    uuids = index.uuids
+    names = index.names.rc_name
+    single = SingleRequests(
+        providers=[uuids[p] or "" for p in solution.items],  # type: ignore[index]
+        resources={names[rc]: amount for rc, amount in solution.totals.items()},
+        suffixes=list(solution.suffixes), mappings=shape.mappings,
+        dict_form=shape.dict_requests)
+    return CandidateTable([uuids[r] or "" for r in roots],
+                          _usage(index, solution.summary_slots, roots, shape,
+                                 requested_classes),
+                          [None] * len(roots), single=single)
 
 
 def _home_root(index: ProviderIndex, candidate: Candidate) -> int:
@@ -103,13 +113,7 @@ def _usage(index: ProviderIndex, summary_slots: list[int], root_slots: list[int]
 def _single(index: ProviderIndex, solution: Solution, slot: int,
             shape: Shape) -> dict[str, Any]:
     """The whole request on one provider, as ``render`` writes it."""
-    uuid = index.uuids[slot]
     names = index.names.rc_name
-    resources = {names[rc]: amount for rc, amount in solution.totals.items()}
-    if not shape.dict_requests:
-        return {"allocations": [{"resource_provider": {"uuid": uuid},
-                                 "resources": resources}]}
-    out: dict[str, Any] = {"allocations": {uuid: {"resources": resources}}}
-    if shape.mappings:
-        out["mappings"] = {suffix: [uuid] for suffix in solution.suffixes}
-    return out
+    return single_request(index.uuids[slot] or "",
+                          {names[rc]: amount for rc, amount in solution.totals.items()},
+                          solution.suffixes, shape.mappings, shape.dict_requests)

@@ -6,11 +6,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 import webob
 
 from stratus.placement import candidates, schema
-from stratus.placement.candidate_table import CandidateTable
+from stratus.placement.candidate_table import WIRE_TYPE, CandidateTable
 from stratus.placement.candidates import explain as explaining
 from stratus.placement.candidates.render import Shape, render
 from stratus.placement.candidates.solve import solve
@@ -78,11 +79,21 @@ def list_allocation_candidates(req: Req) -> webob.Response:
     request = _parse(req)
     options = _options(req, request)
     classes, traits = _names(request)
+    as_table = WIRE_TYPE in req.webob.environ.get("HTTP_ACCEPT", "")
     with db.read_latest(req.app.engine) as conn, req.app.candidates.current(conn) as index:
         candidates.ensure_names(index, conn, classes, traits)
         solution = solve(index, request, options)
         requested = {index.names.rc_id[c] for c in classes if c in index.names.rc_id}
-        body = render(index, solution, _shape(req), requested)
+        if as_table:
+            # A Stratus scheduler: one row per host, no summaries to decode.
+            table = from_solution(index, solution, _shape(req), requested)
+        else:
+            body = render(index, solution, _shape(req), requested)
+    if as_table:
+        resp = json_response(req, None)
+        resp.content_type = WIRE_TYPE
+        resp.body = orjson.dumps(table.wire(), option=orjson.OPT_SERIALIZE_NUMPY)
+        return resp
     # json_response sets the version's cache headers; the body is already JSON,
     # in chunks (a large answer is not copied into one string).
     resp = json_response(req, None)
