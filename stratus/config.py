@@ -234,8 +234,10 @@ OPTIONS: list[Option] = [
            minimum=1),
     Option("scheduler", "host_state_max_age", float, 1.0,
            "Seconds the scheduler keeps a cell's compute_nodes/services rows before reading "
-           "them again (a host it has not seen is read at once; 0: read every request). "
-           "Disabled and forced-down flags and heartbeats can lag by this much."),
+           "them again, behind the request that finds them older (a copy older than twice "
+           "this is read again before deciding; a host it has not seen is read at once; 0: "
+           "read every request). Disabled and forced-down flags and heartbeats can lag by "
+           "up to twice this."),
     # Identity (Keystone v3 compatible) and the service catalog its tokens carry.
     Option("identity_database", "connection", str, "", "Identity database URL (users, "
            "projects, roles); default: identity.db in data_dir."),

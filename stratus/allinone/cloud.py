@@ -305,6 +305,7 @@ class AllInOne:
         self.started.closers.append(hosts.close)   # its pool of cell readers
         self.scheduler = SchedulerManager(self.placement_client(), self.api_engine, hosts,
                                           options)
+        hosts.warm()
         api_bus.serve(SchedulerRPC, self.scheduler, server="allinone")
         buses = CellBuses(api_bus, identity="conductor:allinone",
                           compute_cap=compute_cap(str(config.get("upgrade_levels", "compute")),

@@ -251,6 +251,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
             cells = cache.all()
         except Exception as exc:
             common.fail(f"cannot read cell mappings: {common.db_error(exc)}")
+        hosts.warm()   # a cell that does not answer is read again by the first request
         bus.serve(SchedulerRPC, SchedulerManager(placement, engine, hosts, options),
                   server=name)
         heartbeat.start()

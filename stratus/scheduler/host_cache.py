@@ -4,11 +4,13 @@ Reading the candidates' compute_nodes and services rows from every cell on every
 request cost the scheduler more than Placement's claim did (a thread hop per cell
 and a row object per host). Like Nova's host manager, the scheduler instead keeps
 each cell's rows in memory: a cell is re-read whole when its copy is older than
-``max_age`` seconds, and a root provider that Placement offers but the copy does
-not know (a compute added since) is looked up in that cell at once.
+``max_age`` seconds (behind the request that finds it so, or before it decides when
+the copy is older than twice that: ``host_manager``), and a root provider that
+Placement offers but the copy does not know (a compute added since) is looked up in
+that cell at once.
 
-What may lag by up to ``max_age``: a service's disabled and forced_down flags and
-its last heartbeat. Disabling a compute reaches Placement at once as the
+What may lag by up to twice ``max_age``: a service's disabled and forced_down flags
+and its last heartbeat. Disabling a compute reaches Placement at once as the
 COMPUTE_STATUS_DISABLED trait, so only computes too old to take that call rely on
 the flag alone. Liveness is still judged at decision time (``now`` against the
 copied last_seen_up), so a host is never taken for up longer than ``max_age``

@@ -9,8 +9,10 @@ in their cell) asks that cell alone, even when it is disabled (moves of
 existing servers are not blocked). A cell whose database does not
 answer is skipped with a warning and reported; the others still schedule.
 
-Each cell's rows are kept between requests (``host_cache``: re-read whole when
-older than ``max_age`` seconds, a host not seen before looked up at once);
+Each cell's rows are kept between requests (``host_cache``): a copy older than
+``max_age`` seconds is re-read whole behind the request that finds it so (which decides
+on the copy), one older than twice that before deciding, and by one request at a time
+(the others decide on the copy meanwhile); a host not seen before is looked up at once.
 ``max_age`` 0 reads the candidates' rows on every request instead.
 """
 
@@ -181,6 +183,12 @@ class HostManager:
         self._columns[cell_uuid] = (nodes, columns)
         return columns
 
+    def warm(self) -> None:
+        """Read every enabled cell now (a scheduler starting): otherwise the first
+        requests in flight all find no copy and all read every cell at once."""
+        if self.max_age > 0:
+            self._from_copies(self.cells.enabled(), set(), {})
+
     def disabled_computes(self) -> dict[str, str | None]:
         """Host -> disabled_reason of each disabled compute service in the enabled cells
         (why the hosts Placement left out as disabled are disabled; a cell that does
@@ -205,7 +213,7 @@ class HostManager:
     def _from_copies(self, cells: list[CellMapping], wanted: set[str],
                      skipped: dict[str, str]) -> list[tuple[str, dict[str, NodeRecord]]]:
         clock = self._clock()
-        stale = []
+        stale, behind = [], []
         with self._copies_lock:
             copies = dict(self._copies)
             for c in cells:
@@ -220,7 +228,14 @@ class HostManager:
                         # cell at once each max_age: the p99 was that pile-up).
                         continue
                     self._refreshing.add(c.uuid)
+                    if last.fresh(c.database_connection, clock, 2 * self.max_age):
+                        # Just stale (a busy scheduler): re-read behind this request,
+                        # which decides on the copy; so no request pays for the read.
+                        behind.append(c)
+                        continue
                 stale.append(c)
+        for cell in behind:
+            self._refresh_behind(cell)
         try:
             self._reload(stale, copies, clock, skipped)
         finally:
@@ -238,6 +253,36 @@ class HostManager:
             for cell_uuid, nodes in gathered.results.items():
                 copies[cell_uuid].learn(unknown[cell_uuid], nodes)
         return [(c.uuid, copies[c.uuid].nodes) for c in usable if c.uuid not in skipped]
+
+    def _refresh_behind(self, cell: CellMapping) -> None:
+        """Re-read ``cell`` in the pool and replace its copy (the caller has marked it as
+        being refreshed); a failure keeps the copy, to be re-read by a later request."""
+        with self._busy_lock:
+            self._busy += 1
+
+        def read() -> None:
+            started = self._clock()
+            try:
+                nodes = self._read(cell, None)
+            except Exception as exc:
+                LOG.warning("cell %s could not be re-read (%s); keeping its copy", cell.uuid,
+                            exc)
+            else:
+                with self._copies_lock:
+                    self._copies[cell.uuid] = CellCopy(cell.database_connection, started, nodes)
+            finally:
+                with self._copies_lock:
+                    self._refreshing.discard(cell.uuid)
+                with self._busy_lock:
+                    self._busy -= 1
+
+        try:
+            self._pool.submit(read)
+        except RuntimeError:   # the pool is shut down (closing): nothing to refresh for
+            with self._copies_lock:
+                self._refreshing.discard(cell.uuid)
+            with self._busy_lock:
+                self._busy -= 1
 
     def _reload(self, stale: list[CellMapping], copies: dict[str, CellCopy], clock: float,
                 skipped: dict[str, str]) -> None:

@@ -1,7 +1,8 @@
 """The scheduler's copy of the cells' compute nodes (stratus/scheduler/host_cache.py):
 a host added since is used at once; flags that only the cell database holds (a compute
-too old for the disabled trait, forced down) count after ``host_state_max_age``, or at
-once with 0; liveness is judged at decision time."""
+too old for the disabled trait, forced down) count once the copy is re-read: behind the
+first request after ``host_state_max_age``, before deciding after twice that, or at once
+with 0; liveness is judged at decision time."""
 
 from __future__ import annotations
 
@@ -91,13 +92,14 @@ def test_database_only_flags_count_after_max_age(cloud):
     set_service(cloud, "a", disabled=True, disabled_reason="old compute")
     clock.t += 4
     assert boot(s, force_hosts={"a"}) == "a"     # the copy is 4 s old: not read again yet
-    clock.t += 1
+    clock.t += 6
+    # 10 s old (twice max_age): read again before deciding.
     with pytest.raises(NoValidHost) as err:
         boot(s, force_hosts={"a"})
     assert err.value.counts.get("compute service disabled") == 1
 
     set_service(cloud, "b", forced_down=True)
-    clock.t += 5
+    clock.t += 10
     with pytest.raises(NoValidHost) as err:
         boot(s, force_hosts={"b"})
     assert err.value.counts.get("compute service down") == 1
@@ -187,3 +189,37 @@ def test_one_request_re_reads_a_stale_cell_while_the_others_use_the_copy(cloud, 
     clock.t += 0.5                          # the re-read copy is fresh: nobody reads
     boot(s)
     assert len(reads) == 1
+
+
+def test_a_just_stale_copy_is_re_read_behind_the_request(cloud, monkeypatch):
+    """A copy older than max_age (but not twice) is re-read behind the request that finds
+    it so: that request decides on the copy at once, the next ones on the new copy."""
+    import threading
+
+    from stratus.scheduler import host_cache
+
+    clock = Clock()
+    s = scheduler(cloud, clock, max_age=5)
+    assert boot(s, force_hosts={"a"}) == "a"
+    set_service(cloud, "a", disabled=True, disabled_reason="old compute")
+    real = host_cache.read_all
+    done = threading.Event()
+
+    def read_then_say(conn):
+        try:
+            return real(conn)
+        finally:
+            done.set()
+
+    monkeypatch.setattr(host_cache, "read_all", read_then_say)
+    clock.t += 6                                # stale, not twice max_age
+    assert boot(s, force_hosts={"a"}) == "a"     # decided on the copy; read behind it
+    assert done.wait(10)
+    for _ in range(100):                        # the new copy lands just after the read
+        try:
+            boot(s, force_hosts={"a"})
+        except NoValidHost as err:
+            assert err.counts.get("compute service disabled") == 1
+            break
+    else:
+        raise AssertionError("the re-read copy never replaced the old one")
