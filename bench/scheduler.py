@@ -239,6 +239,35 @@ def rabbit_reachable(url: str) -> bool:
         return False
 
 
+def cpu_by_role(pids: dict[str, list[int]]) -> dict[str, float]:
+    """CPU seconds used so far by each role: the given processes (with their children),
+    and every PostgreSQL, MariaDB and RabbitMQ server process on this machine."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    owners = {pid: role for role, listed in pids.items() for pid in listed}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().split(b"\0")[0].decode(errors="replace")
+        except OSError:
+            continue
+        pid, parent = int(entry), int(fields[1])
+        role = owners.get(pid) or owners.get(parent)
+        if role is None:
+            # A server's first word: its path, or its process title ("postgres: ...").
+            base = os.path.basename(cmd.split()[0]).rstrip(":") if cmd.strip() else ""
+            role = ("database" if base in ("postgres", "mariadbd", "mysqld")
+                    else "RabbitMQ" if base.startswith("beam") else None)
+        if role is not None:
+            out[role] = out.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
+    out["bench (callers)"] = sum(os.times()[:2])
+    return out
+
+
 def scrape_conflicts(ports: list[int]) -> int | None:
     """Claim conflicts the schedulers counted (their /metrics), or None without metrics."""
     import httpx
@@ -309,7 +338,14 @@ def separate_processes(n: int, workdir: Path, placement_url: str, rabbit: str, b
 
         def measured(run_it: Callable[[], Run]) -> Run:
             before = scrape_conflicts(metrics_ports)
+            roles = {"placement-api": [api.pid],
+                     "scheduler(s)": [proc.pid for proc in schedulers]}
+            cpu_before = cpu_by_role(roles)
             run = run_it()
+            cpu_after = cpu_by_role(roles)
+            run.split = ", ".join(
+                f"{role} {(cpu_after[role] - cpu_before.get(role, 0.0)) * 1000 / run.boots:.1f}"
+                for role in sorted(cpu_after)) + " ms of CPU per decision"
             after = scrape_conflicts(metrics_ports)
             run.limit, run.cpu_ms = limit, None   # the CPU is spent in the other processes
             if before is not None and after is not None:
@@ -363,11 +399,11 @@ def markdown(runs: list[Run], limits: list[int], boots: int) -> str:
         ratio = r.pct(0.99) / r.pct(0.5) if r.pct(0.5) else 0.0
         lines.append(f"| {r.hosts:,} | {r.limit} | {mode} | {r.rate:.1f} | {r.pct(0.5):.1f} | "
                      f"{r.pct(0.99):.1f} | {ratio:.1f} | {cpu} | {conflicts} | {r.load} |")
-    splits = [f"- {r.hosts:,} hosts, limit {r.limit}, one process, per decision: {r.split}"
+    splits = [f"- {r.hosts:,} hosts, limit {r.limit}, {r.mode}: {r.split}"
               for r in runs if r.split]
     if splits:
-        lines += ["", "Where the time goes (mean wall-clock per decision, one process):",
-                  *splits]
+        lines += ["", "Where the time goes (one process: mean wall-clock per decision; "
+                  "separate processes: CPU per decision by process):", *splits]
     shown = " ".join(str(limit) for limit in limits)
     lines += ["", f"Run: `python -m bench.scheduler --boots {boots} --limit {shown}`.", END]
     return "\n".join(lines) + "\n"
