@@ -144,6 +144,16 @@ def service_http(base_url: str, token: str, *, timeout: float,
                         timeout=timeout)
 
 
+def _typed(method: str, url: str, status: int, code: str | None,
+           detail: str) -> PlacementClientError:
+    cls: type[PlacementClientError] = PlacementClientError
+    if status == 404:
+        cls = NotFound
+    elif status == 409:
+        cls = ConcurrentUpdate if code == CONCURRENT_UPDATE else Conflict
+    return cls(method, url, status, code, detail)
+
+
 class PlacementClient:
     def __init__(
         self,
@@ -189,12 +199,7 @@ class PlacementClient:
             code, detail = err.get("code"), err.get("detail", detail)
         except (ValueError, KeyError, IndexError, TypeError):
             pass
-        cls: type[PlacementClientError] = PlacementClientError
-        if resp.status_code == 404:
-            cls = NotFound
-        elif resp.status_code == 409:
-            cls = ConcurrentUpdate if code == CONCURRENT_UPDATE else Conflict
-        raise cls(method, url, resp.status_code, code, detail)
+        raise _typed(method, url, resp.status_code, code, detail)
 
     def max_version(self) -> str:
         """The newest microversion the Placement API offers (its root document)."""
@@ -221,9 +226,9 @@ class PlacementClient:
         if self._direct is not None:
             try:
                 return self._direct.candidate_table(params, self.version)
-            except PlacementError as exc:
-                raise PlacementClientError("GET", "/allocation_candidates", exc.status,
-                                           exc.code, exc.detail) from None
+            except PlacementError as exc:   # the error the HTTP answer would have been
+                raise _typed("GET", "/allocation_candidates", exc.status, exc.code,
+                             exc.detail) from None
         resp = self._call("GET", "/allocation_candidates", params=list(params),
                           headers=_ASK_TABLE)
         body = orjson.loads(resp.content)

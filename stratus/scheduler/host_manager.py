@@ -110,7 +110,8 @@ class HostManager:
         # cell uuid -> (the records dict they were made from, its columns)
         self._columns: dict[str, tuple[dict[str, NodeRecord], CopyColumns]] = {}
         self._copies_lock = threading.Lock()
-        self._refreshing: set[str] = set()   # cells some request is re-reading now
+        # cells some request is re-reading now -> when it started (monotonic clock)
+        self._refreshing: dict[str, float] = {}
         # One pool for the life of the manager: starting threads per request cost
         # more than the cells' queries themselves (and far more on a busy machine).
         # A cell that hangs keeps its worker; when too many are held, a request gets
@@ -213,7 +214,8 @@ class HostManager:
     def _from_copies(self, cells: list[CellMapping], wanted: set[str],
                      skipped: dict[str, str]) -> list[tuple[str, dict[str, NodeRecord]]]:
         clock = self._clock()
-        stale, behind = [], []
+        stale: list[CellMapping] = []
+        behind: list[CellMapping] = []
         with self._copies_lock:
             copies = dict(self._copies)
             for c in cells:
@@ -221,26 +223,31 @@ class HostManager:
                 if last is not None and last.fresh(c.database_connection, clock, self.max_age):
                     continue
                 if last is not None and last.database == c.database_connection:
-                    if c.uuid in self._refreshing:
+                    since = self._refreshing.get(c.uuid)
+                    if since is not None and clock - since < self.cell_timeout:
                         # Another request is re-reading this cell: use the copy we have
                         # rather than read it again at the same time (with several
                         # requests in flight, every one of them used to re-read every
-                        # cell at once each max_age: the p99 was that pile-up).
+                        # cell at once each max_age: the p99 was that pile-up). A read
+                        # older than cell_timeout is taken for hung: read again.
                         continue
-                    self._refreshing.add(c.uuid)
-                    if last.fresh(c.database_connection, clock, 2 * self.max_age):
+                    self._refreshing[c.uuid] = clock
+                    if (last.fresh(c.database_connection, clock, 2 * self.max_age)
+                            and self._busy + len(behind) < POOL_SIZE):
                         # Just stale (a busy scheduler): re-read behind this request,
                         # which decides on the copy; so no request pays for the read.
                         behind.append(c)
                         continue
                 stale.append(c)
         for cell in behind:
-            self._refresh_behind(cell)
+            self._refresh_behind(cell, clock)
         try:
             self._reload(stale, copies, clock, skipped)
         finally:
             with self._copies_lock:
-                self._refreshing.difference_update(c.uuid for c in stale)
+                for c in stale:
+                    if self._refreshing.get(c.uuid) == clock:
+                        del self._refreshing[c.uuid]
         reloaded = {c.uuid for c in stale}
         usable = [c for c in cells if c.uuid not in skipped and c.uuid in copies]
         # Hosts a copy has not seen (added since it was read): look them up now.
@@ -254,11 +261,20 @@ class HostManager:
                 copies[cell_uuid].learn(unknown[cell_uuid], nodes)
         return [(c.uuid, copies[c.uuid].nodes) for c in usable if c.uuid not in skipped]
 
-    def _refresh_behind(self, cell: CellMapping) -> None:
+    def _refresh_behind(self, cell: CellMapping, marked: float) -> None:
         """Re-read ``cell`` in the pool and replace its copy (the caller has marked it as
-        being refreshed); a failure keeps the copy, to be re-read by a later request."""
+        being refreshed at ``marked``); a failure keeps the copy, to be re-read by a later
+        request, and so does a read that hangs: after ``cell_timeout`` the mark no longer
+        holds the others back."""
         with self._busy_lock:
             self._busy += 1
+
+        def unmark() -> None:
+            with self._copies_lock:
+                if self._refreshing.get(cell.uuid) == marked:
+                    del self._refreshing[cell.uuid]
+            with self._busy_lock:
+                self._busy -= 1
 
         def read() -> None:
             started = self._clock()
@@ -269,20 +285,17 @@ class HostManager:
                             exc)
             else:
                 with self._copies_lock:
-                    self._copies[cell.uuid] = CellCopy(cell.database_connection, started, nodes)
+                    last = self._copies.get(cell.uuid)
+                    if last is None or last.loaded_at <= started:   # never replace a newer
+                        self._copies[cell.uuid] = CellCopy(cell.database_connection, started,
+                                                           nodes)
             finally:
-                with self._copies_lock:
-                    self._refreshing.discard(cell.uuid)
-                with self._busy_lock:
-                    self._busy -= 1
+                unmark()
 
         try:
             self._pool.submit(read)
         except RuntimeError:   # the pool is shut down (closing): nothing to refresh for
-            with self._copies_lock:
-                self._refreshing.discard(cell.uuid)
-            with self._busy_lock:
-                self._busy -= 1
+            unmark()
 
     def _reload(self, stale: list[CellMapping], copies: dict[str, CellCopy], clock: float,
                 skipped: dict[str, str]) -> None:

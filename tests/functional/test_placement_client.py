@@ -113,3 +113,29 @@ def test_a_stratus_scheduler_gets_candidates_as_a_table_others_get_the_api_json(
     assert table.requests_of(0) == body["allocation_requests"]
     assert int(table.usage["VCPU"].capacity[0]) == 8
     assert int(table.usage["MEMORY_MB"].used[0]) == 0
+
+
+def test_only_a_client_preferring_the_table_gets_it_and_errors_read_alike(placement_app):
+    from stratus.placement import candidate_table
+
+    wsgi = build_wsgi(placement_app)
+    client = pc.PlacementClient("http://placement.test", wsgi_app=wsgi)
+    direct = pc.PlacementClient("http://placement.test", wsgi_app=wsgi, direct=placement_app)
+    params = [("resources", "VCPU:1"), ("limit", "5")]
+    for accept in ("*/*", f"{candidate_table.WIRE_TYPE};q=0, application/json",
+                   f"application/json, {candidate_table.WIRE_TYPE};q=0.5"):
+        answer = client._http.request("GET", "/allocation_candidates", params=params,
+                                      headers={"Accept": accept})
+        assert answer.headers["content-type"].startswith("application/json"), accept
+    table = client._http.request("GET", "/allocation_candidates", params=params,
+                                 headers=pc._ASK_TABLE)
+    assert table.headers["vary"] == "openstack-api-version, Accept"
+    # A query Placement refuses: the same error over HTTP and straight from the app.
+    bad = [("resources", "VCPU:1,NO_SUCH_CLASS:2")]
+    errors = []
+    for one in (client, direct):
+        with pytest.raises(pc.PlacementClientError) as err:
+            one.candidate_table(bad)
+        errors.append((type(err.value), err.value.status, err.value.detail))
+    assert errors[0] == errors[1]
+    assert errors[0][1] == 400

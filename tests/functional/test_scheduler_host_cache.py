@@ -223,3 +223,37 @@ def test_a_just_stale_copy_is_re_read_behind_the_request(cloud, monkeypatch):
             break
     else:
         raise AssertionError("the re-read copy never replaced the old one")
+
+
+def test_a_re_read_that_hangs_holds_nobody_back_past_the_cell_timeout(cloud, monkeypatch):
+    """A background re-read that never returns must not freeze the copy: once it is older
+    than cell_timeout, the next request reads the cell itself."""
+    import threading
+
+    from stratus.scheduler import host_cache
+
+    clock = Clock()
+    s = scheduler(cloud, clock, max_age=5)      # cell_timeout: 10 s
+    assert boot(s, force_hosts={"a"}) == "a"
+    real = host_cache.read_all
+    release = threading.Event()
+    calls = []
+
+    def first_hangs(conn):
+        calls.append(1)
+        if len(calls) == 1:
+            release.wait(30)
+        return real(conn)
+
+    monkeypatch.setattr(host_cache, "read_all", first_hangs)
+    try:
+        clock.t += 6                            # just stale: re-read behind, which hangs
+        assert boot(s, force_hosts={"a"}) == "a"
+        set_service(cloud, "a", disabled=True, disabled_reason="old compute")
+        clock.t += 20                           # the hung read is 20 s old
+        with pytest.raises(NoValidHost) as err:
+            boot(s, force_hosts={"a"})
+        assert err.value.counts.get("compute service disabled") == 1
+        assert len(calls) == 2
+    finally:
+        release.set()

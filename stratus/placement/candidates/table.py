@@ -2,9 +2,11 @@
 the index: what ``render`` would write and a scheduler would decode, without the JSON.
 
 Hosts come in the order of their first candidate, as a scheduler reading the JSON
-groups them; tree usage is summed over the providers the answer would summarise.
-Allocation requests are built when the scheduler asks for a host's (a handful per
-decision), from the slots' uuids, which never change.
+groups them (by root provider from 1.29, by provider before, as the JSON names no roots);
+tree usage is summed over the providers the answer would summarise. Everything is
+copied out while the caller holds the index (a slot's uuid may change once it is let
+go: a provider removed, a database id reused): the common answer, one request per host
+all alike, as one template and a provider uuid per host; any other, as its requests.
 """
 
 from __future__ import annotations
@@ -31,12 +33,14 @@ def from_solution(index: ProviderIndex, solution: Solution, shape: Shape,
                   requested_classes: set[int]) -> CandidateTable:
     """Call while holding the index (its usage columns change under later writes)."""
     items = solution.items
-    root_of_slot = index.root
+    # Before 1.29 the JSON names no roots: a reader files each request under its provider.
+    root_of_slot = index.root if shape.nested else np.arange(len(index.root), dtype=np.int32)
     if items and all(type(item) is int for item in items):
         roots = root_of_slot[np.asarray(items, np.int64)]
         if len(np.unique(roots)) == len(roots):
             # The common answer: each host once, the whole request on one provider.
-            return _one_per_host(index, solution, shape, requested_classes, roots.tolist())
+            return _one_per_host(index, solution, shape, requested_classes, roots.tolist(),
+                                 root_of_slot)
     singles = [item for item in items if type(item) is int]
     single_roots = iter(root_of_slot[np.asarray(singles, np.int64)].tolist()
                         if singles else [])
@@ -44,29 +48,26 @@ def from_solution(index: ProviderIndex, solution: Solution, shape: Shape,
     held: list[list[int | Candidate]] = []
     for item in items:
         root = (next(single_roots) if type(item) is int
-                else _home_root(index, item))  # type: ignore[arg-type]
+                else _home_root(root_of_slot, item))  # type: ignore[arg-type]
         row = rows.get(root)
         if row is None:
             row = rows[root] = len(held)
             held.append([])
         held[row].append(item)
     root_slots = list(rows)
-    table = CandidateTable([index.uuids[r] or "" for r in root_slots],
-                           _usage(index, solution.summary_slots, root_slots, shape,
-                                  requested_classes),
-                           [None] * len(held))
-
-    def build(row: int) -> list[dict[str, Any]]:
-        return [_single(index, solution, item, shape) if type(item) is int
-                else request_dict(index, item, shape)  # type: ignore[arg-type]
-                for item in held[row]]
-
-    table._build = build
-    return table
+    requests: list[list[dict[str, Any]] | None] = [
+        [_single(index, solution, item, shape) if type(item) is int
+         else request_dict(index, item, shape)  # type: ignore[arg-type]
+         for item in items_of_host] for items_of_host in held]
+    return CandidateTable([index.uuids[r] or "" for r in root_slots],
+                          _usage(index, solution.summary_slots, root_slots, root_of_slot,
+                                 shape, requested_classes),
+                          requests)
 
 
 def _one_per_host(index: ProviderIndex, solution: Solution, shape: Shape,
-                  requested_classes: set[int], roots: list[int]) -> CandidateTable:
+                  requested_classes: set[int], roots: list[int],
+                  root_of_slot: np.ndarray) -> CandidateTable:
     uuids = index.uuids
     names = index.names.rc_name
     single = SingleRequests(
@@ -75,25 +76,26 @@ def _one_per_host(index: ProviderIndex, solution: Solution, shape: Shape,
         suffixes=list(solution.suffixes), mappings=shape.mappings,
         dict_form=shape.dict_requests)
     return CandidateTable([uuids[r] or "" for r in roots],
-                          _usage(index, solution.summary_slots, roots, shape,
+                          _usage(index, solution.summary_slots, roots, root_of_slot, shape,
                                  requested_classes),
                           [None] * len(roots), single=single)
 
 
-def _home_root(index: ProviderIndex, candidate: Candidate) -> int:
+def _home_root(root_of_slot: np.ndarray, candidate: Candidate) -> int:
     """The tree holding most of the candidate's providers (on a tie, the first named)."""
-    roots = Counter(int(index.root[p]) for p in candidate.allocations)
+    roots = Counter(int(root_of_slot[p]) for p in candidate.allocations)
     return roots.most_common(1)[0][0]
 
 
 def _usage(index: ProviderIndex, summary_slots: list[int], root_slots: list[int],
-           shape: Shape, requested: set[int]) -> dict[str, TreeUsage]:
+           root_of_slot: np.ndarray, shape: Shape, requested: set[int]
+           ) -> dict[str, TreeUsage]:
     n = len(root_slots)
     out = {}
     slots = np.asarray(summary_slots, np.int64)
     row_of = np.full(index.n, -1, np.int64)
     row_of[np.asarray(root_slots, np.int64)] = np.arange(n)
-    rows = row_of[index.root[slots]] if len(slots) else np.zeros(0, np.int64)
+    rows = row_of[root_of_slot[slots]] if len(slots) else np.zeros(0, np.int64)
     for name in OVERLAID:
         usage = TreeUsage(np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, bool))
         out[name] = usage

@@ -75,7 +75,7 @@ class PlacementApp:
             want = microversion.from_headers({microversion.HEADER.lower():
                                               f"placement {version}"})
         except microversion.VersionError as exc:
-            raise HTTPError(406, str(exc)) from None
+            raise HTTPError(406 if not exc.acceptable else 400, str(exc)) from None
         if not want.supports("allocation_candidates"):
             raise HTTPError(404, "The resource could not be found.")
         return allocation_candidate.candidate_table(self, tuple(pairs), want)
@@ -108,7 +108,9 @@ class PlacementApp:
         response.headers["x-openstack-request-id"] = request_id
         if want is not None:
             response.headers[microversion.HEADER] = f"{microversion.SERVICE_TYPE} {want}"
-            response.headers["Vary"] = microversion.HEADER.lower()
+            vary = response.headers.get("Vary")   # a handler's own (Accept), kept
+            response.headers["Vary"] = (f"{microversion.HEADER.lower()}, {vary}" if vary
+                                        else microversion.HEADER.lower())
         return response(environ, start_response)
 
     @staticmethod

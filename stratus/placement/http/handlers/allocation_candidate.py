@@ -79,7 +79,7 @@ def list_allocation_candidates(req: Req) -> webob.Response:
     request = _parse(req)
     options = _options(req, request)
     classes, traits = _names(request)
-    as_table = WIRE_TYPE in req.webob.environ.get("HTTP_ACCEPT", "")
+    as_table = _wants_table(req)
     with db.read_latest(req.app.engine) as conn, req.app.candidates.current(conn) as index:
         candidates.ensure_names(index, conn, classes, traits)
         solution = solve(index, request, options)
@@ -92,6 +92,7 @@ def list_allocation_candidates(req: Req) -> webob.Response:
     if as_table:
         resp = json_response(req, None)
         resp.content_type = WIRE_TYPE
+        resp.headers["Vary"] = "Accept"
         resp.body = orjson.dumps(table.wire(), option=orjson.OPT_SERIALIZE_NUMPY)
         return resp
     # json_response sets the version's cache headers; the body is already JSON,
@@ -115,6 +116,17 @@ def candidate_table(app: Any, pairs: tuple[tuple[str, str], ...],
         solution = solve(index, request, options)
         requested = {index.names.rc_id[c] for c in classes if c in index.names.rc_id}
         return from_solution(index, solution, shape_for(want), requested)
+
+
+def _wants_table(req: Req) -> bool:
+    """The client prefers ``WIRE_TYPE`` to JSON (a Stratus scheduler); ``*/*`` and every
+    other client get the API's JSON. The Accept header is parsed only when it names the
+    type at all."""
+    accept = req.webob.environ.get("HTTP_ACCEPT", "")
+    if WIRE_TYPE not in accept:
+        return False
+    offers = req.webob.accept.acceptable_offers(["application/json", WIRE_TYPE])
+    return bool(offers) and offers[0][0] == WIRE_TYPE
 
 
 def explain_allocation_candidates(req: Req) -> webob.Response:
