@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -228,9 +228,15 @@ def _same_template(index: ProviderIndex, slots: list[int], template: list[bytes]
 
 
 def request_dict(index: ProviderIndex, c: Candidate, shape: Shape) -> dict[str, object]:
-    names = index.names.rc_name
+    return request_dict_from(index.uuids, index.names.rc_name, c, shape)
+
+
+def request_dict_from(uuids: Sequence[str | None], names: Mapping[int, str], c: Candidate,
+                      shape: Shape) -> dict[str, object]:
+    """:func:`request_dict` from the slots' uuids and the classes' names (a snapshot of
+    the index's, for building after the index is let go)."""
     per_provider = {
-        index.uuids[p]: {names[rc]: amount for rc, amount in res.items()}
+        uuids[p]: {names[rc]: amount for rc, amount in res.items()}
         for p, res in c.allocations.items()
     }
     if not shape.dict_requests:
@@ -240,7 +246,7 @@ def request_dict(index: ProviderIndex, c: Candidate, shape: Shape) -> dict[str, 
         "allocations": {uuid: {"resources": res} for uuid, res in per_provider.items()}
     }
     if shape.mappings:
-        body["mappings"] = {s: [index.uuids[p] for p in ps] for s, ps in c.mappings.items()}
+        body["mappings"] = {s: [uuids[p] for p in ps] for s, ps in c.mappings.items()}
     return body
 
 

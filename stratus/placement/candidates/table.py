@@ -6,7 +6,9 @@ groups them (by root provider from 1.29, by provider before, as the JSON names n
 tree usage is summed over the providers the answer would summarise. Everything is
 copied out while the caller holds the index (a slot's uuid may change once it is let
 go: a provider removed, a database id reused): the common answer, one request per host
-all alike, as one template and a provider uuid per host; any other, as its requests.
+all alike, as one template and a provider uuid per host; any other, as the solution's
+items with a snapshot of the slots' uuids and the classes' names, each host's requests
+built from them when read.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from stratus.placement.candidate_table import (
     single_request,
 )
 from stratus.placement.candidates.index import ProviderIndex
-from stratus.placement.candidates.render import Shape, request_dict
+from stratus.placement.candidates.render import Shape, request_dict_from
 from stratus.placement.candidates.solve import Solution
 from stratus.placement.candidates.tree import Candidate
 
@@ -55,14 +57,24 @@ def from_solution(index: ProviderIndex, solution: Solution, shape: Shape,
             held.append([])
         held[row].append(item)
     root_slots = list(rows)
-    requests: list[list[dict[str, Any]] | None] = [
-        [_single(index, solution, item, shape) if type(item) is int
-         else request_dict(index, item, shape)  # type: ignore[arg-type]
-         for item in items_of_host] for items_of_host in held]
-    return CandidateTable([index.uuids[r] or "" for r in root_slots],
-                          _usage(index, solution.summary_slots, root_slots, root_of_slot,
-                                 shape, requested_classes),
-                          requests)
+    # Snapshots of the slots' uuids and the classes' names (copying a list of a few
+    # thousand is microseconds), so each host's requests can be built when read.
+    uuids, names = list(index.uuids), dict(index.names.rc_name)
+    totals = {names[rc]: amount for rc, amount in solution.totals.items()}
+    suffixes = list(solution.suffixes)
+
+    def build(row: int) -> list[dict[str, Any]]:
+        return [single_request(uuids[item] or "", dict(totals), suffixes, shape.mappings,
+                               shape.dict_requests) if type(item) is int
+                else request_dict_from(uuids, names, item, shape)  # type: ignore[arg-type]
+                for item in held[row]]
+
+    table = CandidateTable([uuids[r] or "" for r in root_slots],
+                           _usage(index, solution.summary_slots, root_slots, root_of_slot,
+                                  shape, requested_classes),
+                           [None] * len(held))
+    table._build = build
+    return table
 
 
 def _one_per_host(index: ProviderIndex, solution: Solution, shape: Shape,
@@ -110,12 +122,3 @@ def _usage(index: ProviderIndex, summary_slots: list[int], root_slots: list[int]
         np.add.at(usage.used, at, col.used[summarised])
         usage.present[at] = True
     return out
-
-
-def _single(index: ProviderIndex, solution: Solution, slot: int,
-            shape: Shape) -> dict[str, Any]:
-    """The whole request on one provider, as ``render`` writes it."""
-    names = index.names.rc_name
-    return single_request(index.uuids[slot] or "",
-                          {names[rc]: amount for rc, amount in solution.totals.items()},
-                          solution.suffixes, shape.mappings, shape.dict_requests)

@@ -82,6 +82,12 @@ def get(conn: Connection, name: str) -> Trait:
     return _trait(row)
 
 
+def find(conn: Connection, name: str) -> Trait | None:
+    """The trait named ``name``, or None."""
+    row = conn.execute(sa.select(s.traits).where(s.traits.c.name == name)).first()
+    return _trait(row) if row is not None else None
+
+
 def ensure(conn: Connection, name: str) -> tuple[Trait, bool]:
     """The trait named ``name``, creating it if missing; True if this call created it.
 

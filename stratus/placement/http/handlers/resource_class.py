@@ -56,12 +56,17 @@ def update_resource_class(req: Req) -> webob.Response:
         # the URL is held to the same schema as a POST body (pattern, length).
         validate({"name": name}, schema.PUT_V1_2)
         status = 201
+        with db.read(req.app.engine) as conn:   # usually there: no writer's turn needed
+            there = store.exists(conn, name)
         try:
-            with db.write(req.app.engine) as conn:
-                if store.exists(conn, name):
-                    status = 204
-                else:
-                    store.create(conn, name)
+            if there:
+                status = 204
+            else:
+                with db.write(req.app.engine) as conn:
+                    if store.exists(conn, name):
+                        status = 204
+                    else:
+                        store.create(conn, name)
         except errors.Conflict:
             # A concurrent PUT created it between our check and our insert (PostgreSQL
             # and MariaDB do not serialise the two): it exists, which is what was asked.
