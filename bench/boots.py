@@ -3,7 +3,14 @@
 server is ACTIVE.
 
     .venv/bin/python -m bench.boots [--hosts 1000] [--cells 2] [--boots 100 1000]
-                                    [--clients 16]
+                                    [--clients 16] [--distributed POSTGRES|MYSQL]
+
+``--distributed``: the same rounds through a deployment of separate processes instead
+(placement-api, network-api, compute API, scheduler, a conductor for the API and one per
+cell, and per cell one ``stratus compute --count`` process simulating that cell's share of
+the hosts), over RabbitMQ (``$STRATUS_TEST_RABBIT_URL``) with every database on the
+server named (``$STRATUS_TEST_POSTGRES_URL`` / ``$STRATUS_TEST_MYSQL_URL``): the
+deployment of ``tests/backends/test_distributed.py``, with its hosts in bulk.
 
 The serve runs with quotas lifted (``OS_QUOTA__*=-1``) on a scratch data directory. For
 each N: N single-server boots (``m1.tiny``) are sent by ``--clients`` threads as fast as
@@ -29,6 +36,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -144,41 +152,119 @@ def clean(api_url: str) -> None:
             time.sleep(0.5)
 
 
+QUOTAS_LIFTED = {"OS_QUOTA__INSTANCES": "-1", "OS_QUOTA__CORES": "-1", "OS_QUOTA__RAM": "-1",
+                 "OS_API__MAX_SERVERS_PER_REQUEST": "1000"}
+
+
+def rounds(api_url: str, what: str, args: argparse.Namespace) -> None:
+    print(f"# {what}; {args.clients} client threads; "
+          f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+          f"load {os.getloadavg()[0]:.1f}", flush=True)
+    print("| concurrent boots | servers ACTIVE/s | p50 to ACTIVE (s) | p99 to ACTIVE (s) "
+          "| p99/p50 | POST answer p50/p99 (ms) | errors |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for boots in args.boots:
+        result = run_round(api_url, boots, args.clients)
+        waits = result.to_active()
+        p50, p99 = percentile(waits, 50), percentile(waits, 99)
+        print(f"| {boots:,} | {result.per_second:.1f} | {p50:.2f} | {p99:.2f} | "
+              f"{p99 / p50 if p50 else float('nan'):.1f} | "
+              f"{statistics.median(result.answered) * 1000:.0f} / "
+              f"{percentile(result.answered, 99) * 1000:.0f} | {result.errors} |",
+              flush=True)
+        for why, n in sorted(result.reasons.items(), key=lambda kv: -kv[1])[:5]:
+            print(f"  {n} x {why}", file=sys.stderr)
+        clean(api_url)
+
+
+def one_process(args: argparse.Namespace) -> None:
+    work = Path(tempfile.mkdtemp(prefix="stratus-boots-"))
+    srv = Serve(work, work / "data", "--hosts", str(args.hosts), "--cells", str(args.cells),
+                env=QUOTAS_LIFTED)
+    try:
+        srv.wait_ready(timeout=600)
+        rounds(srv.api_url, f"stratus serve: {args.hosts} hosts in {args.cells} cells", args)
+    finally:
+        srv.kill()
+
+
+def distributed(args: argparse.Namespace) -> None:
+    import contextlib
+
+    from tests.backends.test_distributed import Cloud, bus_urls
+    from tests.functional import cli_helpers
+
+    rabbit = os.environ.get("STRATUS_TEST_RABBIT_URL", "amqp://guest:guest@127.0.0.1:5672/")
+    cells = [f"cell{i}" for i in range(1, args.cells + 1)]
+    work = Path(tempfile.mkdtemp(prefix="stratus-boots-distributed-"))
+    with bus_urls(rabbit, ["api", *cells]) as (buses, _mode), contextlib.ExitStack() as stack:
+        dbs = {role: stack.enter_context(cli_helpers.scratch_database(args.distributed))
+               for role in ("placement", "network", "api", "cell0", *cells)}
+        cloud = Cloud(work, dbs, buses)
+        cloud.env.update(QUOTAS_LIFTED, OS_COMPUTE__REPORT_INTERVAL="10")
+        try:
+            cloud.start("placement-api", "placement-api", "--db", dbs["placement"], "--port",
+                        cloud.placement_url.rsplit(":", 1)[1], ready="Placement API:")
+            cloud.start("network-api", "network-api", "--db", dbs["network"], "--port",
+                        cloud.network_url.rsplit(":", 1)[1], ready="Network API:")
+            cloud.manage("api_db", "sync")
+            cloud.manage("cell_v2", "map_cell0", "--database_connection", dbs["cell0"])
+            for cell in cells:
+                cloud.cell_uuids[cell] = cloud.manage(
+                    "cell_v2", "create_cell", "--name", cell, "--transport-url", buses[cell],
+                    "--database_connection", dbs[cell], "--verbose").splitlines()[0]
+            cloud.manage("db", "sync")
+            cloud.manage("flavors", "seed")
+            common = ["--transport-url", buses["api"], "--placement-url", cloud.placement_url]
+            cloud.start("scheduler", "scheduler", *common, ready="scheduler ")
+            cloud.start("conductor", "conductor", *common, "--name", "conductor-api",
+                        ready="conductor ")
+            for cell in cells:
+                cloud.start(f"conductor-{cell}", "conductor", "--transport-url", buses[cell],
+                            "--placement-url", cloud.placement_url, "--name",
+                            f"conductor-{cell}", ready="conductor ")
+            cloud.start("api", "api", "--port", cloud.api_url.rsplit(":", 1)[1], *common,
+                        ready="compute API:")
+            started = time.monotonic()
+            for n, cell in enumerate(cells):
+                share = args.hosts // len(cells) + (n < args.hosts % len(cells))
+                cloud.procs[f"computes-{cell}"] = _computes(cloud, cell, share)
+            for cell in cells:
+                cloud.procs[f"computes-{cell}"].wait_for("simulated hosts", seconds=1800)
+            print(f"# {args.hosts} computes up in {time.monotonic() - started:.0f} s",
+                  flush=True)
+            cloud.manage("cell_v2", "discover_hosts")
+            rounds(cloud.api_url, f"separate processes over RabbitMQ, "
+                   f"{args.distributed.lower()}: {args.hosts} hosts in {len(cells)} cells "
+                   f"({len(cells)} compute processes)", args)
+        finally:
+            cloud.close()
+
+
+def _computes(cloud: Any, cell: str, count: int) -> Any:
+    from tests.backends.test_distributed import Proc
+
+    return Proc(cloud.tmp, f"computes-{cell}", [
+        "compute", "--host", f"{cell}-cmp", "--count", str(count), "--cell-db",
+        cloud.dbs[cell], "--cell-uuid", cloud.cell_uuids[cell], "--transport-url",
+        cloud.buses[cell], "--placement-url", cloud.placement_url, "--data-dir",
+        str(cloud.tmp)], cloud.env)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--cells", type=int, default=2)
     parser.add_argument("--boots", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--distributed", choices=("POSTGRES", "MYSQL"),
+                        help="separate processes over RabbitMQ with every database on this "
+                        "server (see above), rather than one stratus serve")
     args = parser.parse_args(argv)
-
-    work = Path(tempfile.mkdtemp(prefix="stratus-boots-"))
-    env = {"OS_QUOTA__INSTANCES": "-1", "OS_QUOTA__CORES": "-1", "OS_QUOTA__RAM": "-1",
-           "OS_API__MAX_SERVERS_PER_REQUEST": "1000"}
-    srv = Serve(work, work / "data", "--hosts", str(args.hosts), "--cells", str(args.cells),
-                env=env)
-    try:
-        srv.wait_ready(timeout=600)
-        print(f"# stratus serve: {args.hosts} hosts in {args.cells} cells; "
-              f"{args.clients} client threads; {platform.processor() or platform.machine()}, "
-              f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}", flush=True)
-        print("| concurrent boots | servers ACTIVE/s | p50 to ACTIVE (s) | p99 to ACTIVE (s) "
-              "| p99/p50 | POST answer p50/p99 (ms) | errors |")
-        print("|---:|---:|---:|---:|---:|---:|---:|")
-        for boots in args.boots:
-            result = run_round(srv.api_url, boots, args.clients)
-            waits = result.to_active()
-            p50, p99 = percentile(waits, 50), percentile(waits, 99)
-            print(f"| {boots:,} | {result.per_second:.1f} | {p50:.2f} | {p99:.2f} | "
-                  f"{p99 / p50 if p50 else float('nan'):.1f} | "
-                  f"{statistics.median(result.answered) * 1000:.0f} / "
-                  f"{percentile(result.answered, 99) * 1000:.0f} | {result.errors} |",
-                  flush=True)
-            for why, n in sorted(result.reasons.items(), key=lambda kv: -kv[1])[:5]:
-                print(f"  {n} x {why}", file=sys.stderr)
-            clean(srv.api_url)
-    finally:
-        srv.kill()
+    if args.distributed:
+        distributed(args)
+    else:
+        one_process(args)
     return 0
 
 

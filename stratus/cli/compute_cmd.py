@@ -54,6 +54,10 @@ def add_commands(sub: Any) -> None:
                    help="uuid of this host's cell: its root providers join the cell's "
                    "Placement aggregate, so the scheduler can keep a disabled cell's hosts out "
                    "of Placement's answer (stratus-manage cell_v2 list_cells shows it)")
+    p.add_argument("--count", type=int, default=1, metavar="N",
+                   help="simulate N hosts in this process, named HOST0001 to HOSTNNNN (one "
+                   "bus connection, heartbeats written together, as `stratus serve` runs "
+                   "its hosts): for tests and benchmarks of large fleets; default 1")
     p.add_argument("--rpc-version", default=None, metavar="X.Y",
                    help="advertise an older ComputeRPC version, as a not-yet-upgraded "
                    "compute would (e.g. 1.0)")
@@ -61,7 +65,7 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_compute)
 
 
-def _driver(args: argparse.Namespace) -> Any:
+def _driver(args: argparse.Namespace, host: str) -> Any:
     from stratus.cells.aggregates import cell_aggregate_uuid
     from stratus.compute import drivers, fleet
     from stratus.compute.shapes import BaremetalNodes, IronicShape
@@ -69,23 +73,23 @@ def _driver(args: argparse.Namespace) -> Any:
     cell_aggs = [cell_aggregate_uuid(args.cell_uuid)] if args.cell_uuid else []
     if args.fleet:
         try:
-            spec = fleet.load_fleet(args.fleet).host(args.host)
+            spec = fleet.load_fleet(args.fleet).host(host)
         except fleet.FleetError as exc:
             common.fail(str(exc), common.USAGE_ERROR)
         except KeyError:
-            common.fail(f"host {args.host!r} is not in the fleet file {args.fleet}",
+            common.fail(f"host {host!r} is not in the fleet file {args.fleet}",
                         common.USAGE_ERROR)
         if args.driver and args.driver != spec.shape.driver:
             common.fail(f"--driver {args.driver} contradicts the fleet file, where "
-                        f"{args.host} is {spec.shape.driver}", common.USAGE_ERROR)
-        return drivers.create_driver(args.host, spec.shape,
+                        f"{host} is {spec.shape.driver}", common.USAGE_ERROR)
+        return drivers.create_driver(host, spec.shape,
                                      [*spec.aggregate_uuids, *cell_aggs])
     if args.driver == "ironic":
-        return drivers.create_driver(args.host, IronicShape(
+        return drivers.create_driver(host, IronicShape(
             "default-ironic", (BaremetalNodes(4, "baremetal"),)), cell_aggs)
     from stratus.allinone.topology import DEFAULT_SHAPE
 
-    return drivers.create_driver(args.host, DEFAULT_SHAPE, cell_aggs)
+    return drivers.create_driver(host, DEFAULT_SHAPE, cell_aggs)
 
 
 def _cell_engine(url: str, sync: bool) -> Any:
@@ -124,7 +128,11 @@ def cmd_compute(args: argparse.Namespace) -> int:
     if not Version.parse(ComputeRPC.version).can_accept(advertised):
         common.fail(f"--rpc-version {rpc_version}: this compute speaks ComputeRPC "
                     f"{ComputeRPC.version} and older minor versions", common.USAGE_ERROR)
-    driver = _driver(args)
+    if args.count < 1:
+        common.fail("--count must be at least 1", common.USAGE_ERROR)
+    hosts = [args.host] if args.count == 1 else \
+        [f"{args.host}{i:04d}" for i in range(1, args.count + 1)]
+    by_host = {host: _driver(args, host) for host in hosts}
     announce_metrics(f"compute {args.host}", args)
     cell_url = args.cell_db or f"sqlite:///{os.path.join(config.data_dir, 'cell1.db')}"
     if args.sync_db:
@@ -133,24 +141,51 @@ def cmd_compute(args: argparse.Namespace) -> int:
     bus = open_bus(config, f"compute:{args.host}")
     placement = placement_client(config)
     network = network_client(config)
-    service = ComputeService(
-        args.host, driver, bus, engine, placement, rpc_version=rpc_version, network=network,
-        report_interval=config.get("compute", "report_interval"),
-        tracker_interval=config.get("compute", "resource_tracker_interval"))
+    if args.count == 1:
+        services: list[ComputeService] = [ComputeService(
+            args.host, by_host[args.host], bus, engine, placement, rpc_version=rpc_version,
+            network=network, report_interval=config.get("compute", "report_interval"),
+            tracker_interval=config.get("compute", "resource_tracker_interval"))]
+        beats = None
+    else:
+        from stratus.allinone.computes import FleetCompute, Heartbeats
+
+        beats = Heartbeats(float(config.get("compute", "report_interval")))
+        services = [FleetCompute(
+            host, driver, bus, engine, placement, rpc_version=rpc_version, network=network,
+            tracker_interval=config.get("compute", "resource_tracker_interval"))
+            for host, driver in by_host.items()]
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     try:
-        service.start()
-        report = service.last_report
-        for node, reason in (report.failed.items() if report else ()):
-            print(f"warning: node {node} not reported to Placement yet: {reason}", flush=True)
-        print(f"compute {args.host}: {driver.hypervisor}, nodes "
-              f"{', '.join(driver.get_available_nodes())}; ComputeRPC {rpc_version} on "
-              f"{common.redact(transport_url)}", flush=True)
+        for number, service in enumerate(services, 1):
+            service.start()
+            if beats is not None:
+                beats.add(engine, service)
+            report = service.last_report
+            for node, reason in (report.failed.items() if report else ()):
+                print(f"warning: node {node} not reported to Placement yet: {reason}",
+                      flush=True)
+            if beats is not None and number % 100 == 0:
+                print(f"computes {args.host}: {number} of {len(services)} started", flush=True)
+        if beats is not None:
+            beats.start()
+        driver = by_host[hosts[0]]
+        if args.count == 1:
+            print(f"compute {args.host}: {driver.hypervisor}, nodes "
+                  f"{', '.join(driver.get_available_nodes())}; ComputeRPC {rpc_version} on "
+                  f"{common.redact(transport_url)}", flush=True)
+        else:
+            print(f"computes {args.host}: {len(services)} simulated hosts {hosts[0]} to "
+                  f"{hosts[-1]} ({driver.hypervisor}); ComputeRPC {rpc_version} on "
+                  f"{common.redact(transport_url)}", flush=True)
         stop.wait()
     finally:
-        service.stop()
+        if beats is not None:
+            beats.stop()
+        for service in services:
+            service.stop()
         bus.close()
         placement.close()
         if network is not None:
