@@ -203,28 +203,8 @@ def distributed(args: argparse.Namespace) -> None:
         cloud = Cloud(work, dbs, buses)
         cloud.env.update(QUOTAS_LIFTED, OS_COMPUTE__REPORT_INTERVAL="10")
         try:
-            cloud.start("placement-api", "placement-api", "--db", dbs["placement"], "--port",
-                        cloud.placement_url.rsplit(":", 1)[1], ready="Placement API:")
-            cloud.start("network-api", "network-api", "--db", dbs["network"], "--port",
-                        cloud.network_url.rsplit(":", 1)[1], ready="Network API:")
-            cloud.manage("api_db", "sync")
-            cloud.manage("cell_v2", "map_cell0", "--database_connection", dbs["cell0"])
-            for cell in cells:
-                cloud.cell_uuids[cell] = cloud.manage(
-                    "cell_v2", "create_cell", "--name", cell, "--transport-url", buses[cell],
-                    "--database_connection", dbs[cell], "--verbose").splitlines()[0]
-            cloud.manage("db", "sync")
+            cloud.set_up(cells)
             cloud.manage("flavors", "seed")
-            common = ["--transport-url", buses["api"], "--placement-url", cloud.placement_url]
-            cloud.start("scheduler", "scheduler", *common, ready="scheduler ")
-            cloud.start("conductor", "conductor", *common, "--name", "conductor-api",
-                        ready="conductor ")
-            for cell in cells:
-                cloud.start(f"conductor-{cell}", "conductor", "--transport-url", buses[cell],
-                            "--placement-url", cloud.placement_url, "--name",
-                            f"conductor-{cell}", ready="conductor ")
-            cloud.start("api", "api", "--port", cloud.api_url.rsplit(":", 1)[1], *common,
-                        ready="compute API:")
             started = time.monotonic()
             for n, cell in enumerate(cells):
                 share = args.hosts // len(cells) + (n < args.hosts % len(cells))

@@ -168,6 +168,34 @@ class Cloud:
         proc.wait_for(ready)
         return proc
 
+    def set_up(self, cells: list[str], *scheduler_args: str) -> str:
+        """What an operator does first: Placement and the network API, the API database,
+        cell0 and ``cells``, every cell database migrated, then a scheduler, a conductor
+        for the API and one per cell, and the compute API. Returns what `db sync` said."""
+        dbs, buses = self.dbs, self.buses
+        self.start("placement-api", "placement-api", "--db", dbs["placement"], "--port",
+                   self.placement_url.rsplit(":", 1)[1], ready="Placement API:")
+        self.start("network-api", "network-api", "--db", dbs["network"], "--port",
+                   self.network_url.rsplit(":", 1)[1], ready="Network API:")
+        self.manage("api_db", "sync")
+        self.manage("cell_v2", "map_cell0", "--database_connection", dbs["cell0"])
+        for cell in cells:
+            self.cell_uuids[cell] = self.manage(
+                "cell_v2", "create_cell", "--name", cell, "--transport-url", buses[cell],
+                "--database_connection", dbs[cell], "--verbose").splitlines()[0]
+        synced = self.manage("db", "sync")
+        common = ["--transport-url", buses["api"], "--placement-url", self.placement_url]
+        self.start("scheduler", "scheduler", *common, *scheduler_args, ready="scheduler ")
+        self.start("conductor", "conductor", *common, "--name", "conductor-api",
+                   ready="conductor ")
+        for cell in cells:   # cell conductors: reschedules from that cell's computes
+            self.start(f"conductor-{cell}", "conductor", "--transport-url", buses[cell],
+                       "--placement-url", self.placement_url, "--name", f"conductor-{cell}",
+                       ready="conductor ")
+        self.start("api", "api", "--port", self.api_url.rsplit(":", 1)[1], *common,
+                   ready="compute API:")
+        return synced
+
     def manage(self, *args: str) -> str:
         result = cli_helpers.run("stratus-manage", *args, "--data-dir", str(self.tmp),
                                  env=self.env, timeout=120)
@@ -227,32 +255,9 @@ def test_distributed_processes_over_rabbitmq(rabbit_url, databases, tmp_path, ca
 
 
 def run_scenario(cloud: Cloud) -> None:
-    dbs, buses = cloud.dbs, cloud.buses
     # ---- the operator sets up databases and cells ----
-    cloud.start("placement-api", "placement-api", "--db", dbs["placement"], "--port",
-                cloud.placement_url.rsplit(":", 1)[1], ready="Placement API:")
-    cloud.start("network-api", "network-api", "--db", dbs["network"], "--port",
-                cloud.network_url.rsplit(":", 1)[1], ready="Network API:")
-    cloud.manage("api_db", "sync")
-    cloud.manage("cell_v2", "map_cell0", "--database_connection", dbs["cell0"])
-    for cell in ("cell1", "cell2"):
-        cloud.cell_uuids[cell] = cloud.manage(
-            "cell_v2", "create_cell", "--name", cell, "--transport-url", buses[cell],
-            "--database_connection", dbs[cell], "--verbose").splitlines()[0]
-    synced = cloud.manage("db", "sync")
+    synced = cloud.set_up(["cell1", "cell2"], "--run-dir", str(cloud.tmp / "run"))
     assert synced.count("database at revision") == 3, synced
-
-    common = ["--transport-url", buses["api"], "--placement-url", cloud.placement_url]
-    cloud.start("scheduler", "scheduler", *common, "--run-dir", str(cloud.tmp / "run"),
-                ready="scheduler ")
-    cloud.start("conductor", "conductor", *common, "--name", "conductor-api",
-                ready="conductor ")
-    for cell in ("cell1", "cell2"):   # cell conductors: reschedules from that cell's computes
-        cloud.start(f"conductor-{cell}", "conductor", "--transport-url", buses[cell],
-                    "--placement-url", cloud.placement_url, "--name", f"conductor-{cell}",
-                    ready="conductor ")
-    cloud.start("api", "api", "--port", cloud.api_url.rsplit(":", 1)[1], *common,
-                ready="compute API:")
     for host in HOSTS:
         cloud.start_compute(host)
     found = cloud.manage("cell_v2", "discover_hosts")
