@@ -141,26 +141,21 @@ class TimedPlacement(PlacementClient):
     def reset(self) -> None:
         self.candidates = self.claims = 0.0
 
-    def allocation_candidates(self, params):  # type: ignore[no-untyped-def]
+    def _timed(self, bucket: str, call, *args, **kw):  # type: ignore[no-untyped-def]
         t0 = time.perf_counter()
         try:
-            return super().allocation_candidates(params)
+            return call(*args, **kw)
         finally:
-            self.candidates += time.perf_counter() - t0
+            setattr(self, bucket, getattr(self, bucket) + time.perf_counter() - t0)
+
+    def allocation_candidates(self, params):  # type: ignore[no-untyped-def]
+        return self._timed("candidates", super().allocation_candidates, params)
 
     def candidate_table(self, params):  # type: ignore[no-untyped-def]
-        t0 = time.perf_counter()
-        try:
-            return super().candidate_table(params)
-        finally:
-            self.candidates += time.perf_counter() - t0
+        return self._timed("candidates", super().candidate_table, params)
 
     def put_allocations(self, *args, **kw):  # type: ignore[no-untyped-def]
-        t0 = time.perf_counter()
-        try:
-            return super().put_allocations(*args, **kw)
-        finally:
-            self.claims += time.perf_counter() - t0
+        return self._timed("claims", super().put_allocations, *args, **kw)
 
 
 def fleet(n: int) -> list[Host]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -69,23 +69,29 @@ def single_request(uuid: str, resources: dict[str, int], suffixes: Sequence[str]
 class CandidateTable:
     roots: list[str]                                   # host (root provider) uuids
     usage: dict[str, TreeUsage]                        # per class in OVERLAID
-    _requests: list[list[dict[str, Any]] | None] = field(default_factory=list)
-    _build: Callable[[int], list[dict[str, Any]]] | None = None
+    # Each host's allocation requests: a list once built, None until then.
+    requests: list[list[dict[str, Any]] | None]
+    # How a host's requests are built when first read (None: all are built already).
+    build: Callable[[int], list[dict[str, Any]]] | None = None
     single: SingleRequests | None = None               # set: one request per host, alike
+
+    def __post_init__(self) -> None:
+        if self.single is not None and self.build is None:
+            self.build = self._single_request
+
+    def _single_request(self, row: int) -> list[dict[str, Any]]:
+        assert self.single is not None
+        return [self.single.request(row)]
 
     def __len__(self) -> int:
         return len(self.roots)
 
     def requests_of(self, row: int) -> list[dict[str, Any]]:
         """The allocation requests that allocate from host ``row``, Placement's order."""
-        found = self._requests[row]
+        found = self.requests[row]
         if found is None:
-            if self.single is not None:
-                found = [self.single.request(row)]
-            else:
-                assert self._build is not None
-                found = self._build(row)
-            self._requests[row] = found
+            assert self.build is not None
+            found = self.requests[row] = self.build(row)
         return found
 
     def wire(self) -> dict[str, Any]:
@@ -120,10 +126,6 @@ def from_wire(body: Mapping[str, Any]) -> CandidateTable:
         return CandidateTable(roots, usage, [None] * len(roots),
                               single=SingleRequests(**single))
     return CandidateTable(roots, usage, list(body["requests"]))
-
-
-def empty() -> CandidateTable:
-    return CandidateTable([], {rc: _usage(0) for rc in OVERLAID}, [])
 
 
 def _usage(n: int) -> TreeUsage:

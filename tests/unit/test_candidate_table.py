@@ -8,30 +8,20 @@ file requests under their provider)."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stratus.placement import candidate_table
-from stratus.placement.candidates.render import render
-from stratus.placement.candidates.solve import Options, solve
 from stratus.placement.candidates.table import from_solution
-from tests.unit.test_candidates_render import SHAPES, renamed_worlds
-from tests.unit.test_candidates_solve import build_index, requests
+from tests.unit.test_candidates_render import SHAPES, drawn_answer
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), shape=st.sampled_from([s for s in SHAPES if s.dict_requests]))
 def test_the_index_table_is_the_decoded_answer(data: st.DataObject, shape) -> None:
-    world = data.draw(renamed_worlds())
-    req = data.draw(requests(world))
-    index = build_index(world)
-    solution = solve(index, req, Options())
-    requested = {index.names.rc_id[c] for c in req.resource_classes()}
-    body = json.loads(b"".join(render(index, solution, shape, requested)))
+    index, solution, requested, body = drawn_answer(data, shape)
     decoded = candidate_table.from_body(body["allocation_requests"], body["provider_summaries"])
     direct = from_solution(index, solution, shape, requested)
     # What a scheduler in its own process reads from Stratus's Placement (WIRE_TYPE).

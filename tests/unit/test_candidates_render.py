@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stratus.placement.candidates import render as render_module
+from stratus.placement.candidates.index import ProviderIndex
 from stratus.placement.candidates.render import Shape, render, request_dict
 from stratus.placement.candidates.request import CandidateRequest, RequestGroup
 from stratus.placement.candidates.solve import Options, Solution, solve
@@ -41,15 +43,23 @@ def renamed_worlds(draw: st.DrawFn) -> list[P]:
                                 parent=name[p.parent] if p.parent else None) for p in world]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), shape=st.sampled_from(SHAPES))
-def test_the_text_is_the_json_of_the_answer(data: st.DataObject, shape: Shape) -> None:
+def drawn_answer(data: st.DataObject, shape: Shape
+                 ) -> tuple[ProviderIndex, Solution, set[int], dict[str, Any]]:
+    """A random world and request, solved: the index, the solution, the requested class
+    ids, and the rendered body parsed."""
     world = data.draw(renamed_worlds())
     req = data.draw(requests(world))
     index = build_index(world)
     solution = solve(index, req, Options())
     requested = {index.names.rc_id[c] for c in req.resource_classes()}
-    body = json.loads(b"".join(render(index, solution, shape, requested)))
+    return index, solution, requested, json.loads(b"".join(render(index, solution, shape,
+                                                                  requested)))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), shape=st.sampled_from(SHAPES))
+def test_the_text_is_the_json_of_the_answer(data: st.DataObject, shape: Shape) -> None:
+    index, solution, _requested, body = drawn_answer(data, shape)
 
     names = index.names.rc_name
     totals = {names[rc]: amount for rc, amount in solution.totals.items()}

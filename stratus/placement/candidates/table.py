@@ -43,13 +43,10 @@ def from_solution(index: ProviderIndex, solution: Solution, shape: Shape,
             # The common answer: each host once, the whole request on one provider.
             return _one_per_host(index, solution, shape, requested_classes, roots.tolist(),
                                  root_of_slot)
-    singles = [item for item in items if type(item) is int]
-    single_roots = iter(root_of_slot[np.asarray(singles, np.int64)].tolist()
-                        if singles else [])
     rows: dict[int, int] = {}             # root slot -> row
     held: list[list[int | Candidate]] = []
     for item in items:
-        root = (next(single_roots) if type(item) is int
+        root = (int(root_of_slot[item]) if type(item) is int
                 else _home_root(root_of_slot, item))  # type: ignore[arg-type]
         row = rows.get(root)
         if row is None:
@@ -69,12 +66,10 @@ def from_solution(index: ProviderIndex, solution: Solution, shape: Shape,
                 else request_dict_from(uuids, names, item, shape)  # type: ignore[arg-type]
                 for item in held[row]]
 
-    table = CandidateTable([uuids[r] or "" for r in root_slots],
-                           _usage(index, solution.summary_slots, root_slots, root_of_slot,
-                                  shape, requested_classes),
-                           [None] * len(held))
-    table._build = build
-    return table
+    return CandidateTable([uuids[r] or "" for r in root_slots],
+                          _usage(index, solution.summary_slots, root_slots, root_of_slot,
+                                 shape, requested_classes),
+                          [None] * len(held), build)
 
 
 def _one_per_host(index: ProviderIndex, solution: Solution, shape: Shape,
