@@ -58,6 +58,9 @@ class Candidates:
     allocation_requests: list[dict[str, Any]]
     provider_summaries: dict[str, dict[str, Any]]
 
+    def __len__(self) -> int:
+        return len(self.allocation_requests)
+
 
 class _Answer:
     """The parts of an HTTP response the client reads (httpx.Response has the same)."""

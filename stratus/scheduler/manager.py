@@ -68,6 +68,13 @@ LOG = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+class _Sized(Protocol):
+    def __len__(self) -> int: ...
+
+
+C = TypeVar("C", bound=_Sized)   # candidates, as JSON or as a table: how many hosts
+
+
 @dataclass(frozen=True)
 class SchedulerOptions:
     max_placement_results: int = 1000
@@ -170,20 +177,16 @@ class SchedulerManager:
 
     def _select_in_columns(self, spec: RequestSpec, instance_uuids: list[str],
                            return_alternates: bool) -> list[list[dict[str, Any]]] | None:
-        """The columnar path; None when no host passes (the per-host path then asks again
-        and says why in full) or a filter cannot be run in columns."""
+        """The columnar path; None when no host passes the filters (the per-host path then
+        asks again and says why in full) or a filter cannot be run in columns."""
         servers = max(spec.num_instances, 1)
         query, view = self._prepare(spec, servers)
-        table, _params = self._ask(query, view, spec, servers, self._candidate_table,
-                                   lambda found: len(found) > 0)
+        table, params = self._ask(query, view, spec, servers, self._candidate_table)
         if not len(table):
-            return None
+            raise self._nothing_offered(params, self._evidence(spec, query, view))
         located = self.host_manager.locate(table.roots, requested_cell=spec.requested_cell)
         cols = columns.build(table, located, view.host_zones, self.options.default_zone)
-        counts: Counter[str] = Counter()
-        for cell_uuid, why in located.skipped_cells.items():
-            LOG.warning("cell %s skipped while scheduling: %s", cell_uuid, why)
-            counts[f"cell {cell_uuid} skipped ({why})"] += 1
+        counts = _skipped(located.skipped_cells)
         if len(cols) < len(table):
             counts[_NOT_A_COMPUTE[bool(spec.requested_cell)]] += len(table) - len(cols)
         try:
@@ -213,8 +216,7 @@ class SchedulerManager:
         NoValidHost if there is none. A zone's manager ranks these for its parent."""
         servers = max(spec.num_instances, 1)
         query, view = self._prepare(spec, servers)
-        found, params = self._ask(query, view, spec, servers, self._candidates,
-                                  lambda found: bool(found.allocation_requests))
+        found, params = self._ask(query, view, spec, servers, self._candidates)
         if not found.allocation_requests:
             raise self._nothing_offered(params, self._evidence(spec, query, view))
         by_root = candidate_table.by_root(found.allocation_requests, found.provider_summaries)
@@ -222,11 +224,8 @@ class SchedulerManager:
                                                host_zones=view.host_zones)
         for known in states.hosts.values():
             known.availability_zone = known.availability_zone or self.options.default_zone
-        counts: Counter[str] = Counter()
+        counts = _skipped(states.skipped_cells)
         filtered: Counter[str] = Counter()   # the same, for people (cells apart)
-        for cell_uuid, why in states.skipped_cells.items():
-            LOG.warning("cell %s skipped while scheduling: %s", cell_uuid, why)
-            counts[f"cell {cell_uuid} skipped ({why})"] += 1
         hosts = []
         usage = candidate_table.tree_usage(found.provider_summaries)
         for root, requests in by_root.items():
@@ -281,13 +280,13 @@ class SchedulerManager:
         return query, view
 
     def _ask(self, query: PlacementQuery, view: context.CloudView, spec: RequestSpec,
-             servers: int, fetch: Callable[[Sequence[tuple[str, str]], PlacementQuery, int], T],
-             offered: Callable[[T], bool]) -> tuple[T, list[tuple[str, str]]]:
+             servers: int, fetch: Callable[[Sequence[tuple[str, str]], PlacementQuery, int], C]
+             ) -> tuple[C, list[tuple[str, str]]]:
         """Placement's candidates (``fetch``: as JSON or as a table) and the query asked."""
         params = query.params()
         found = fetch(params, query, servers)
         cell_aggregate = view.filters.cell_aggregates.get(spec.requested_cell or "")
-        if not offered(found) and cell_aggregate:
+        if not len(found) and cell_aggregate:
             # A cell's hosts are in its aggregate only if their computes were started with
             # the cell's uuid; ask again unconfined (the host manager still asks that
             # cell alone).
@@ -430,6 +429,15 @@ class SchedulerManager:
         if body is None:
             return NoValidHost(f"{reason} ({error})", None, said.details)
         return NoValidHost(reason, explain_counts(body), said.details)
+
+
+def _skipped(cells: Mapping[str, str]) -> Counter[str]:
+    """The counts that start a decision: a cell that could not be read, each."""
+    counts: Counter[str] = Counter()
+    for cell_uuid, why in cells.items():
+        LOG.warning("cell %s skipped while scheduling: %s", cell_uuid, why)
+        counts[f"cell {cell_uuid} skipped ({why})"] += 1
+    return counts
 
 
 def _plain(reason: str, category: Category, servers: int,
