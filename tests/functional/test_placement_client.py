@@ -123,9 +123,13 @@ def test_only_a_client_preferring_the_table_gets_it_and_errors_read_alike(placem
     direct = pc.PlacementClient("http://placement.test", wsgi_app=wsgi, direct=placement_app)
     params = [("resources", "VCPU:1"), ("limit", "5")]
     for accept in ("*/*", f"{candidate_table.WIRE_TYPE};q=0, application/json",
-                   f"application/json, {candidate_table.WIRE_TYPE};q=0.5"):
+                   f"application/json, {candidate_table.WIRE_TYPE};q=0.5",
+                   # malformed headers naming the type: the API's JSON, never a 500
+                   f"{candidate_table.WIRE_TYPE};q=abc", f"{candidate_table.WIRE_TYPE};;;",
+                   f"{candidate_table.WIRE_TYPE}/x/y"):
         answer = client._http.request("GET", "/allocation_candidates", params=params,
                                       headers={"Accept": accept})
+        assert answer.status_code == 200, accept
         assert answer.headers["content-type"].startswith("application/json"), accept
     table = client._http.request("GET", "/allocation_candidates", params=params,
                                  headers=pc._ASK_TABLE)
