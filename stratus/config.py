@@ -234,10 +234,16 @@ OPTIONS: list[Option] = [
            minimum=1),
     Option("scheduler", "host_state_max_age", float, 1.0,
            "Seconds the scheduler keeps a cell's compute_nodes/services rows before reading "
-           "them again, behind the request that finds them older (a copy older than twice "
-           "this is read again before deciding; a host it has not seen is read at once; 0: "
-           "read every request). Disabled and forced-down flags and heartbeats can lag by "
-           "up to twice this."),
+           "the disabled and forced-down services again, behind the request that finds "
+           "them older (a copy older than twice this is refreshed before deciding; a host "
+           "it has not seen is read at once; 0: read every request). Disabled and "
+           "forced-down flags can lag by up to twice this."),
+    Option("scheduler", "host_state_whole_age", float, 10.0,
+           "Seconds after which a cell's rows are read whole again (heartbeats, service "
+           "versions, compute node figures), at the refresh that finds them older. "
+           "Heartbeats can lag by up to twice this, so keep it well under "
+           "service_down_time: a host that comes back after being down counts as up once "
+           "its cell is read whole.", minimum=0),
     # Identity (Keystone v3 compatible) and the service catalog its tokens carry.
     Option("identity_database", "connection", str, "", "Identity database URL (users, "
            "projects, roles); default: identity.db in data_dir."),

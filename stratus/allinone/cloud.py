@@ -298,10 +298,7 @@ class AllInOne:
                 return mappings.list_cells(conn)
 
         self.cache = CellCache(load_cells, config.get("scheduler", "cell_cache_refresh_interval"))
-        hosts = HostManager(self.cache, self.engines,
-                            service_down_time=config.get("compute", "service_down_time"),
-                            cell_timeout=config.get("scheduler", "cell_timeout"),
-                            max_age=config.get("scheduler", "host_state_max_age"))
+        hosts = HostManager.from_config(self.cache, self.engines, config)
         self.started.closers.append(hosts.close)   # its pool of cell readers
         self.scheduler = SchedulerManager(self.placement_client(), self.api_engine, hosts,
                                           options)

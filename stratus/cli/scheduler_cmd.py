@@ -235,10 +235,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     cache = CellCache(load_cells, config.get("scheduler", "cell_cache_refresh_interval"))
     cache.install_sighup()
     engines = CellEngines()
-    hosts = HostManager(cache, engines,
-                        service_down_time=config.get("compute", "service_down_time"),
-                        cell_timeout=config.get("scheduler", "cell_timeout"),
-                        max_age=config.get("scheduler", "host_state_max_age"))
+    hosts = HostManager.from_config(cache, engines, config)
     placement = placement_client(config)
     check_placement(placement, str(config.get("placement_client", "endpoint")),
                     PLACEMENT_VERSION)

@@ -10,10 +10,12 @@ existing servers are not blocked). A cell whose database does not
 answer is skipped with a warning and reported; the others still schedule.
 
 Each cell's rows are kept between requests (``host_cache``): a copy older than
-``max_age`` seconds is re-read whole behind the request that finds it so (which decides
+``max_age`` seconds is refreshed behind the request that finds it so (which decides
 on the copy), one older than twice that before deciding, and by one request at a time
-(the others decide on the copy meanwhile); a host not seen before is looked up at once.
-``max_age`` 0 reads the candidates' rows on every request instead.
+(the others decide on the copy meanwhile); a refresh reads the flagged services only,
+unless the copy was last read whole ``whole_age`` seconds ago or more. A host not seen
+before is looked up at once. ``max_age`` 0 reads the candidates' rows on every request
+instead.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
 from stratus.cells.scatter import Gathered, scatter_gather
 from stratus.cells.services import DEFAULT_SERVICE_DOWN_TIME, utcnow
+from stratus.config import Config
 from stratus.scheduler import host_cache
 from stratus.scheduler.host_cache import CellCopy, CopyColumns, NodeRecord
 from stratus.scheduler.host_state import HostState
@@ -42,6 +45,7 @@ from stratus.storage import engine as db
 LOG = logging.getLogger(__name__)
 POOL_SIZE = 16
 DEFAULT_MAX_AGE = 1.0
+DEFAULT_WHOLE_AGE = 10.0
 T = TypeVar("T")
 
 
@@ -97,6 +101,7 @@ class HostManager:
         cell_timeout: float = 10.0,
         now: Callable[[], dt.datetime] = utcnow,
         max_age: float = DEFAULT_MAX_AGE,
+        whole_age: float = DEFAULT_WHOLE_AGE,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.cells = cells
@@ -104,6 +109,7 @@ class HostManager:
         self.service_down_time = service_down_time
         self.cell_timeout = cell_timeout
         self.max_age = max_age
+        self.whole_age = whole_age
         self._now = now
         self._clock = clock
         self._copies: dict[str, CellCopy] = {}   # cell uuid -> its rows (max_age > 0)
@@ -120,6 +126,15 @@ class HostManager:
                                            thread_name_prefix="cell-scatter")
         self._busy = 0
         self._busy_lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, cells: CellCache, engines: CellEngines, config: Config
+                    ) -> HostManager:
+        return cls(cells, engines,
+                   service_down_time=config.get("compute", "service_down_time"),
+                   cell_timeout=config.get("scheduler", "cell_timeout"),
+                   max_age=config.get("scheduler", "host_state_max_age"),
+                   whole_age=config.get("scheduler", "host_state_whole_age"))
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -278,8 +293,10 @@ class HostManager:
 
         def read() -> None:
             started = self._clock()
+            with self._copies_lock:
+                last = self._copies.get(cell.uuid)
             try:
-                nodes = self._read(cell, None)
+                copy = self._refreshed(cell, last, started)
             except Exception as exc:
                 LOG.warning("cell %s could not be re-read (%s); keeping its copy", cell.uuid,
                             exc)
@@ -287,8 +304,7 @@ class HostManager:
                 with self._copies_lock:
                     last = self._copies.get(cell.uuid)
                     if last is None or last.loaded_at <= started:   # never replace a newer
-                        self._copies[cell.uuid] = CellCopy(cell.database_connection, started,
-                                                           nodes)
+                        self._copies[cell.uuid] = copy
             finally:
                 unmark()
 
@@ -301,7 +317,8 @@ class HostManager:
                 skipped: dict[str, str]) -> None:
         """Read ``stale`` cells whole into ``copies`` (and the shared copies)."""
         if stale:
-            gathered = self._scatter(stale, lambda cell: self._read(cell, None))
+            gathered = self._scatter(
+                stale, lambda cell: self._refreshed(cell, copies.get(cell.uuid), clock))
             by_uuid = {c.uuid: c for c in stale}
             for cell_uuid, why in gathered.failures.items():
                 last = copies.get(cell_uuid)
@@ -314,13 +331,24 @@ class HostManager:
                                 clock - last.loaded_at)
                 else:
                     skipped[cell_uuid] = why
-            for cell_uuid, nodes in gathered.results.items():
-                copies[cell_uuid] = CellCopy(by_uuid[cell_uuid].database_connection, clock,
-                                             nodes)
+            copies.update(gathered.results)
             with self._copies_lock:
                 for cell in stale:
                     if cell.uuid in gathered.results:
                         self._copies[cell.uuid] = copies[cell.uuid]
+
+    def _refreshed(self, cell: CellMapping, last: CellCopy | None, now: float) -> CellCopy:
+        """The cell's copy as of ``now``: ``last`` with the flags read again, or the cell
+        read whole when ``last`` was read whole ``whole_age`` ago (or is of another
+        database)."""
+        if (last is None or last.database != cell.database_connection
+                or now - (last.whole_at or 0.0) >= self.whole_age):
+            return CellCopy(cell.database_connection, now, self._read(cell, None))
+        with db.read(self.engines.get(cell)) as conn:
+            flags = host_cache.read_flagged(conn)
+        return CellCopy(cell.database_connection, now,
+                        host_cache.with_flags(last.nodes, last.flags or {}, flags),
+                        whole_at=last.whole_at, flags=flags)
 
     def _read(self, cell: CellMapping, uuids: list[str] | None) -> dict[str, NodeRecord]:
         with db.read(self.engines.get(cell)) as conn:

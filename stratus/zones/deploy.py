@@ -115,10 +115,7 @@ def leaf_of_services(zone: str, config: Config, build_timeout: float) -> tuple[A
 
     cache = CellCache(load_cells, config.get("scheduler", "cell_cache_refresh_interval"))
     engines = CellEngines()
-    hosts = HostManager(cache, engines,
-                        service_down_time=config.get("compute", "service_down_time"),
-                        cell_timeout=config.get("scheduler", "cell_timeout"),
-                        max_age=config.get("scheduler", "host_state_max_age"))
+    hosts = HostManager.from_config(cache, engines, config)
     scheduler = SchedulerManager(placement, engine, hosts,
                                  SchedulerOptions.from_config(config))
 

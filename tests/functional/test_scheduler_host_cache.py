@@ -43,9 +43,12 @@ def cloud(tmp_path, placement_app, database_url):
     c.close()
 
 
-def scheduler(cloud: Cloud, clock: Clock, max_age: float) -> SchedulerManager:
-    hosts = HostManager(cloud.cache, cloud.engines, max_age=max_age, clock=clock,
-                        now=clock.now, service_down_time=60)
+def scheduler(cloud: Cloud, clock: Clock, max_age: float, whole_age: float = 0.0
+              ) -> SchedulerManager:
+    """(``whole_age`` 0: every refresh reads the cells whole, through read_all, which the
+    tests of the refresh's timing hold back or fail.)"""
+    hosts = HostManager(cloud.cache, cloud.engines, max_age=max_age, whole_age=whole_age,
+                        clock=clock, now=clock.now, service_down_time=60)
     return SchedulerManager(cloud.placement, cloud.api_engine, hosts,
                             SchedulerOptions(max_placement_results=10))
 
@@ -103,6 +106,54 @@ def test_database_only_flags_count_after_max_age(cloud):
     with pytest.raises(NoValidHost) as err:
         boot(s, force_hosts={"b"})
     assert err.value.counts.get("compute service down") == 1
+
+
+def test_flags_are_refreshed_without_reading_the_cell_whole(cloud, monkeypatch):
+    """Between whole reads, a refresh reads only the disabled and forced-down services:
+    a flag set or cleared counts after max_age all the same."""
+    from stratus.scheduler import host_cache
+
+    clock = Clock()
+    s = scheduler(cloud, clock, max_age=1, whole_age=3600)
+    assert boot(s, force_hosts={"a"}) == "a"
+    whole, real = [], host_cache.read_all
+    monkeypatch.setattr(host_cache, "read_all", lambda conn: whole.append(1) or real(conn))
+    set_service(cloud, "a", disabled=True, disabled_reason="old compute")
+    clock.t += 5
+    with pytest.raises(NoValidHost) as err:
+        boot(s, force_hosts={"a"})
+    assert err.value.counts.get("compute service disabled") == 1
+    set_service(cloud, "b", forced_down=True)
+    clock.t += 5
+    with pytest.raises(NoValidHost) as err:
+        boot(s, force_hosts={"b"})
+    assert err.value.counts.get("compute service down") == 1
+    set_service(cloud, "a", disabled=False, disabled_reason=None)
+    set_service(cloud, "b", forced_down=False)
+    clock.t += 5
+    assert boot(s, force_hosts={"a"}) == "a"
+    assert boot(s, force_hosts={"b"}) == "b"
+    assert whole == []
+
+
+def test_a_host_back_from_down_counts_once_its_cell_is_read_whole(cloud):
+    """Heartbeats are read with the whole cell: a host that was down and reports again is
+    taken for up at the next whole read, not before (and never for up when down: the copy's
+    heartbeat is never newer than the real one)."""
+    clock = Clock()
+    s = scheduler(cloud, clock, max_age=1, whole_age=30)
+    set_service(cloud, "a", last_seen_up=clock.now() - dt.timedelta(seconds=300))
+    set_service(cloud, "b", last_seen_up=clock.now())
+    assert boot(s) == "b"            # the copy is read: a is down
+    clock.t += 5
+    set_service(cloud, "a", last_seen_up=clock.now())   # a reports again
+    clock.t += 5                     # flags refreshed, heartbeats not yet
+    with pytest.raises(NoValidHost) as err:
+        boot(s, force_hosts={"a"})
+    assert err.value.counts.get("compute service down") == 1
+    clock.t += 25                    # 35 s since the whole read: read whole again
+    set_service(cloud, "a", last_seen_up=clock.now())
+    assert boot(s, force_hosts={"a"}) == "a"
 
 
 def test_max_age_zero_reads_every_request(cloud):
