@@ -184,9 +184,12 @@ class CellCopy:
         return sorted(u for u in uuids if u not in nodes and u not in absent)
 
     def learn(self, asked: list[str], found: dict[str, NodeRecord]) -> None:
-        # New dicts, not in-place updates: other threads may be reading these.
-        self.nodes = {**self.nodes, **found}
-        self.flags = {**(self.flags or {}), **flagged(found)}
+        # New dicts, not in-place updates: other threads may be reading these. The nodes
+        # stay the same dict when nothing was found (the other cells' hosts, asked after
+        # each refresh): their columns are made again only when a host is new.
+        if found:
+            self.nodes = {**self.nodes, **found}
+            self.flags = {**(self.flags or {}), **flagged(found)}
         self.absent = self.absent | {u for u in asked if u not in found}
 
 

@@ -76,18 +76,27 @@ class Located:
                 for c, p in zip(self.cell_of.tolist(), self.pos.tolist(), strict=True)]
 
 
-def positions(uuids: Sequence[str], cells: Sequence[tuple[str, CopyColumns]]
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """For each uuid, the index of the cell that has it (-1: none; a uuid in two cells:
-    the last one's, as the per-host path has it) and its row there."""
-    k = len(uuids)
-    cell_of, pos = np.full(k, -1, np.int64), np.zeros(k, np.int64)
+_ROW_BITS = 32
+
+
+def merged_positions(cells: Sequence[tuple[str, CopyColumns]]) -> dict[str, int]:
+    """uuid -> its cell's index and its row there, as one number (a uuid in two cells:
+    the last one's, as the per-host path has it)."""
+    out: dict[str, int] = {}
     for c, (_cell_uuid, columns) in enumerate(cells):
-        get = columns.position.get
-        here = np.fromiter((get(u, -1) for u in uuids), np.int64, k)
-        hit = here >= 0
-        cell_of[hit] = c
-        pos[hit] = here[hit]
+        out.update({u: c << _ROW_BITS | row for u, row in columns.position.items()})
+    return out
+
+
+def positions(uuids: Sequence[str], cells: Sequence[tuple[str, CopyColumns]],
+              merged: dict[str, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """For each uuid, the index of the cell that has it (-1: none) and its row there
+    (``merged``: :func:`merged_positions` of ``cells``, when the caller keeps it)."""
+    get = (merged if merged is not None else merged_positions(cells)).get
+    codes = np.fromiter((get(u, -1) for u in uuids), np.int64, len(uuids))
+    found = codes >= 0
+    cell_of = np.where(found, codes >> _ROW_BITS, -1)
+    pos = np.where(found, codes & ((1 << _ROW_BITS) - 1), 0)
     return cell_of, pos
 
 
@@ -115,6 +124,8 @@ class HostManager:
         self._copies: dict[str, CellCopy] = {}   # cell uuid -> its rows (max_age > 0)
         # cell uuid -> (the records dict they were made from, its columns)
         self._columns: dict[str, tuple[dict[str, NodeRecord], CopyColumns]] = {}
+        # The columns of the cells a request last located in, and merged_positions of them.
+        self._last_merged: tuple[tuple[CopyColumns, ...], dict[str, int]] | None = None
         self._copies_lock = threading.Lock()
         # cells some request is re-reading now -> when it started (monotonic clock)
         self._refreshing: dict[str, float] = {}
@@ -186,8 +197,19 @@ class HostManager:
             found = self._read_each_time(cells, sorted(set(root_uuids)), out.skipped_cells)
         out.cells = [(cell_uuid, self._columns_of(cell_uuid, nodes))
                      for cell_uuid, nodes in found]
-        out.cell_of, out.pos = positions(root_uuids, out.cells)
+        out.cell_of, out.pos = positions(root_uuids, out.cells, self._merged(out.cells))
         return out
+
+    def _merged(self, cells: list[tuple[str, CopyColumns]]) -> dict[str, int]:
+        """merged_positions of these cells' columns, made again only when one changed."""
+        key = tuple(columns for _cell, columns in cells)
+        last = self._last_merged
+        if last is not None and len(last[0]) == len(key) and all(
+                a is b for a, b in zip(last[0], key, strict=True)):
+            return last[1]
+        merged = merged_positions(cells)
+        self._last_merged = (key, merged)
+        return merged
 
     def _columns_of(self, cell_uuid: str, nodes: dict[str, NodeRecord]) -> CopyColumns:
         """The columns of this copy of the cell's records (made once per copy: a copy is
