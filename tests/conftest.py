@@ -240,16 +240,18 @@ def client(placement_app: PlacementApp) -> Iterator[PlacementClient]:
 class LiveServer:
     """A real uvicorn server on a free loopback port, in a background thread."""
 
-    def __init__(self, wsgi_app: Any) -> None:
+    def __init__(self, wsgi_app: Any, port: int = 0) -> None:
         import socket
 
         import uvicorn
         from a2wsgi import WSGIMiddleware
 
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        sock.close()
+        self.port = port
+        if not port:
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+            sock.close()
         config = uvicorn.Config(WSGIMiddleware(wsgi_app, workers=32), host="127.0.0.1",
                                 **UVICORN_OPTIONS,
                                 port=self.port, log_level="warning", lifespan="off")

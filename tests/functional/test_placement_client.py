@@ -1,8 +1,9 @@
-"""The services' Placement client, over httpx and handed straight to the WSGI app.
+"""The services' Placement client: over sockets (its urllib3 pool, as the separate
+services use it), over an httpx transport, and handed straight to the WSGI app.
 
-Both paths must behave the same: the same answers and the same typed errors,
-because the all-in-one scheduler uses the direct path and the tests mostly the
-httpx one.
+Every path must behave the same: the same answers and the same typed errors,
+because the all-in-one scheduler uses the direct path, the services the sockets,
+and the tests mostly the httpx one.
 """
 
 from __future__ import annotations
@@ -14,19 +15,44 @@ import pytest
 
 from stratus.placement import client as pc
 from stratus.placement.http.app import build_wsgi
+from tests.conftest import LiveServer
 
 pytestmark = pytest.mark.all_backends
 
 
-@pytest.fixture(params=["httpx", "direct"])
+@pytest.fixture(params=["sockets", "httpx", "direct"])
 def placement(request, placement_app):
     wsgi = build_wsgi(placement_app)
+    if request.param == "sockets":
+        with LiveServer(wsgi) as server:
+            client = pc.PlacementClient(server.url)
+            yield client
+            client.close()
+        return
     if request.param == "httpx":
         client = pc.PlacementClient("http://placement.test",
                                     transport=httpx.WSGITransport(app=wsgi))
     else:
         client = pc.PlacementClient("http://placement.test", wsgi_app=wsgi)
     yield client
+    client.close()
+
+
+def test_over_sockets_a_server_restart_is_survived_and_a_dead_one_is_a_transport_error(
+        placement_app):
+    """The kept-alive connection of a Placement that went away is opened again for the next
+    call; no Placement at all is the transport error every caller of the services' clients
+    handles (httpx's), not a urllib3 exception."""
+    wsgi = build_wsgi(placement_app)
+    with LiveServer(wsgi) as server:
+        client = pc.PlacementClient(server.url)
+        rp = _host(client)
+        port = server.port
+    with LiveServer(wsgi, port=port) as again:
+        assert again.port == port
+        assert client.get_inventories(rp)[0]["VCPU"]["total"] == 4
+    with pytest.raises(httpx.TransportError):
+        client.get_inventories(rp)
     client.close()
 
 
