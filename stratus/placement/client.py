@@ -213,9 +213,9 @@ class PlacementClient:
         wsgi_app: Callable[..., Iterable[bytes]] | None = None,
         direct: Any = None,
     ) -> None:
-        """``direct``: the PlacementApp of this process, asked for candidate tables without
-        HTTP or JSON (``candidate_table``); every other call still goes through
-        ``wsgi_app`` (or sockets), with its middleware."""
+        """``direct``: the PlacementApp of this process, asked for candidate tables and
+        claims (``put_allocations``) without HTTP or JSON; every other call still goes
+        through ``wsgi_app`` (or sockets), with its middleware."""
         self.version = version
         self._direct = direct
         headers = {"X-Auth-Token": token, "OpenStack-API-Version": f"placement {version}",
@@ -309,6 +309,12 @@ class PlacementClient:
     ) -> None:
         body = {"allocations": dict(allocations), "project_id": project_id, "user_id": user_id,
                 "consumer_generation": consumer_generation, "consumer_type": consumer_type}
+        if self._direct is not None:
+            try:
+                return self._direct.put_allocations(consumer, body, self.version)
+            except PlacementError as exc:   # the error the HTTP answer would have been
+                raise _typed("PUT", f"/allocations/{consumer}", exc.status, exc.code,
+                             exc.detail) from None
         self._call("PUT", f"/allocations/{consumer}", json=body)
 
     def post_allocations(self, body: Mapping[str, Any]) -> None:

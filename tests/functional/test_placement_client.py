@@ -20,7 +20,7 @@ from tests.conftest import LiveServer
 pytestmark = pytest.mark.all_backends
 
 
-@pytest.fixture(params=["sockets", "httpx", "direct"])
+@pytest.fixture(params=["sockets", "httpx", "wsgi", "app"])
 def placement(request, placement_app):
     wsgi = build_wsgi(placement_app)
     if request.param == "sockets":
@@ -32,8 +32,11 @@ def placement(request, placement_app):
     if request.param == "httpx":
         client = pc.PlacementClient("http://placement.test",
                                     transport=httpx.WSGITransport(app=wsgi))
-    else:
+    elif request.param == "wsgi":
         client = pc.PlacementClient("http://placement.test", wsgi_app=wsgi)
+    else:   # as stratus serve's scheduler: candidates and claims asked of the app itself
+        client = pc.PlacementClient("http://placement.test", wsgi_app=wsgi,
+                                    direct=placement_app)
     yield client
     client.close()
 
@@ -84,6 +87,18 @@ def test_candidates_claims_and_typed_errors(placement):
     with pytest.raises(pc.ConcurrentUpdate) as stale:   # a stale consumer generation
         placement.put_allocations(first, claim, "proj", "user", 7)
     assert stale.value.code == pc.CONCURRENT_UPDATE
+
+    with pytest.raises(pc.PlacementClientError) as unknown:   # no such provider
+        placement.put_allocations(third, {str(uuid.uuid4()): {"resources": {"VCPU": 1}}},
+                                  "proj", "user", None)
+    assert unknown.value.status == 400 and "does not exist" in unknown.value.detail
+    with pytest.raises(pc.PlacementClientError) as invalid:   # the body's schema
+        placement.put_allocations(third, {rp: {"resources": {"VCPU": -1}}}, "proj", "user",
+                                  None)
+    assert invalid.value.status == 400
+    with pytest.raises(pc.PlacementClientError) as malformed:
+        placement.put_allocations("not-a-uuid", claim, "proj", "user", None)
+    assert malformed.value.status == 400 and "Malformed consumer_uuid" in malformed.value.detail
 
     assert placement.get_allocations(first)["consumer_generation"] == 1
     assert placement.delete_allocations(first) is True

@@ -27,7 +27,9 @@ from stratus.placement.candidates.changes import LiveIndex
 from stratus.placement.http import auth, microversion
 from stratus.placement.http.errors import HTTPError, error_response
 from stratus.placement.http.policy import Policy
+from stratus.placement.http.query import is_uuid_like
 from stratus.placement.http.routes import ROUTES
+from stratus.placement.http.validation import validate
 from stratus.placement.http.wsgi import Context, Handler, Req
 from stratus.placement.store.consumers import CONCURRENT
 from stratus.storage import engine as db
@@ -42,6 +44,14 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 # clients send nearly always); anything else is parsed.
 _JSON_ACCEPTED = frozenset({None, "application/json", "*/*"})
 
+
+
+def _asked(version: str) -> microversion.Version:
+    """The microversion an in-process caller asks for, refused as the header would be."""
+    try:
+        return microversion.from_headers({microversion.HEADER.lower(): f"placement {version}"})
+    except microversion.VersionError as exc:
+        raise HTTPError(406 if not exc.acceptable else 400, str(exc)) from None
 
 class PlacementApp:
     """The shared parts every handler may use, and the WSGI entry point."""
@@ -71,14 +81,25 @@ class PlacementApp:
         the status and words the HTTP answer would have."""
         from stratus.placement.http.handlers import allocation_candidate
 
-        try:
-            want = microversion.from_headers({microversion.HEADER.lower():
-                                              f"placement {version}"})
-        except microversion.VersionError as exc:
-            raise HTTPError(406 if not exc.acceptable else 400, str(exc)) from None
+        want = _asked(version)
         if not want.supports("allocation_candidates"):
             raise HTTPError(404, "The resource could not be found.")
         return allocation_candidate.candidate_table(self, tuple(pairs), want)
+
+    def put_allocations(self, consumer_uuid: str, body: dict[str, Any], version: str
+                        ) -> None:
+        """``PUT /allocations/{consumer_uuid}`` for a scheduler in this process: the same
+        schema, write and errors as the HTTP handler (:class:`errors.PlacementError` with
+        the answer's status and words), without the HTTP request around them (a quarter
+        of an in-process claim's time)."""
+        from stratus.placement.http.handlers import allocation
+        from stratus.placement.http.schemas import allocation as schema
+
+        want = _asked(version)
+        if not is_uuid_like(consumer_uuid):
+            raise errors.BadRequest(f"Malformed consumer_uuid: {consumer_uuid}")
+        validate(body, schema.put_schema(want.supports))
+        allocation.put_for_consumer(self.engine, self.config, want, consumer_uuid, body)
 
     # ---- WSGI -------------------------------------------------------------
 

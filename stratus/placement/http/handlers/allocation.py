@@ -14,9 +14,11 @@ from typing import Any
 
 import sqlalchemy as sa
 import webob
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
+from stratus.config import Config
 from stratus.placement import errors
+from stratus.placement.http.microversion import Version
 from stratus.placement.http.query import is_uuid_like
 from stratus.placement.http.schemas import allocation as schema
 from stratus.placement.http.wsgi import Req, empty_response, json_response, latest
@@ -28,10 +30,10 @@ from stratus.storage import engine as db
 CHANGED = "Inventory and/or allocations changed while attempting to allocate: "
 
 @contextlib.contextmanager
-def write_transaction(req: Req) -> Iterator[Connection]:
+def write_transaction(engine: Engine) -> Iterator[Connection]:
     """``db.write``, where a deadlock the database broke becomes a clean 409 to retry."""
     try:
-        with db.write(req.app.engine) as conn:
+        with db.write(engine) as conn:
             yield conn
     except sa.exc.DBAPIError as exc:
         if db.is_contention(exc):
@@ -39,8 +41,8 @@ def write_transaction(req: Req) -> Iterator[Connection]:
         raise
 
 
-def retries(req: Req) -> int:
-    return int(req.app.config.get("placement", "allocation_conflict_retry_count"))
+def retries(config: Config) -> int:
+    return int(config.get("placement", "allocation_conflict_retry_count"))
 
 
 @contextlib.contextmanager
@@ -61,31 +63,31 @@ def explained(unknown_class_prefix: str) -> Iterator[None]:
 # ---- building writes from bodies -------------------------------------------
 
 
-def _owner(req: Req, data: dict[str, Any]) -> consumers.Owner:
-    if req.want.supports("allocation_project_user_required"):
+def _owner(want: Version, config: Config, data: dict[str, Any]) -> consumers.Owner:
+    if want.supports("allocation_project_user_required"):
         project_id, user_id = data["project_id"], data["user_id"]
     else:
         # Before 1.8 a consumer has no owner in the body; Placement records a placeholder.
-        config = req.app.config
         project_id = config.get("placement", "incomplete_consumer_project_id")
         user_id = config.get("placement", "incomplete_consumer_user_id")
-    consumer_type = data.get("consumer_type") if req.want.supports("consumer_types") else None
+    consumer_type = data.get("consumer_type") if want.supports("consumer_types") else None
     return consumers.Owner(project_id, user_id, consumer_type)
 
 
-def consumer_write(req: Req, uuid: str, data: dict[str, Any]) -> store.ConsumerWrite:
+def consumer_write(want: Version, config: Config, uuid: str, data: dict[str, Any]
+                   ) -> store.ConsumerWrite:
     """One consumer's part of a PUT, POST or reshaper body (dict form, 1.12+)."""
     # The schema admits integral floats (2.0) as integers, as Placement's does.
     generation = data.get("consumer_generation")
     return store.ConsumerWrite(
         uuid=uuid,
-        owner=_owner(req, data),
+        owner=_owner(want, config, data),
         allocations={
             rp: {rc: int(amount) for rc, amount in alloc["resources"].items()}
             for rp, alloc in data["allocations"].items()
         },
         generation=None if generation is None else int(generation),
-        check_generation=req.want.supports("consumer_generations"),
+        check_generation=want.supports("consumer_generations"),
     )
 
 
@@ -143,29 +145,37 @@ def set_allocations_for_consumer(req: Req) -> webob.Response:
     raw = req.arg("consumer_uuid")
     if not is_uuid_like(raw):
         raise errors.BadRequest(f"Malformed consumer_uuid: {raw}")
-    uuid = str(uuidlib.UUID(raw))
-    data = req.json_body(schema.put_schema(req.want.supports))
-    if not req.want.supports("allocations_dict"):
-        data = {**data, "allocations": _listish_to_dict(data["allocations"])}
-    write = consumer_write(req, uuid, data)
-    with explained(f"Unable to allocate inventory for consumer {uuid}: "), \
-            write_transaction(req) as conn:
-        store.replace(conn, [write], retries(req))
+    put_for_consumer(req.app.engine, req.app.config, req.want, raw,
+                     req.json_body(schema.put_schema(req.want.supports)))
     return empty_response(204)
+
+
+def put_for_consumer(engine: Engine, config: Config, want: Version, consumer_uuid: str,
+                     data: dict[str, Any]) -> None:
+    """PUT /allocations/{consumer_uuid} once the uuid is checked and the body read and
+    validated (by the handler, or by ``PlacementApp.put_allocations`` in-process)."""
+    uuid = str(uuidlib.UUID(consumer_uuid))
+    if not want.supports("allocations_dict"):
+        data = {**data, "allocations": _listish_to_dict(data["allocations"])}
+    write = consumer_write(want, config, uuid, data)
+    with explained(f"Unable to allocate inventory for consumer {uuid}: "), \
+            write_transaction(engine) as conn:
+        store.replace(conn, [write], retries(config))
 
 
 def set_allocations(req: Req) -> webob.Response:
     req.require("post_allocations")
     req.authorize("placement:allocations:manage")
     data = req.json_body(schema.post_schema(req.want.supports))
-    writes = [consumer_write(req, uuid, body) for uuid, body in data.items()]
-    with explained("Unable to allocate inventory "), write_transaction(req) as conn:
-        store.replace(conn, writes, retries(req))
+    writes = [consumer_write(req.want, req.app.config, uuid, body)
+              for uuid, body in data.items()]
+    with explained("Unable to allocate inventory "), write_transaction(req.app.engine) as conn:
+        store.replace(conn, writes, retries(req.app.config))
     return empty_response(204)
 
 
 def delete_allocations(req: Req) -> webob.Response:
     req.authorize("placement:allocations:delete")
-    with write_transaction(req) as conn:
+    with write_transaction(req.app.engine) as conn:
         store.delete(conn, req.arg("consumer_uuid"))
     return empty_response(204)

@@ -45,7 +45,8 @@ def reshape(req: Req) -> webob.Response:
                               dict(entry["inventories"]))
         for uuid, entry in data["inventories"].items()
     ]
-    writes = [consumer_write(req, uuid, entry) for uuid, entry in data["allocations"].items()]
-    with _explained(), write_transaction(req) as conn:
-        store.reshape(conn, changes, writes, retries(req))
+    writes = [consumer_write(req.want, req.app.config, uuid, entry)
+              for uuid, entry in data["allocations"].items()]
+    with _explained(), write_transaction(req.app.engine) as conn:
+        store.reshape(conn, changes, writes, retries(req.app.config))
     return empty_response(204)
