@@ -14,7 +14,8 @@ each cell's rows in memory, refreshed in two ways (``host_manager``):
   scheduler's CPU; doing it every second was a third of a busy scheduler's work.
 
 A root provider that Placement offers but the copy does not know (a compute added
-since) is looked up in that cell at once.
+since) is looked up in that cell at once; one looked up there in vain (another cell's
+host) is not asked again before the next whole read.
 
 What may lag: a service's disabled and forced_down flags by up to twice ``max_age``
 (disabling a compute reaches Placement at once as the COMPUTE_STATUS_DISABLED trait,

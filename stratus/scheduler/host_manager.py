@@ -368,9 +368,13 @@ class HostManager:
             return CellCopy(cell.database_connection, now, self._read(cell, None))
         with db.read(self.engines.get(cell)) as conn:
             flags = host_cache.read_flagged(conn)
+        # What the copy looked up in vain stays known as absent until the next whole read:
+        # mostly the other cells' hosts, asked again after every refresh otherwise. (A
+        # compute writes its compute_nodes row before its provider reaches Placement, so
+        # a host offered is never one whose row is still to come.)
         return CellCopy(cell.database_connection, now,
                         host_cache.with_flags(last.nodes, last.flags or {}, flags),
-                        whole_at=last.whole_at, flags=flags)
+                        absent=last.absent, whole_at=last.whole_at, flags=flags)
 
     def _read(self, cell: CellMapping, uuids: list[str] | None) -> dict[str, NodeRecord]:
         with db.read(self.engines.get(cell)) as conn:
