@@ -36,7 +36,9 @@ def tree(tmp_path: Path) -> Any:
 def _wait_active(api: httpx.Client, uuid: str) -> dict[str, Any]:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        server = api.get(f"/servers/{uuid}").json()["server"]
+        resp = api.get(f"/servers/{uuid}")
+        assert resp.status_code == 200, resp.text
+        server = resp.json()["server"]
         if server["status"] != "BUILD":
             return dict(server)
         time.sleep(0.05)
