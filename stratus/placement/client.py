@@ -143,16 +143,16 @@ class _Pooled:
     errors, which the callers of every Stratus service client already handle."""
 
     def __init__(self, base_url: str, headers: Mapping[str, str], timeout: float,
-                 maxsize: int = 16) -> None:
+                 maxsize: int = 64) -> None:
         self._prefix = urlsplit(base_url).path.rstrip("/")
         self._headers = dict(headers)
+        # Connections are opened as threads need them and up to ``maxsize`` are kept
+        # (an API's request threads and a service's workers share one client). Nothing
+        # is retried, as with httpx: a request that may have reached Placement is never
+        # sent twice. The system's CA store verifies https; proxy variables are not read.
         self._pool = urllib3.connection_from_url(
             base_url, maxsize=maxsize, block=False,
-            timeout=urllib3.Timeout(connect=timeout, read=timeout),
-            # Only a connection that could not be opened is tried again (as httpx
-            # does): a request that may have reached Placement is never sent twice.
-            retries=urllib3.Retry(total=1, connect=1, read=0, status=0, other=0,
-                                  redirect=False))
+            timeout=urllib3.Timeout(connect=timeout, read=timeout), retries=False)
 
     def request(self, method: str, url: str, *, params: Any = None, json: Any = None,
                 headers: Mapping[str, str] | None = None) -> _Answer:
@@ -167,10 +167,11 @@ class _Pooled:
         sent.update(headers or {})
         try:
             resp = self._pool.urlopen(method, path, body=body, headers=sent, redirect=False)
-        except urllib3.exceptions.TimeoutError as exc:
-            raise httpx.TimeoutException(f"{method} {path}: {exc}") from exc
         except urllib3.exceptions.HTTPError as exc:
-            raise httpx.TransportError(f"{method} {path}: {exc}") from exc
+            why = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
+            if isinstance(why, urllib3.exceptions.TimeoutError):
+                raise httpx.TimeoutException(f"{method} {path}: {why}") from exc
+            raise httpx.TransportError(f"{method} {path}: {why}") from exc
         return _Answer(resp.status, resp.data, resp.headers)
 
     def close(self) -> None:
@@ -218,6 +219,7 @@ class PlacementClient:
         through ``wsgi_app`` (or sockets), with its middleware."""
         self.version = version
         self._direct = direct
+        self._codes = tuple(int(p) for p in version.split(".")) >= (1, 23)
         headers = {"X-Auth-Token": token, "OpenStack-API-Version": f"placement {version}",
                    "Accept": "application/json"}
         if roles:
@@ -233,6 +235,12 @@ class PlacementClient:
 
     def close(self) -> None:
         self._http.close()
+
+    def _answered(self, method: str, url: str, exc: PlacementError) -> PlacementClientError:
+        """The typed error for what the in-process app raised: as its HTTP answer would
+        read (error codes exist from microversion 1.23)."""
+        code = exc.code if self._codes else None
+        return _typed(method, url, exc.status, code, exc.detail)
 
     # ---- plumbing ---------------------------------------------------------
 
@@ -276,8 +284,7 @@ class PlacementClient:
             try:
                 return self._direct.candidate_table(params, self.version)
             except PlacementError as exc:   # the error the HTTP answer would have been
-                raise _typed("GET", "/allocation_candidates", exc.status, exc.code,
-                             exc.detail) from None
+                raise self._answered("GET", "/allocation_candidates", exc) from None
         resp = self._call("GET", "/allocation_candidates", params=list(params),
                           headers=_ASK_TABLE)
         body = orjson.loads(resp.content)
@@ -313,8 +320,7 @@ class PlacementClient:
             try:
                 return self._direct.put_allocations(consumer, body, self.version)
             except PlacementError as exc:   # the error the HTTP answer would have been
-                raise _typed("PUT", f"/allocations/{consumer}", exc.status, exc.code,
-                             exc.detail) from None
+                raise self._answered("PUT", f"/allocations/{consumer}", exc) from None
         self._call("PUT", f"/allocations/{consumer}", json=body)
 
     def post_allocations(self, body: Mapping[str, Any]) -> None:

@@ -122,20 +122,22 @@ def flagged(nodes: dict[str, NodeRecord]) -> dict[str, Flags]:
             for r in nodes.values() if r.has_service and (r.disabled or r.forced_down)}
 
 
-def with_flags(nodes: dict[str, NodeRecord], was: dict[str, Flags],
-               now: dict[str, Flags]) -> dict[str, NodeRecord]:
-    """``nodes`` with the flags ``now`` read (``was``: theirs); the same dict when no flag
-    changed, so what was made of it (its columns) stays valid."""
-    if now == was:
-        return nodes
+def with_flags(nodes: dict[str, NodeRecord], now: dict[str, Flags]) -> dict[str, NodeRecord]:
+    """``nodes`` with the flags ``now`` read; the same dict when no record's flags
+    changed, so what was made of it (its columns) stays valid. Decided from the records
+    themselves (one pass over the cell, a millisecond for 5,000), not from a remembered
+    set of flags that a concurrent look-up could leave behind."""
     cleared: Flags = (False, None, False)
-    changed = {u: now.get(u, cleared) for u in was.keys() | now.keys()
-               if u in nodes and was.get(u) != now.get(u)}
+    changed = {u: now.get(u, cleared) for u in flagged(nodes).keys() | now.keys()
+               if u in nodes and nodes[u].has_service
+               and (nodes[u].disabled, nodes[u].disabled_reason, nodes[u].forced_down)
+               != now.get(u, cleared)}
+    if not changed:
+        return nodes
     out = dict(nodes)
     for u, (disabled, reason, forced_down) in changed.items():
-        if out[u].has_service:
-            out[u] = replace(out[u], disabled=disabled, disabled_reason=reason,
-                             forced_down=forced_down)
+        out[u] = replace(out[u], disabled=disabled, disabled_reason=reason,
+                         forced_down=forced_down)
     return out
 
 
@@ -167,14 +169,11 @@ class CellCopy:
     nodes: dict[str, NodeRecord]
     absent: set[str] = field(default_factory=set)
     whole_at: float | None = None   # read whole then (None: at loaded_at)
-    flags: dict[str, Flags] | None = None   # flagged(nodes), once asked
     _known: set[str] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.whole_at is None:
             self.whole_at = self.loaded_at
-        if self.flags is None:
-            self.flags = flagged(self.nodes)
 
     def fresh(self, database: str, clock: float, max_age: float) -> bool:
         return self.database == database and clock - self.loaded_at < max_age
@@ -193,7 +192,6 @@ class CellCopy:
         # each refresh): their columns are made again only when a host is new.
         if found:
             self.nodes = {**self.nodes, **found}
-            self.flags = {**(self.flags or {}), **flagged(found)}
         self.absent = self.absent | {u for u in asked if u not in found}
         self._known = None
 

@@ -141,11 +141,16 @@ class HostManager:
     @classmethod
     def from_config(cls, cells: CellCache, engines: CellEngines, config: Config
                     ) -> HostManager:
-        return cls(cells, engines,
-                   service_down_time=config.get("compute", "service_down_time"),
+        down_time = int(config.get("compute", "service_down_time"))
+        whole_age = float(config.get("scheduler", "host_state_whole_age"))
+        if 2 * whole_age >= down_time:
+            LOG.warning("[scheduler] host_state_whole_age (%s s) is not well under "
+                        "[compute] service_down_time (%s s): heartbeats copied up to twice "
+                        "that long ago can make live hosts look down", whole_age, down_time)
+        return cls(cells, engines, service_down_time=down_time,
                    cell_timeout=config.get("scheduler", "cell_timeout"),
                    max_age=config.get("scheduler", "host_state_max_age"),
-                   whole_age=config.get("scheduler", "host_state_whole_age"))
+                   whole_age=whole_age)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -285,7 +290,12 @@ class HostManager:
                 for c in stale:
                     if self._refreshing.get(c.uuid) == clock:
                         del self._refreshing[c.uuid]
-        reloaded = {c.uuid for c in stale}
+        # Cells read whole just now (or that could not be read: they keep their last copy
+        # as it is) are not asked about hosts their copy lacks; a cell whose flags alone
+        # were read may lack a host added since its last whole read: that one is.
+        reloaded = {c.uuid for c in stale
+                    if c.uuid not in copies or copies[c.uuid].loaded_at != clock
+                    or copies[c.uuid].whole_at == clock}
         usable = [c for c in cells if c.uuid not in skipped and c.uuid in copies]
         # Hosts a copy has not seen (added since it was read): look them up now.
         unknown = {c.uuid: copies[c.uuid].unknown(wanted) for c in usable
@@ -372,9 +382,8 @@ class HostManager:
         # mostly the other cells' hosts, asked again after every refresh otherwise. (A
         # compute writes its compute_nodes row before its provider reaches Placement, so
         # a host offered is never one whose row is still to come.)
-        return CellCopy(cell.database_connection, now,
-                        host_cache.with_flags(last.nodes, last.flags or {}, flags),
-                        absent=last.absent, whole_at=last.whole_at, flags=flags)
+        return CellCopy(cell.database_connection, now, host_cache.with_flags(last.nodes, flags),
+                        absent=last.absent, whole_at=last.whole_at)
 
     def _read(self, cell: CellMapping, uuids: list[str] | None) -> dict[str, NodeRecord]:
         with db.read(self.engines.get(cell)) as conn:

@@ -81,6 +81,11 @@ def decode_json(body: bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
         raise InputError(f"The request body nests deeper than {max_depth} levels.") from None
     except ValueError as exc:
         raise InputError(f"The request body is not valid JSON: {exc}.", str(exc)) from None
+    return check_strings(value)
+
+
+def check_strings(value: Any) -> Any:
+    """``value`` (a request body's JSON) unless a string in it is not storable text."""
     for where, item in _strings(value, "body"):
         check_text(item, f"A string in the request body ({where})")
     return value

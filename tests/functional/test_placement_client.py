@@ -59,6 +59,24 @@ def test_over_sockets_a_server_restart_is_survived_and_a_dead_one_is_a_transport
     client.close()
 
 
+def test_over_sockets_a_placement_that_does_not_answer_is_a_timeout():
+    """A Placement that takes the connection and never answers: httpx's TimeoutException
+    after the client's timeout, as the callers of the services' clients expect."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    client = pc.PlacementClient(f"http://127.0.0.1:{listener.getsockname()[1]}",
+                                timeout=0.3)
+    try:
+        with pytest.raises(httpx.TimeoutException):
+            client.get_inventories(str(uuid.uuid4()))
+    finally:
+        client.close()
+        listener.close()
+
+
 def _host(placement: pc.PlacementClient, vcpus: int = 4) -> str:
     rp = str(uuid.uuid4())
     placement.create_provider(rp, f"host-{rp[:8]}")
@@ -99,6 +117,9 @@ def test_candidates_claims_and_typed_errors(placement):
     with pytest.raises(pc.PlacementClientError) as malformed:
         placement.put_allocations("not-a-uuid", claim, "proj", "user", None)
     assert malformed.value.status == 400 and "Malformed consumer_uuid" in malformed.value.detail
+    with pytest.raises(pc.PlacementClientError) as nul:       # not storable as text
+        placement.put_allocations(third, claim, "pro\x00j", "user", None)
+    assert nul.value.status == 400 and "NUL" in nul.value.detail
 
     assert placement.get_allocations(first)["consumer_generation"] == 1
     assert placement.delete_allocations(first) is True

@@ -136,6 +136,22 @@ def test_flags_are_refreshed_without_reading_the_cell_whole(cloud, monkeypatch):
     assert whole == []
 
 
+def test_a_host_added_since_the_whole_read_is_used_after_a_flag_refresh(cloud):
+    """A refresh that read only the flags does not know a compute added since the cell was
+    last read whole: it is looked up at once all the same."""
+    clock = Clock()
+    s = scheduler(cloud, clock, max_age=1, whole_age=3600)
+    assert boot(s) in {"a", "b"}
+    c = Host("c")
+    add_host(cloud, c)
+    clock.t += 5                     # older than twice max_age: flags refreshed first
+    # (Asked of the host manager: a decision whose hosts all fail asks it a second time,
+    # and that second look would find the host anyway.)
+    located = s.host_manager.locate([c.uuid])
+    assert located.cell_of[0] >= 0 and located.records[0][1].host == "c"
+    assert boot(s, force_hosts={"c"}) == "c"
+
+
 def test_a_host_back_from_down_counts_once_its_cell_is_read_whole(cloud):
     """Heartbeats are read with the whole cell: a host that was down and reports again is
     taken for up at the next whole read, not before (and never for up when down: the copy's

@@ -10,9 +10,10 @@ the traceback itself.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import sqlalchemy as sa
@@ -33,7 +34,7 @@ from stratus.placement.http.validation import validate
 from stratus.placement.http.wsgi import Context, Handler, Req
 from stratus.placement.store.consumers import CONCURRENT
 from stratus.storage import engine as db
-from stratus.web.inputs import InputError, path_info, query_pairs
+from stratus.web.inputs import InputError, check_strings, path_info, query_pairs
 from stratus.web.routing import MethodNotAllowed, NoRoute, Router
 
 LOG = logging.getLogger(__name__)
@@ -44,6 +45,20 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 # clients send nearly always); anything else is parsed.
 _JSON_ACCEPTED = frozenset({None, "application/json", "*/*"})
 
+
+
+@contextlib.contextmanager
+def _as_answered(what: str) -> Iterator[None]:
+    """A database error raised to an in-process caller as the HTTP answer would carry it:
+    a deadlock the database broke is a 409 to retry, anything else a logged 500."""
+    try:
+        yield
+    except sa.exc.DBAPIError as exc:
+        if db.is_contention(exc):
+            raise errors.ConcurrentUpdate(CONCURRENT) from None
+        LOG.exception("unexpected database error in-process: %s", what)
+        raise HTTPError(500, f"An unexpected error occurred ({what}); see the server "
+                             "log.") from None
 
 
 def _asked(version: str) -> microversion.Version:
@@ -84,7 +99,8 @@ class PlacementApp:
         want = _asked(version)
         if not want.supports("allocation_candidates"):
             raise HTTPError(404, "The resource could not be found.")
-        return allocation_candidate.candidate_table(self, tuple(pairs), want)
+        with _as_answered("GET /allocation_candidates"):
+            return allocation_candidate.candidate_table(self, tuple(pairs), want)
 
     def put_allocations(self, consumer_uuid: str, body: dict[str, Any], version: str
                         ) -> None:
@@ -98,8 +114,13 @@ class PlacementApp:
         want = _asked(version)
         if not is_uuid_like(consumer_uuid):
             raise errors.BadRequest(f"Malformed consumer_uuid: {consumer_uuid}")
+        try:
+            check_strings(body)
+        except InputError as exc:
+            raise errors.BadRequest(f"Malformed JSON: {exc}") from None
         validate(body, schema.put_schema(want.supports))
-        allocation.put_for_consumer(self.engine, self.config, want, consumer_uuid, body)
+        with _as_answered(f"PUT /allocations/{consumer_uuid}"):
+            allocation.put_for_consumer(self.engine, self.config, want, consumer_uuid, body)
 
     # ---- WSGI -------------------------------------------------------------
 
