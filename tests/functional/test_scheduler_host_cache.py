@@ -58,6 +58,13 @@ def boot(s: SchedulerManager, **kw) -> str:
     return picks[0]["host"]
 
 
+def refusal(s: SchedulerManager, host: str) -> dict[str, int]:
+    """Why a boot forced onto ``host`` found no valid host: NoValidHost's counts."""
+    with pytest.raises(NoValidHost) as err:
+        boot(s, force_hosts={host})
+    return dict(err.value.counts)
+
+
 def add_host(cloud: Cloud, host: Host) -> None:
     """What a new compute's first resource-tracker pass and registration leave behind."""
     p = cloud.placement
@@ -97,15 +104,11 @@ def test_database_only_flags_count_after_max_age(cloud):
     assert boot(s, force_hosts={"a"}) == "a"     # the copy is 4 s old: not read again yet
     clock.t += 6
     # 10 s old (twice max_age): read again before deciding.
-    with pytest.raises(NoValidHost) as err:
-        boot(s, force_hosts={"a"})
-    assert err.value.counts.get("compute service disabled") == 1
+    assert refusal(s, "a").get("compute service disabled") == 1
 
     set_service(cloud, "b", forced_down=True)
     clock.t += 10
-    with pytest.raises(NoValidHost) as err:
-        boot(s, force_hosts={"b"})
-    assert err.value.counts.get("compute service down") == 1
+    assert refusal(s, "b").get("compute service down") == 1
 
 
 def test_flags_are_refreshed_without_reading_the_cell_whole(cloud, monkeypatch):
@@ -120,14 +123,10 @@ def test_flags_are_refreshed_without_reading_the_cell_whole(cloud, monkeypatch):
     monkeypatch.setattr(host_cache, "read_all", lambda conn: whole.append(1) or real(conn))
     set_service(cloud, "a", disabled=True, disabled_reason="old compute")
     clock.t += 5
-    with pytest.raises(NoValidHost) as err:
-        boot(s, force_hosts={"a"})
-    assert err.value.counts.get("compute service disabled") == 1
+    assert refusal(s, "a").get("compute service disabled") == 1
     set_service(cloud, "b", forced_down=True)
     clock.t += 5
-    with pytest.raises(NoValidHost) as err:
-        boot(s, force_hosts={"b"})
-    assert err.value.counts.get("compute service down") == 1
+    assert refusal(s, "b").get("compute service down") == 1
     set_service(cloud, "a", disabled=False, disabled_reason=None)
     set_service(cloud, "b", forced_down=False)
     clock.t += 5
@@ -164,9 +163,7 @@ def test_a_host_back_from_down_counts_once_its_cell_is_read_whole(cloud):
     clock.t += 5
     set_service(cloud, "a", last_seen_up=clock.now())   # a reports again
     clock.t += 5                     # flags refreshed, heartbeats not yet
-    with pytest.raises(NoValidHost) as err:
-        boot(s, force_hosts={"a"})
-    assert err.value.counts.get("compute service down") == 1
+    assert refusal(s, "a").get("compute service down") == 1
     clock.t += 25                    # 35 s since the whole read: read whole again
     set_service(cloud, "a", last_seen_up=clock.now())
     assert boot(s, force_hosts={"a"}) == "a"
@@ -318,9 +315,7 @@ def test_a_re_read_that_hangs_holds_nobody_back_past_the_cell_timeout(cloud, mon
         assert boot(s, force_hosts={"a"}) == "a"
         set_service(cloud, "a", disabled=True, disabled_reason="old compute")
         clock.t += 20                           # the hung read is 20 s old
-        with pytest.raises(NoValidHost) as err:
-            boot(s, force_hosts={"a"})
-        assert err.value.counts.get("compute service disabled") == 1
+        assert refusal(s, "a").get("compute service disabled") == 1
         assert len(calls) == 2
     finally:
         release.set()

@@ -28,7 +28,6 @@ from stratus.placement.candidates.changes import LiveIndex
 from stratus.placement.http import auth, microversion
 from stratus.placement.http.errors import HTTPError, error_response
 from stratus.placement.http.policy import Policy
-from stratus.placement.http.query import is_uuid_like
 from stratus.placement.http.routes import ROUTES
 from stratus.placement.http.validation import validate
 from stratus.placement.http.wsgi import Context, Handler, Req
@@ -112,8 +111,7 @@ class PlacementApp:
         from stratus.placement.http.schemas import allocation as schema
 
         want = _asked(version)
-        if not is_uuid_like(consumer_uuid):
-            raise errors.BadRequest(f"Malformed consumer_uuid: {consumer_uuid}")
+        allocation.checked_consumer_uuid(consumer_uuid)
         try:
             check_strings(body)
         except InputError as exc:

@@ -76,10 +76,10 @@ def list_traits(
 
 
 def get(conn: Connection, name: str) -> Trait:
-    row = conn.execute(sa.select(s.traits).where(s.traits.c.name == name)).first()
-    if row is None:
+    found = find(conn, name)
+    if found is None:
         raise _not_found(name)
-    return _trait(row)
+    return found
 
 
 def find(conn: Connection, name: str) -> Trait | None:
@@ -93,9 +93,9 @@ def ensure(conn: Connection, name: str) -> tuple[Trait, bool]:
 
     The caller has checked the name is a valid custom trait.
     """
-    row = conn.execute(sa.select(s.traits).where(s.traits.c.name == name)).first()
-    if row is not None:
-        return _trait(row), False
+    found = find(conn, name)
+    if found is not None:
+        return found, False
     stamp = now()
     try:
         with conn.begin_nested():

@@ -142,12 +142,17 @@ def list_for_resource_provider(req: Req) -> webob.Response:
 
 def set_allocations_for_consumer(req: Req) -> webob.Response:
     req.authorize("placement:allocations:update")
-    raw = req.arg("consumer_uuid")
-    if not is_uuid_like(raw):
-        raise errors.BadRequest(f"Malformed consumer_uuid: {raw}")
-    put_for_consumer(req.app.engine, req.app.config, req.want, raw,
+    uuid = checked_consumer_uuid(req.arg("consumer_uuid"))
+    put_for_consumer(req.app.engine, req.app.config, req.want, uuid,
                      req.json_body(schema.put_schema(req.want.supports)))
     return empty_response(204)
+
+
+def checked_consumer_uuid(raw: str) -> str:
+    """The consumer uuid of a PUT, refused (400) before its body is read when malformed."""
+    if not is_uuid_like(raw):
+        raise errors.BadRequest(f"Malformed consumer_uuid: {raw}")
+    return raw
 
 
 def put_for_consumer(engine: Engine, config: Config, want: Version, consumer_uuid: str,

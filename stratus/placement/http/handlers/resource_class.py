@@ -55,23 +55,19 @@ def update_resource_class(req: Req) -> webob.Response:
         # 1.7+: PUT is an idempotent "make sure this custom class exists"; the name in
         # the URL is held to the same schema as a POST body (pattern, length).
         validate({"name": name}, schema.PUT_V1_2)
-        status = 201
         with db.read(req.app.engine) as conn:   # usually there: no writer's turn needed
-            there = store.exists(conn, name)
-        try:
-            if there:
-                status = 204
-            else:
+            created = not store.exists(conn, name)
+        if created:
+            try:
                 with db.write(req.app.engine) as conn:
-                    if store.exists(conn, name):
-                        status = 204
-                    else:
+                    created = not store.exists(conn, name)
+                    if created:
                         store.create(conn, name)
-        except errors.Conflict:
-            # A concurrent PUT created it between our check and our insert (PostgreSQL
-            # and MariaDB do not serialise the two): it exists, which is what was asked.
-            status = 204
-        resp = empty_response(status)
+            except errors.Conflict:
+                # A concurrent PUT created it between our check and our insert (PostgreSQL
+                # and MariaDB do not serialise the two): it exists, which is what was asked.
+                created = False
+        resp = empty_response(201 if created else 204)
         resp.location = req.url(f"/resource_classes/{name}")
         return resp
     data = req.json_body(schema.PUT_V1_2)
