@@ -166,14 +166,10 @@ class CellCopy:
 
     database: str                   # the connection they were read from
     loaded_at: float                # monotonic seconds: flags (at least) read then
+    whole_at: float                 # monotonic seconds: the cell read whole then
     nodes: dict[str, NodeRecord]
     absent: set[str] = field(default_factory=set)
-    whole_at: float | None = None   # read whole then (None: at loaded_at)
     _known: set[str] | None = field(default=None, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if self.whole_at is None:
-            self.whole_at = self.loaded_at
 
     def fresh(self, database: str, clock: float, max_age: float) -> bool:
         return self.database == database and clock - self.loaded_at < max_age

@@ -374,16 +374,16 @@ class HostManager:
         read whole when ``last`` was read whole ``whole_age`` ago (or is of another
         database)."""
         if (last is None or last.database != cell.database_connection
-                or now - (last.whole_at or 0.0) >= self.whole_age):
-            return CellCopy(cell.database_connection, now, self._read(cell, None))
+                or now - last.whole_at >= self.whole_age):
+            return CellCopy(cell.database_connection, now, now, self._read(cell, None))
         with db.read(self.engines.get(cell)) as conn:
             flags = host_cache.read_flagged(conn)
         # What the copy looked up in vain stays known as absent until the next whole read:
         # mostly the other cells' hosts, asked again after every refresh otherwise. (A
         # compute writes its compute_nodes row before its provider reaches Placement, so
         # a host offered is never one whose row is still to come.)
-        return CellCopy(cell.database_connection, now, host_cache.with_flags(last.nodes, flags),
-                        absent=last.absent, whole_at=last.whole_at)
+        return CellCopy(cell.database_connection, now, last.whole_at,
+                        host_cache.with_flags(last.nodes, flags), absent=last.absent)
 
     def _read(self, cell: CellMapping, uuids: list[str] | None) -> dict[str, NodeRecord]:
         with db.read(self.engines.get(cell)) as conn:
