@@ -1,5 +1,5 @@
 """``stratus-manage db bootstrap`` and ``stratus-manage flavors seed``: the first steps of
-a distributed deployment (docs/operations.md, "A distributed deployment, step by step").
+a distributed deployment (docs/ops/deploy.md).
 
 ``db bootstrap`` logs in as the database server's administrator and creates the
 Stratus user and the databases of a deployment of N cells; ``flavors seed`` puts

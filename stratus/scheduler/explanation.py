@@ -9,7 +9,7 @@ forbade stands for, and how far a batch got. It returns one line for people (the
 message of a server in ERROR, what the CLI prints), a short :class:`Category` for
 metrics labels, and the same facts as JSON (``details``).
 
-The line, kept stable because docs/operations.md ("What each NoValidHost line
+The line, kept stable because docs/ops/scheduling.md ("What each NoValidHost line
 means") documents every part::
 
     No valid host was found for N server(s): needs RC n, RC n[ each][; port P needs RC n]

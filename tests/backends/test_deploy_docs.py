@@ -1,4 +1,4 @@
-"""docs/operations.md's "A distributed deployment, step by step", run as written.
+"""docs/ops/deploy.md's "A distributed deployment, step by step", run as written.
 
 The blocks after a ``<!-- deploy-test -->`` marker are run in order in one ``bash``
 against this machine's PostgreSQL (``STRATUS_TEST_POSTGRES_URL``) and RabbitMQ
@@ -33,13 +33,13 @@ from tests.functional import cli_helpers
 
 pytestmark = pytest.mark.backend
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "ops" / "deploy.md"
 BLOCK = re.compile(r"<!-- deploy-test -->\s*\n```bash\n(.*?)\n```", re.S)
 
 
 def documented_script() -> str:
     blocks = BLOCK.findall(DOC.read_text(encoding="utf-8"))
-    assert len(blocks) >= 5, "docs/operations.md lost its deploy-test blocks"
+    assert len(blocks) >= 5, "docs/ops/deploy.md lost its deploy-test blocks"
     return "set -eu\n" + "\n".join(blocks) + "\n"
 
 

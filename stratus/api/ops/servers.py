@@ -90,7 +90,7 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     if boot.image is not None:
         images.check_fits(boot.image, boot.flavor)
     # A zone tree's build is not counted here: quotas are per deployment, and a zone
-    # tree has none yet (docs/operations.md, Quotas).
+    # tree has none yet (docs/ops/quotas.md).
     counted = boot.uuid is None
     if counted:
         count = quota_ops.check_boot(api.dbs.api, api.quota_defaults, boot.project_id,

@@ -3,7 +3,7 @@
 The page and its files hold no data and are served to anyone (a browser cannot
 send a token with a page load); the page then polls ``/console/data`` with the
 operator's token in ``X-Auth-Token``, as every API client does, and that is
-admin only. See "The console" in docs/operations.md.
+admin only. See docs/ops/clients.md, "The console".
 """
 
 from __future__ import annotations
