@@ -42,7 +42,7 @@ class RetryPolicy:
         one is cut to end at it)."""
         spent, n = 0.0, 0
         while spent < self.deadline:
-            ceiling = min(self.cap, self.first * 2 ** n)
+            ceiling = min(self.cap, self.first * 2 ** min(n, 32))
             wait = min(self.rng.uniform(0, ceiling), self.deadline - spent)
             # Never a zero wait in a row: at least a tenth of the ceiling.
             wait = max(wait, min(ceiling / 10, self.deadline - spent))
