@@ -182,6 +182,11 @@ OPTIONS: list[Option] = [
            "driven since (its conductor or compute stopped during it): built again, sent "
            "to its compute again, or put in ERROR with a fault saying why. Longer than "
            "your slowest spawn.", minimum=1),
+    Option("conductor", "build_lease_seconds", int, 10,
+           "Seconds a conductor's hold on a build it is driving lasts unless renewed (it "
+           "renews every third of this while it builds). A build cast the bus delivers "
+           "again, because the conductor holding it died, is taken over once that "
+           "conductor's hold is this old.", minimum=2),
     Option("conductor", "recovery_interval", int, 60,
            "Seconds between a conductor's passes over stuck builds (also one at start); "
            "0: only at start.", minimum=0),

@@ -308,7 +308,18 @@ def check_can_listen(host: str, port: int) -> None:
         try:
             sock.bind(address)
         except OSError as exc:
-            fail(f"cannot listen on {host}:{port}: {exc.strerror}")
+            fail(f"cannot listen on {host}:{port}: {exc.strerror}{_held_by(port)}")
+
+
+def _held_by(port: int) -> str:
+    """Who holds the port, when we can tell (" (held by pid N (...))"), else nothing."""
+    from stratus.web.workers import holder
+
+    try:
+        found = holder(port)
+    except Exception:   # a courtesy: the error stands without it
+        return ""
+    return f" (held by {found})" if found is not None else ""
 
 
 def run(main: Callable[[], int | None], args: argparse.Namespace | None = None) -> NoReturn:

@@ -47,6 +47,7 @@ def cmd_conductor(args: argparse.Namespace) -> int:
     from stratus.cells.heartbeat import CONDUCTOR_BINARY
     from stratus.conductor.build import ConductorContext
     from stratus.conductor.build_recovery import recover_builds
+    from stratus.conductor.leases import BuildLeases
     from stratus.conductor.manager import CellBuses, ConductorManager, compute_cap
     from stratus.conductor.recovery import recover_moves
     from stratus.conductor.rpcapi import ConductorRPC
@@ -63,15 +64,18 @@ def cmd_conductor(args: argparse.Namespace) -> int:
     buses = CellBuses(bus, identity=f"conductor:{name}",
                       compute_cap=compute_cap(str(config.get("upgrade_levels", "compute")),
                                               engine, engines))
+    leases = BuildLeases(engine, float(config.get("conductor", "build_lease_seconds")))
     ctx = ConductorContext(api_engine=engine, engines=engines, placement=placement,
                            scheduler=bus.client(SchedulerRPC), compute=buses.compute_client,
                            max_attempts=config.get("scheduler", "max_attempts"),
                            claim_retries=config.get("scheduler", "claim_retries"),
                            network=network,
-                           service_down_time=config.get("compute", "service_down_time"))
+                           service_down_time=config.get("compute", "service_down_time"),
+                           leases=leases)
     heartbeat = control_heartbeat(config, engine, engines, CONDUCTOR_BINARY,
                                   ConductorRPC.version)
     try:
+        leases.start()
         bus.serve(ConductorRPC, ConductorManager(ctx), server=name)
         heartbeat.start()
         recovered = recover_moves(ctx, dt.timedelta(
@@ -96,8 +100,9 @@ def cmd_conductor(args: argparse.Namespace) -> int:
             f"{config.get('placement_client', 'endpoint')}", flush=True))
     finally:
         heartbeat.stop()
+        bus.close()   # its handlers finish first, and need the leases renewed
+        leases.stop()
         buses.close()
-        bus.close()
         placement.close()
         if network is not None:
             network.close()

@@ -25,6 +25,7 @@ from stratus import runtime
 from stratus.allinone import topology
 from stratus.cli import client, common
 from stratus.cli.scheduler_cmd import wait_for_stop
+from stratus.web.workers import PARENT_ENV
 
 LOG = logging.getLogger("stratus")
 
@@ -155,6 +156,8 @@ def _serve_placement(args: argparse.Namespace, db_url: str | None, workers: int)
     # found: quiet ones, so a requested stop exits 0 instead of dying by the signal.
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: None)
+    if workers > 1:   # each worker follows this process: killed, it takes them along
+        os.environ[PARENT_ENV] = str(os.getpid())
     with _shared_metrics(workers):
         uvicorn.run(
             "stratus.placement.service:asgi_factory",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
 from collections.abc import Callable
 from typing import Protocol
 
@@ -44,6 +45,11 @@ class ComputeManager(MoveSteps):
         self.host, self.driver, self.tracker = host, driver, tracker
         self.cell_engine, self.conductor, self.clock = cell_engine, conductor, clock
         self.network = network
+        # One build of a server at a time here: a build delivered again (its first
+        # delivery's compute died, or a conductor sent it again) waits for the one
+        # running, then finds the server running.
+        self._building: dict[str, tuple[threading.Lock, int]] = {}   # lock, its users
+        self._building_lock = threading.Lock()
 
     def set_host_enabled(self, enabled: bool) -> str:
         """The disabled trait on this host's root providers, in Placement before answering.
@@ -53,6 +59,22 @@ class ComputeManager(MoveSteps):
 
     def build_and_run_instance(self, instance: dict, allocations: dict, request_spec: dict,
                                alternates: list) -> None:
+        uuid = str(instance["uuid"])
+        with self._building_lock:
+            lock, users = self._building.get(uuid, (threading.Lock(), 0))
+            self._building[uuid] = (lock, users + 1)
+        try:
+            with lock:
+                self._build(instance, allocations, request_spec)
+        finally:
+            with self._building_lock:
+                lock, users = self._building[uuid]
+                if users == 1:
+                    del self._building[uuid]
+                else:
+                    self._building[uuid] = (lock, users - 1)
+
+    def _build(self, instance: dict, allocations: dict, request_spec: dict) -> None:
         uuid = str(instance["uuid"])
         target = Instance(uuid, str(instance.get("name", "")), instance.get("node"))
         if self._already_running(uuid):

@@ -27,6 +27,7 @@ from stratus.compute.rpcapi import BINARY as COMPUTE_BINARY
 from stratus.compute.rpcapi import PORTS_SINCE
 from stratus.conductor import ports, records
 from stratus.conductor.action_events import caller_of
+from stratus.conductor.leases import BuildLeases
 from stratus.conductor.selection import select_destinations
 from stratus.metrics import events
 from stratus.network import client as nc
@@ -57,6 +58,8 @@ class ConductorContext:
     claim_retries: int = 3
     network: nc.NetworkClient | None = None
     service_down_time: int = services.DEFAULT_SERVICE_DOWN_TIME
+    # The leases this conductor renews while it builds (None: taken, never renewed).
+    leases: BuildLeases | None = None
 
     def cell(self, uuid: str) -> CellMapping:
         with db.read(self.api_engine) as conn:
@@ -125,8 +128,15 @@ class BuildTask:
     def execute(self) -> None:
         if not self.leased:
             self._take_leases()
-            if not self.instances:
-                return
+        if not self.instances:
+            return
+        try:
+            self._execute()
+        finally:
+            if self.ctx.leases is not None:
+                self.ctx.leases.release(i["uuid"] for i in self.instances)
+
+    def _execute(self) -> None:
         uuids = [i["uuid"] for i in self.instances]
         with db.write(self.ctx.api_engine) as conn:
             for instance in self.instances:
@@ -161,9 +171,14 @@ class BuildTask:
     def _take_leases(self) -> None:
         """Build only what no recovery took meanwhile (a cast that waited in a queue
         while another conductor recovered its servers)."""
-        now = records.utcnow()
-        with db.write(self.ctx.api_engine) as conn:
-            mine = [i for i in self.instances if records.lease_build(conn, i["uuid"], now)]
+        uuids = [i["uuid"] for i in self.instances]
+        if self.ctx.leases is not None:
+            taken = set(self.ctx.leases.take(uuids))
+        else:
+            now = records.utcnow()
+            with db.write(self.ctx.api_engine) as conn:
+                taken = {u for u in uuids if records.lease_build(conn, u, now)}
+        mine = [i for i in self.instances if i["uuid"] in taken]
         for gone in {i["uuid"] for i in self.instances} - {i["uuid"] for i in mine}:
             LOG.info("build of %s skipped: another conductor took it", gone)
         self.instances = mine
@@ -247,6 +262,9 @@ class RescheduleTask:
     instance_uuid: str
     failed_host: str
     reason: str
+    # Delivered again: the conductor that had it may have died after moving the claim
+    # and before its cast to the next host left.
+    redelivered: bool = False
     outcome: str = ""   # "rebuilt on HOST" or "error"
 
     def execute(self) -> None:
@@ -259,6 +277,9 @@ class RescheduleTask:
         spec, build = loaded
         if build.get("host") not in (None, self.failed_host):
             # A duplicate or late report: the instance already moved on.
+            if self.redelivered:
+                self._send_again(cell, spec, build)
+                return
             LOG.info("reschedule of %s from %s ignored: it is on %s now", self.instance_uuid,
                      self.failed_host, build.get("host"))
             return
@@ -290,6 +311,25 @@ class RescheduleTask:
             self.outcome = f"rebuilt on {selected['host']}"
             return
         self.rollback_to_error(cell, spec, instance, failures)
+
+    def _send_again(self, cell: CellMapping, spec: dict[str, Any],
+                    build: dict[str, Any]) -> None:
+        """The instance moved on to ``build``'s host: if it is still building there, the
+        build goes there again (the compute builds a server once)."""
+        with db.read(self.ctx.engines.get(cell)) as conn:
+            record = records.get_instance(conn, self.instance_uuid)
+        selected = build.get("selected")
+        if record is None or record["vm_state"] != records.BUILDING or selected is None \
+                or record["host"] != selected.get("host"):
+            LOG.info("reschedule of %s from %s (delivered again) needs nothing",
+                     self.instance_uuid, self.failed_host)
+            return
+        found = ports.read_ports(self.ctx.network, self.ctx.api_engine,
+                                 [self.instance_uuid])[self.instance_uuid]
+        cast_build(self.ctx, cell, build.get("instance") or {"uuid": self.instance_uuid},
+                   selected, ports.with_ports(spec, found) if found else spec,
+                   list(build.get("alternates") or []))
+        self.outcome = f"sent again to {selected['host']}"
 
     def _move_claim(self, spec: dict[str, Any], selected: dict[str, Any]) -> str | None:
         """Replace the instance's allocations with the alternate's in one PUT (atomic: the

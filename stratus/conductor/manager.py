@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from stratus.bus import Bus, RPCClient
+from stratus.bus import Bus, RPCClient, redelivered
 from stratus.cells import actions, mappings, services
 from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
@@ -17,6 +17,7 @@ from stratus.compute.rpcapi import BINARY, rpc_version
 from stratus.conductor import resize, shelve
 from stratus.conductor.action_events import judge, task_step
 from stratus.conductor.build import BuildTask, ConductorContext, RescheduleTask
+from stratus.conductor.build_recovery import take_over
 from stratus.conductor.evacuate import EvacuateTask
 from stratus.conductor.live_migrate import LiveMigrationTask
 from stratus.storage import engine as db
@@ -82,7 +83,11 @@ class ConductorManager:
 
     def build_instances(self, instances: list[dict[str, Any]],
                         request_spec: dict[str, Any]) -> None:
-        task = BuildTask(self.ctx, instances, request_spec)
+        if redelivered():   # the conductor that had it died: finish what it left
+            instances = take_over(self.ctx, instances, request_spec)
+            task = BuildTask(self.ctx, instances, request_spec, leased=True)
+        else:
+            task = BuildTask(self.ctx, instances, request_spec)
         try:
             task.execute()
         except Exception:
@@ -92,7 +97,8 @@ class ConductorManager:
         LOG.info("build: %d handed to computes, %d in ERROR", len(task.built), len(task.buried))
 
     def reschedule(self, instance_uuid: str, failed_host: str, reason: str) -> None:
-        task = RescheduleTask(self.ctx, instance_uuid, failed_host, reason)
+        task = RescheduleTask(self.ctx, instance_uuid, failed_host, reason,
+                              redelivered=redelivered())
         task.execute()
         LOG.info("reschedule of %s after failure on %s: %s", instance_uuid, failed_host,
                  task.outcome or "ignored")

@@ -73,8 +73,10 @@ def config_from_env() -> configuration.Config:
 
 def asgi_factory() -> Any:
     """ASGI app for uvicorn workers: the WSGI app behind a thread pool (one hop per request)."""
+    from stratus.web.workers import follow_parent
     from stratus.web.wsgi_bridge import WSGIBridge
 
+    follow_parent()   # a worker of `placement-api --workers N` ends with its parent
     placement = make_placement(config_from_env(), sync=False)
     load_candidates_index(placement)
     app = WSGIBridge(build_wsgi(placement), threads=REQUEST_THREADS,

@@ -13,17 +13,19 @@ class SchedulerRPC(RPCInterface):
     version = "1.1"
     errors = (NoValidHost,)
 
-    @rpc_method(since="1.0")
+    @rpc_method(since="1.0", idempotent=True)
     def select_destinations(self, request_spec: dict[str, Any], instance_uuids: list[str],
                             return_alternates: bool = True) -> list[list[dict[str, Any]]]:
         """Per instance, in order: the chosen host first (its allocations already claimed
         in Placement for that instance), then up to ``max_attempts - 1`` alternates in the
         same cell, each ``{host, nodename, cell_uuid, allocation_request,
         allocation_request_version}``. Raises NoValidHost, with counts, when any instance
-        cannot be placed (and then nothing stays claimed)."""
+        cannot be placed (and then nothing stays claimed). Safe to handle twice (a
+        redelivery, or a retry): an instance that already holds a claim from an earlier
+        run keeps it, if that host still passes, or is claimed over it."""
         raise NotImplementedError
 
-    @rpc_method(since="1.1")
+    @rpc_method(since="1.1", idempotent=True)
     def dry_run(self, request_spec: dict[str, Any], count: int = 1) -> dict[str, Any]:
         """Would ``count`` servers of ``request_spec`` fit now? Claims nothing. Answers
         ``{fits, servers, message, category, hosts: [{host, nodename, cell_uuid, weight,

@@ -31,6 +31,9 @@ SMALL = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1}
 pytestmark = pytest.mark.all_backends
 
 
+BUILD_INSTANCES = ConductorManager.build_instances   # lost_casts replaces it
+
+
 class Crash(BaseException):
     """The conductor process stops here."""
 
@@ -231,3 +234,133 @@ def test_two_recoveries_at_once_build_each_server_once(world, lost_casts):
     servers = settled(world, sids)
     assert [s["status"] for s in servers] == ["ACTIVE"] * len(sids)
     assert_books_balance(world, servers)
+
+
+# ---- a build cast delivered again: the conductor that held it died ----------------------
+
+
+def redeliver(world: World, lost, ttl: float = 1.0) -> None:
+    """The broker hands the casts the dead conductor held to a conductor that renews its
+    leases (every ``ttl`` / 3): no recovery pass runs."""
+    from dataclasses import replace
+
+    from stratus.bus.transport import REDELIVERED
+    from stratus.conductor.leases import BuildLeases
+
+    ctx = replace(world.conductor_ctx, leases=BuildLeases(world.cloud.api_engine, ttl))
+    token = REDELIVERED.set(True)
+    try:
+        for instances, spec in list(lost):
+            BUILD_INSTANCES(ConductorManager(ctx), instances, spec)
+    finally:
+        REDELIVERED.reset(token)
+
+
+@pytest.mark.parametrize("where", [
+    "build.select_destinations",   # leased, not scheduled
+    "records.create_instance",     # claimed, not yet written into a cell
+    "records.map_instance",        # written into a cell, not mapped there
+    "build.cast_build",            # mapped, the compute never told
+])
+def test_a_build_delivered_again_after_its_conductor_died_is_finished_at_once(
+        world, lost_casts, monkeypatch, where):
+    world.add_compute("cmp1", cell="cell1")
+    world.add_compute("cmp2", cell="cell2")
+    sids = accept(world, count=2)
+    crash_during(world, lost_casts, monkeypatch, where)
+    redeliver(world, lost_casts)
+    servers = settled(world, sids)
+    assert {s["status"] for s in servers} == {"ACTIVE"}
+    assert_books_balance(world, servers)
+    for sid in sids:   # built once: one guest, on the host its record names
+        assert [c for c, svc in world.computes.items()
+                if sid in {p.instance.uuid for p in svc.driver.instances()}] == \
+            [next(s[HOST] for s in servers if s["id"] == sid)]
+    assert recover(world) == {}   # nothing left for the recovery pass
+
+
+def test_a_build_delivered_again_while_its_conductor_still_drives_it_is_left_to_it(
+        world, lost_casts):
+    """A redelivery whose first conductor is alive (its broker connection dropped, say):
+    its lease keeps being renewed, so the second delivery builds nothing."""
+    from stratus.conductor.leases import BuildLeases
+
+    world.add_compute("cmp1")
+    [sid] = accept(world)
+    alive = BuildLeases(world.cloud.api_engine, ttl=2)
+    assert alive.take([sid]) == [sid]
+    alive.start()
+    try:
+        redeliver(world, lost_casts, ttl=2)   # waits one and a half lease times, in vain
+    finally:
+        alive.stop()
+    assert world.client.get(f"/servers/{sid}").json()["server"]["status"] == "BUILD"
+    assert held(world, sid) == {}
+
+
+def test_a_reschedule_delivered_again_after_its_conductor_died_is_finished(
+        world, lost_casts, monkeypatch):
+    """The conductor moved the claim to the alternate and recorded it, then died before its
+    cast to that host left: the reschedule, delivered again, sends the build there."""
+    world.add_compute("cmp1")
+    world.add_compute("cmp2")
+    [sid] = accept(world)
+    crash_during(world, lost_casts, monkeypatch, "build.cast_build")
+    [first] = [h for h in ("cmp1", "cmp2") if held(world, sid).get(world.root(h))]
+    [other] = {"cmp1", "cmp2"} - {first}
+    real = build.cast_build
+
+    def dies(*args: Any, **kwargs: Any) -> None:
+        raise Crash("cast_build")
+
+    monkeypatch.setattr(build, "cast_build", dies)
+    with pytest.raises(Crash):
+        build.RescheduleTask(world.conductor_ctx, sid, first, "spawn failed").execute()
+    monkeypatch.setattr(build, "cast_build", real)
+    assert held(world, sid) == {world.root(other): SMALL}   # the claim moved, nothing else
+
+    late = build.RescheduleTask(world.conductor_ctx, sid, first, "spawn failed")
+    late.execute()   # a duplicate that is not a redelivery changes nothing
+    assert late.outcome == ""
+    again = build.RescheduleTask(world.conductor_ctx, sid, first, "spawn failed",
+                                 redelivered=True)
+    again.execute()
+    assert again.outcome == f"sent again to {other}"
+    [server] = settled(world, [sid])
+    assert (server["status"], server[HOST]) == ("ACTIVE", other)
+    assert_books_balance(world, [server])
+
+
+def test_a_build_delivered_twice_at_once_to_a_compute_runs_once(world, monkeypatch):
+    """Two deliveries of one build on one compute (a redelivery and a conductor's resend):
+    the second waits for the first and finds the server running."""
+    import threading
+    import time
+
+    world.add_compute("cmp1")
+    [sid] = accept_built(world)
+    compute = world.computes["cmp1"]
+    driver = compute.driver
+    with db.write(world.cloud.cell_engine("cell1")) as conn:   # as if never built
+        conn.execute(sa.update(cs.instances).where(cs.instances.c.uuid == sid)
+                     .values(vm_state="building", task_state="spawning"))
+    driver.destroy(sid)
+    spawned: list[str] = []
+    real_spawn = driver.spawn
+
+    def slow_spawn(instance: Any, allocations: Any) -> Any:
+        spawned.append(instance.uuid)
+        time.sleep(0.3)
+        return real_spawn(instance, allocations)
+
+    monkeypatch.setattr(driver, "spawn", slow_spawn)
+    allocations = world.placement.get_allocations(sid)["allocations"]
+    body = {"uuid": sid, "name": "vm", "node": None}
+    runs = [threading.Thread(target=compute.manager.build_and_run_instance,
+                             args=(body, allocations, {}, [])) for _ in range(2)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join(10)
+    assert spawned == [sid]
+    assert world.settled(sid)["status"] == "ACTIVE"
