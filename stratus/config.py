@@ -207,6 +207,12 @@ OPTIONS: list[Option] = [
            "connection failure or timeout (jittered backoff), when that is safe: reads, "
            "updates and deletes; a port create only if it never reached the service. 0: "
            "no retries. Cover a restart of the network API."),
+    Option("database", "connection", str, "", "A cell's database URL: the one `stratus "
+           "compute` records its host and servers in (default: cell1.db in data_dir; "
+           "--cell-db overrides it), and the one `stratus-manage cell_v2 create_cell` maps "
+           "when given no --database_connection. Keep it in a configuration file or the "
+           "environment ($OS_DATABASE__CONNECTION), not on a command line, where `ps` shows "
+           "its password."),
     Option("api_database", "connection", str, "", "API database URL (cell mappings, "
            "flavors, aggregates, request specs); default: api.db in data_dir."),
     Option("placement_client", "endpoint", str, "http://127.0.0.1:8778",

@@ -96,15 +96,16 @@ ROLES = (
          {("DEFAULT", "transport_url"): BUS, ("api_database", "connection"): f"{DB}_api",
           ("placement_client", "endpoint"): "http://placement.example:8778",
           ("network_client", "endpoint"): "http://network.example:9696"}),
-    Role("compute.conf", "a compute host (its name, cell database and cell uuid are the "
-         "flags --host, --cell-db and --cell-uuid)",
+    Role("compute.conf", "a compute host of cell1 (its name and cell uuid are the flags "
+         "--host and --cell-uuid)",
          "stratus compute --config-file /etc/stratus/compute.conf --host cmp-a "
-         "--cell-db postgresql://stratus:DB_PASSWORD@db.example/stratus_cell1 "
          "--cell-uuid CELL1_UUID",
-         (("DEFAULT", "debug"), ("DEFAULT", "transport_url"), *CLIENTS, *NETWORK_CLIENT,
+         (("DEFAULT", "debug"), ("DEFAULT", "transport_url"), ("database", "connection"),
+          *CLIENTS, *NETWORK_CLIENT,
           ("compute", "report_interval"), ("compute", "resource_tracker_interval")),
          {("DEFAULT", "transport_url"):
           "amqp://stratus:RABBIT_PASSWORD@rabbit.example:5672/stratus-cell1",
+          ("database", "connection"): f"{DB}_cell1",
           ("placement_client", "endpoint"): "http://placement.example:8778",
           ("network_client", "endpoint"): "http://network.example:9696"}),
 )

@@ -16,7 +16,7 @@ from typing import Any
 from stratus.cli import common
 
 DB_WAIT_SECONDS = 10.0
-
+ADMIN_URL_ENV = "STRATUS_DB_ADMIN_URL"
 
 def add_db_commands(csub: Any) -> None:
     p = common.add_parser(
@@ -31,9 +31,10 @@ def add_db_commands(csub: Any) -> None:
         "file each time. Prints each database's URL for the services (password shown as "
         "****; --json prints them whole, for scripts). Then run the schema syncs (placement "
         "db sync, api_db sync, db sync).", options=False)
-    p.add_argument("--admin-url", required=True, metavar="URL",
+    p.add_argument("--admin-url", metavar="URL",
                    help="administrator's URL, e.g. postgresql://postgres@db/postgres or "
-                   "mysql+pymysql://root:PASS@db/mysql")
+                   "mysql+pymysql://root:PASS@db/mysql (default: $STRATUS_DB_ADMIN_URL, "
+                   "which keeps a password off the command line)")
     p.add_argument("--password-file", required=True, metavar="PATH",
                    help="file holding the Stratus user's password (its first line)")
     p.add_argument("--user", default="stratus", help="the user the services connect as "
@@ -77,8 +78,14 @@ def _password(path: str) -> str:
 
 
 def cmd_db_bootstrap(args: argparse.Namespace) -> int:
+    import os
+
     from stratus.storage import bootstrap
 
+    args.admin_url = args.admin_url or os.environ.get(ADMIN_URL_ENV, "")
+    if not args.admin_url:
+        common.fail(f"no administrator's URL: give --admin-url or set ${ADMIN_URL_ENV}",
+                    common.USAGE_ERROR)
     password = _password(args.password_file)
     try:
         bootstrap.check_identifier("--prefix", args.prefix)

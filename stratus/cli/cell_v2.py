@@ -3,7 +3,8 @@
 Commands (flags spelled as nova-manage spells them)::
 
     cell_v2 map_cell0      [--database_connection URL]
-    cell_v2 create_cell    --name NAME --transport-url URL --database_connection URL [--disabled]
+    cell_v2 create_cell    --name NAME [--transport-url URL] [--database_connection URL]
+                           [--disabled]
     cell_v2 update_cell    --cell_uuid UUID [--name N] [--transport-url URL]
                            [--database_connection URL] [--disable | --enable]
     cell_v2 delete_cell    --cell_uuid UUID [--force]
@@ -65,9 +66,11 @@ def add_commands(top: Any) -> None:
     p = _command(sub, "create_cell", "create a cell mapping")
     p.add_argument("--name", help="the cell's name (unique)")
     p.add_argument("--transport-url", dest="transport_url", metavar="URL",
-                   help="the cell's message bus (default: [DEFAULT] transport_url)")
+                   help="the cell's message bus (default: [DEFAULT] transport_url, e.g. "
+                   "$OS_DEFAULT__TRANSPORT_URL)")
     p.add_argument("--database_connection", metavar="URL",
-                   help="the cell's database URL (required)")
+                   help="the cell's database URL (default: [database] connection, e.g. "
+                   "$OS_DATABASE__CONNECTION: keeps its password off the command line)")
     p.add_argument("--disabled", action="store_true",
                    help="create it disabled: no new servers are scheduled to it")
     p.add_argument("--verbose", action="store_true",
@@ -345,18 +348,20 @@ def cmd_create_cell(args: argparse.Namespace) -> int:
         if not transport_url:
             common.fail("no transport URL: give --transport-url or set [DEFAULT] "
                         "transport_url", common.USAGE_ERROR)
-        if not args.database_connection:
-            common.fail("no database: give --database_connection", common.USAGE_ERROR)
+        database = args.database_connection or str(config.get("database", "connection"))
+        if not database:
+            common.fail("no database: give --database_connection or set [database] "
+                        "connection ($OS_DATABASE__CONNECTION)", common.USAGE_ERROR)
         _check_transport_url(transport_url)
-        _check_database_url(args.database_connection)
+        _check_database_url(database)
         with db.write(engine) as conn:
-            other = _taken_by(conn, transport_url, args.database_connection)
+            other = _taken_by(conn, transport_url, database)
             if other:
                 raise mappings.CellError(
                     f"The transport URL and database connection given are already those of "
                     f"cell {other}.")
-            cell = mappings.create_cell(conn, args.name, transport_url,
-                                        args.database_connection, disabled=args.disabled)
+            cell = mappings.create_cell(conn, args.name, transport_url, database,
+                                        disabled=args.disabled)
         if args.verbose:
             # The uuid alone on the first line, as nova-manage prints it (scripts read it).
             print(cell.uuid)

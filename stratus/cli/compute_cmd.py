@@ -32,7 +32,9 @@ def add_commands(sub: Any) -> None:
     common.add_config_args(p)
     p.add_argument("--host", required=True, help="this compute's host name (its RPC server)")
     p.add_argument("--cell-db", metavar="URL",
-                   help="cell database URL (default: cell1.db in the data directory)")
+                   help="cell database URL ([database] connection; default: cell1.db in "
+                   "the data directory). A URL with a password belongs in the configuration "
+                   "file or $OS_DATABASE__CONNECTION: a command line is visible to `ps`")
     p.add_argument("--sync-db", action="store_true",
                    help="migrate the cell database first (once per cell; safe to repeat)")
     p.add_argument("--placement-url", metavar="URL",
@@ -58,6 +60,10 @@ def add_commands(sub: Any) -> None:
                    help="simulate N hosts in this process, named HOST0001 to HOSTNNNN (one "
                    "bus connection, heartbeats written together, as `stratus serve` runs "
                    "its hosts): for tests and benchmarks of large fleets; default 1")
+    p.add_argument("--fail-spawns", metavar="GLOB",
+                   help="for tests and demonstrations: this host's hypervisor fails the "
+                   "spawn of every server whose name matches GLOB (e.g. 'doomed-*'), so its "
+                   "builds are rescheduled through the cell's conductor")
     p.add_argument("--rpc-version", default=None, metavar="X.Y",
                    help="advertise an older ComputeRPC version, as a not-yet-upgraded "
                    "compute would (e.g. 1.0)")
@@ -110,6 +116,7 @@ def cmd_compute(args: argparse.Namespace) -> int:
     from stratus.compute.service import ComputeService
 
     config = common.load_config(args, {("DEFAULT", "transport_url"): args.transport_url,
+                                       ("database", "connection"): args.cell_db,
                                        ("placement_client", "endpoint"): args.placement_url,
                                        ("placement_client", "token"): args.placement_token,
                                        ("network_client", "endpoint"): args.network_url})
@@ -133,8 +140,13 @@ def cmd_compute(args: argparse.Namespace) -> int:
     hosts = [args.host] if args.count == 1 else \
         [f"{args.host}{i:04d}" for i in range(1, args.count + 1)]
     by_host = {host: _driver(args, host) for host in hosts}
+    if args.fail_spawns:
+        for driver in by_host.values():
+            driver.faults.fail_spawns_matching(args.fail_spawns,
+                                               reason="fails on purpose (--fail-spawns)")
     announce_metrics(f"compute {args.host}", args)
-    cell_url = args.cell_db or f"sqlite:///{os.path.join(config.data_dir, 'cell1.db')}"
+    cell_url = str(config.get("database", "connection")) or \
+        f"sqlite:///{os.path.join(config.data_dir, 'cell1.db')}"
     if args.sync_db:
         common.make_data_dir(cell_url, config.data_dir)
     engine = _cell_engine(cell_url, args.sync_db)

@@ -104,7 +104,9 @@ def test_cells_lifecycle_exit_codes_and_messages(manage, tmp_path):
                       "--disabled", "--verbose").splitlines()[0]
     assert UUID.fullmatch(uuid2)
     assert manage.fails(2, "cell_v2", "create_cell", "--name", "c3", "--transport-url",
-                        "inproc://c3") == "error: no database: give --database_connection"
+                        "inproc://c3") == ("error: no database: give --database_connection or "
+                                           "set [database] connection "
+                                           "($OS_DATABASE__CONNECTION)")
     assert manage.fails(2, "cell_v2", "create_cell", "--name", "c3",
                         "--database_connection", "sqlite:///c3.db") == \
         "error: no transport URL: give --transport-url or set [DEFAULT] transport_url"
@@ -316,3 +318,16 @@ def test_flavors_seed_makes_novas_defaults_once(tmp_path):
                              "m1.xlarge")
     again = manage.ok("flavors", "seed")
     assert again.strip() == "already there: m1.tiny, m1.small, m1.medium, m1.large, m1.xlarge"
+
+
+def test_a_cell_is_created_from_urls_in_the_environment(tmp_path):
+    """Its bus and database from $OS_DEFAULT__TRANSPORT_URL and $OS_DATABASE__CONNECTION:
+    their passwords never on a command line."""
+    secret_db = f"sqlite:///{tmp_path}/secret-cell.db"
+    manage = Manage(tmp_path, cli_helpers.clean_env(
+        OS_DEFAULT__TRANSPORT_URL="amqp://stratus:s3cret@rabbit.example:5672/cell1",
+        OS_DATABASE__CONNECTION=secret_db))
+    manage.ok("api_db", "sync")
+    out = manage.ok("cell_v2", "create_cell", "--name", "cell1", "--verbose")
+    assert "s3cret" not in out
+    assert manage.cells("--verbose")["cell1"]["Database Connection"] == secret_db

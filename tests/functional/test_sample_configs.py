@@ -58,3 +58,16 @@ def test_a_systemd_unit_per_role():
         assert unit["Service"]["Restart"] == "on-failure"
         assert unit["Service"]["User"] == "stratus"
         assert f"--config-file /etc/stratus/{conf}" in unit["Service"]["ExecStart"]
+
+
+def test_no_secret_is_put_on_a_command_line():
+    """Passwords live in the configuration files and environment files (readable by
+    their owner), never in a unit's ExecStart or a sample's command, which `ps` shows."""
+    commands = [role.command for role in config_samples.ROLES]
+    for unit in (ETC / "systemd").glob("*.service"):
+        parsed = configparser.ConfigParser(interpolation=None, strict=False)
+        parsed.optionxform = str   # type: ignore[assignment,method-assign]
+        parsed.read(unit)
+        commands.append(parsed["Service"]["ExecStart"])
+    for command in commands:
+        assert "PASSWORD" not in command and "://" not in command, command
