@@ -211,7 +211,8 @@ class NovaCloud:
         self._manage(cell, "db", "sync", "--local_cell")     # cell1
 
         self._start("nova-api", [self._bin("gunicorn"), "-w", "2", "-b",
-                                 f"127.0.0.1:{self.ports['api']}", "bench.nova_peer.osapi:application"])
+                                 f"127.0.0.1:{self.ports['api']}",
+                                 "bench.nova_peer.osapi:application"])
         self._start("nova-conductor", [self._bin("nova-conductor"), "--config-file", str(top)])
         self._start("nova-scheduler", [self._bin("nova-scheduler"), "--config-file", str(top)])
         self._start("nova-cell-conductor", [self._bin("nova-conductor"), "--config-file",
