@@ -142,13 +142,13 @@ def still_wanted(ctx: ConductorContext, instance_uuid: str) -> bool:
 
 def _save_spec_flavor(ctx: ConductorContext, instance_uuid: str,
                       flavor: dict[str, Any]) -> None:
-    """The request spec follows the server's flavor (a later move asks for what it has)."""
+    """The request spec follows the server's flavor (a later move asks for what it has).
+    The build's bookkeeping (its last claim, for a build recovery) is long over and
+    goes."""
     with db.write(ctx.api_engine) as conn:
         loaded = records.load_request_spec(conn, instance_uuid)
         if loaded is not None:
-            spec, build = loaded
-            records.save_request_spec(conn, instance_uuid, dict(spec, flavor=flavor),
-                                      build or None)
+            records.save_request_spec(conn, instance_uuid, dict(loaded[0], flavor=flavor))
 
 
 @dataclass
