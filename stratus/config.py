@@ -193,6 +193,11 @@ OPTIONS: list[Option] = [
            "Answer ports' resource_request in Neutron's old single-group format (no "
            "port-resource-request-groups extension, bandwidth only), as a Neutron before "
            "Xena does."),
+    Option("network", "binding_extended", bool, True,
+           "Offer the multiple port bindings API (Neutron's binding-extended extension: "
+           "/v2.0/ports/{id}/bindings), which live migration uses. false stands in for a "
+           "Neutron before Rocky: servers whose ports have resource requests cannot be "
+           "live-migrated, others are, with their ports rebound at the end."),
     Option("network_client", "endpoint", str, "http://127.0.0.1:9696",
            "Where the compute plane (API, conductor, computes) reaches the network API."),
     Option("network_client", "token", str, "admin",
