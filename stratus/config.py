@@ -202,12 +202,22 @@ OPTIONS: list[Option] = [
            "Where the compute plane (API, conductor, computes) reaches the network API."),
     Option("network_client", "token", str, "admin",
            "Token the compute plane sends to the network API (noauth2: 'admin' is admin)."),
+    Option("network_client", "retry_seconds", float, 30.0,
+           "Seconds a service keeps sending a request to the network API again after a "
+           "connection failure or timeout (jittered backoff), when that is safe: reads, "
+           "updates and deletes; a port create only if it never reached the service. 0: "
+           "no retries. Cover a restart of the network API."),
     Option("api_database", "connection", str, "", "API database URL (cell mappings, "
            "flavors, aggregates, request specs); default: api.db in data_dir."),
     Option("placement_client", "endpoint", str, "http://127.0.0.1:8778",
            "Where services (scheduler, conductor, compute) reach the Placement API."),
     Option("placement_client", "token", str, "admin",
            "Token services send to Placement (noauth2: 'admin' is an admin)."),
+    Option("placement_client", "retry_seconds", float, 30.0,
+           "Seconds a service keeps sending a request to Placement again after a "
+           "connection failure or timeout (jittered backoff), when that is safe: reads, "
+           "deletes and writes guarded by a generation (a claim); others only if they never "
+           "reached Placement. 0: no retries. Cover a restart of placement-api."),
     Option("scheduler", "max_placement_results", int, 1000,
            "Allocation candidates asked of Placement per request (its 'limit').", minimum=1),
     Option("scheduler", "max_attempts", int, 3,

@@ -23,8 +23,10 @@ BUS = "amqp://stratus:RABBIT_PASSWORD@rabbit.example:5672/stratus"
 POLICY = [("oslo_policy", n) for n in ("policy_file", "enforce_scope", "enforce_new_defaults")]
 CORS = [("cors", n) for n in ("allowed_origin", "allow_credentials", "expose_headers",
                               "max_age", "allow_methods", "allow_headers")]
-CLIENTS = [("placement_client", "endpoint"), ("placement_client", "token")]
-NETWORK_CLIENT = [("network_client", "endpoint"), ("network_client", "token")]
+CLIENTS = [("placement_client", "endpoint"), ("placement_client", "token"),
+           ("placement_client", "retry_seconds")]
+NETWORK_CLIENT = [("network_client", "endpoint"), ("network_client", "token"),
+                  ("network_client", "retry_seconds")]
 
 
 @dataclass(frozen=True)
