@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from stratus.cli import client_events
-from stratus.cli.client import HTTP, ClientError, emit, find_flavor, find_server, leaf, table
+from stratus.cli.client_base import HTTP, ClientError, emit, find_flavor, find_server, leaf, table
 from stratus.cli.progress import Progress
 
 HOST = "OS-EXT-SRV-ATTR:host"
