@@ -91,6 +91,27 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
                         help="log at debug level ([DEFAULT] debug)")
 
 
+def add_leading_config_args(parser: argparse.ArgumentParser) -> None:
+    """``--data-dir`` and ``--config-file`` before the command too (``stratus-manage
+    --data-dir D cell_v2 list_cells``). Their own names: a subcommand's defaults would
+    overwrite shared ones; :func:`merge_leading_config_args` hands them on."""
+    parser.add_argument("--data-dir", dest="leading_data_dir", metavar="DIR",
+                        help="the data directory, for every command (as after it)")
+    parser.add_argument("--config-file", dest="leading_config_files", action="append",
+                        default=[], metavar="PATH",
+                        help="configuration file, for every command (as after it)")
+
+
+def merge_leading_config_args(args: argparse.Namespace) -> None:
+    """The options given before the command, where the command's own do not say."""
+    leading = getattr(args, "leading_data_dir", None)
+    if leading and getattr(args, "data_dir", None) is None:
+        args.data_dir = leading
+    files = getattr(args, "leading_config_files", None) or []
+    if files:
+        args.config_file = [*files, *(getattr(args, "config_file", None) or [])]
+
+
 def add_traceback_flag(parser: argparse.ArgumentParser) -> None:
     """``PROG --debug COMMAND``: a failure shows its traceback (as STRATUS_DEBUG=1 does).
     Its own name: a command's --debug (log level) would overwrite a shared one."""

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from stratus import config as configuration
-from stratus import runtime
+from stratus import deployment, runtime
 from stratus.allinone import topology
 from stratus.cli import client_base, common
 from stratus.cli.scheduler_cmd import wait_for_stop
@@ -148,6 +148,10 @@ def _serve_placement(args: argparse.Namespace, db_url: str | None, workers: int)
     service.export_config(
         args.config_file, {k: v for k, v in overrides.items() if v is not None}
     )
+    # Before the workers start: each reads the deployment's id to send with every answer.
+    deployment.record(config.data_dir, {"placement": deployment.listen_url(args.host,
+                                                                           args.port)},
+                      by="stratus placement-api")
     print(f"Placement API: http://{args.host}:{args.port}/  (database: "
           f"{common.redact(config.placement_db_url)}, workers: {workers}, "
           f"auth: {config.get('api', 'auth_strategy')})", flush=True)
@@ -279,6 +283,8 @@ def cmd_serve_zones(args: argparse.Namespace, config: configuration.Config) -> i
         return 130
     try:
         api = tree.api_url.removesuffix("/v2.1")
+        deployment.record(config.data_dir, {"compute": tree.api_url},
+                          by=f"stratus serve --zones (top zone {spec.top})")
 
         def announce() -> None:
             env = "" if api == client_base.DEFAULT_API_URL else \

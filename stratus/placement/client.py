@@ -169,6 +169,10 @@ class _Pooled:
             resp = self._pool.urlopen(method, path, body=body, headers=sent, redirect=False)
         except urllib3.exceptions.HTTPError as exc:
             why = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
+            # A refused connection is a NewConnectionError, which urllib3 2 derives from
+            # its connect *timeout*: name it for what it is.
+            if isinstance(why, urllib3.exceptions.NewConnectionError):
+                raise httpx.ConnectError(f"{method} {path}: {why}") from exc
             if isinstance(why, urllib3.exceptions.TimeoutError):
                 raise httpx.TimeoutException(f"{method} {path}: {why}") from exc
             raise httpx.TransportError(f"{method} {path}: {why}") from exc

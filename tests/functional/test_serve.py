@@ -93,11 +93,12 @@ class Serve:
     def client_json(self, *args: str) -> Any:
         return json.loads(self.client(*args, "--json").stdout)
 
-    def manage(self, *args: str) -> subprocess.CompletedProcess[str]:
-        env = cli_helpers.clean_env(OS_PLACEMENT_CLIENT__ENDPOINT=self.placement_url,
-                                    OS_NETWORK_CLIENT__ENDPOINT=self.network_url)
+    def manage(self, *args: str, env: dict[str, str] | None = None
+               ) -> subprocess.CompletedProcess[str]:
+        """``stratus-manage ... --data-dir`` as an operator runs it: the endpoints come
+        from what serve recorded in its data directory."""
         return cli_helpers.run("stratus-manage", *args, "--data-dir", str(self.data_dir),
-                               env=env)
+                               env=cli_helpers.clean_env(**(env or {})))
 
     def placement(self, path: str) -> Any:
         resp = httpx.get(self.placement_url + path, headers=ADMIN, timeout=30)
