@@ -382,7 +382,7 @@ def add_commands(sub: Any, conn: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--wait", action="store_true",
                    help="wait until every server is ACTIVE or ERROR; exit 1 unless all "
                    "are ACTIVE")
-    p.add_argument("--timeout", type=float, default=300.0,
+    p.add_argument("--timeout", type=common.positive_seconds, default=300.0,
                    help="seconds --wait waits (default %(default)s)")
     p.add_argument("--dry-run", action="store_true",
                    help="create nothing: say whether it would fit now, on which hosts "

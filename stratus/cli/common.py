@@ -153,6 +153,19 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_seconds(text: str) -> float:
+    """argparse type for a time limit: a number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: not a number of "
+                                         "seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"invalid value {text}: must be a number of "
+                                         "seconds above 0")
+    return value
+
+
 def load_config(
     args: argparse.Namespace, extra: dict[tuple[str, str], Any] | None = None
 ) -> configuration.Config:
@@ -399,7 +412,10 @@ def _known(exc: BaseException) -> bool:
 
     from stratus.storage import engine as db
 
-    return isinstance(exc, (db.NoSuchDatabase, sa.exc.DBAPIError, OSError))
+    import httpx
+
+    return isinstance(exc, (db.NoSuchDatabase, sa.exc.DBAPIError, OSError,
+                            httpx.TransportError))
 
 
 def explain(exc: BaseException) -> str:
@@ -421,6 +437,11 @@ def explain(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
         return f"{exc.strerror or exc}{where}"
+    import httpx
+
+    if isinstance(exc, httpx.TransportError):
+        # A service a command talks to stopped answering (connection refused, timeout).
+        return f"cannot reach a service: {type(exc).__name__}: {one_line(str(exc))}"
     return f"unexpected {type(exc).__name__}: {one_line(str(exc))}"
 
 

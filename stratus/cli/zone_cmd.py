@@ -242,7 +242,7 @@ def _zone_parsers(sub: Any) -> None:
                       help="the bus between zones ([zones] transport_url)")
     talk.add_argument("--service", default="cli",
                       help="sign as zone:ZONE/SERVICE (default cli)")
-    talk.add_argument("--timeout", type=float, default=10.0,
+    talk.add_argument("--timeout", type=common.positive_seconds, default=10.0,
                       help="seconds to wait for each answer (default 10)")
     talk.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
