@@ -408,11 +408,10 @@ def wants_traceback(args: argparse.Namespace | None) -> bool:
 
 
 def _known(exc: BaseException) -> bool:
+    import httpx
     import sqlalchemy as sa
 
     from stratus.storage import engine as db
-
-    import httpx
 
     return isinstance(exc, (db.NoSuchDatabase, sa.exc.DBAPIError, OSError,
                             httpx.TransportError))
