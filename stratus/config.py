@@ -336,9 +336,16 @@ class Config:
     # The INI files read, absolute, in order: relative paths in them (the
     # policy file) are looked up beside them, as oslo.config does.
     files: tuple[str, ...] = ()
+    # The options a file, the environment or a flag set (the rest are defaults).
+    given: frozenset[tuple[str, str]] = frozenset()
 
     def get(self, section: str, name: str) -> Any:
         return self.values[(section, name)]
+
+    def is_set(self, section: str, name: str) -> bool:
+        """Whether the option was set (by a file, the environment or a flag), not left
+        at its default."""
+        return (section, name) in self.given
 
     def section(self, name: str) -> Mapping[str, str]:
         return self.raw_sections.get(name, {})
@@ -354,12 +361,14 @@ class Config:
 
     def with_overrides(self, overrides: Mapping[tuple[str, str], Any]) -> Config:
         values = dict(self.values)
+        given = set(self.given)
         for key, value in overrides.items():
             if key not in _BY_KEY:
                 raise ConfigError(f"unknown option [{key[0]}] {key[1]}")
             if value is not None:
                 values[key] = value
-        return Config(values, self.raw_sections, self.files)
+                given.add(key)
+        return Config(values, self.raw_sections, self.files, frozenset(given))
 
 
 def load(
@@ -374,6 +383,7 @@ def load(
         "data"
     )
     raw: dict[str, dict[str, str]] = {}
+    given: set[tuple[str, str]] = set()
     for path in files:
         parser = configparser.ConfigParser(interpolation=None, strict=False)
         try:
@@ -394,10 +404,13 @@ def load(
                 opt = _BY_KEY.get((section, name))
                 if opt is not None:
                     values[(section, name)] = _parse(opt, value, path)
+                    given.add((section, name))
     for opt in OPTIONS:
         if opt.env_var in environ:
             values[(opt.section, opt.name)] = _parse(opt, environ[opt.env_var], f"${opt.env_var}")
-    config = Config(values, raw, tuple(os.path.abspath(path) for path in files))
+            given.add((opt.section, opt.name))
+    config = Config(values, raw, tuple(os.path.abspath(path) for path in files),
+                    frozenset(given))
     return config.with_overrides(overrides or {})
 
 

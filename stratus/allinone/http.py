@@ -23,10 +23,12 @@ class ThreadedServer:
         import uvicorn
         from a2wsgi import WSGIMiddleware
 
+        from stratus.web.disconnect import tolerate_disconnects
         from stratus.web.server import UVICORN_OPTIONS
 
         self.name, self.host, self.port = name, host, port
-        self._asgi = WSGIMiddleware(wsgi_app, workers=threads)
+        self._asgi = WSGIMiddleware(tolerate_disconnects(wsgi_app),  # type: ignore[arg-type]
+                                    workers=threads)
         config = uvicorn.Config(self._asgi, host=host, **UVICORN_OPTIONS,
                                 port=port, log_level=log_level,
                                 access_log=log_level == "debug", lifespan="off")

@@ -57,11 +57,18 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_image_api)
 
 
-def _run(app: Any, args: argparse.Namespace, debug: bool, max_body: int) -> None:
+def _run(app: Any, args: argparse.Namespace, debug: bool, max_body: int,
+         data_dir: str, service: str, path: str = "/") -> None:
     import uvicorn
 
+    from stratus import deployment
     from stratus.web.server import UVICORN_OPTIONS
     from stratus.web.wsgi_bridge import WSGIBridge
+
+    deployment_id = deployment.record(
+        data_dir, {service: deployment.listen_url(args.host, args.port, path)},
+        by=f"stratus {service}-api")
+    app = deployment.tag(app, deployment_id)
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: None)
@@ -105,7 +112,7 @@ def cmd_identity_api(args: argparse.Namespace) -> int:
           f"{services})", flush=True)
     try:
         _run(service.make_app(deps, metrics=bool(config.get("metrics", "enabled"))),
-             args, debug, 65_536)
+             args, debug, 65_536, config.data_dir, "identity", "/v3")
     finally:
         engine.dispose()
     print("Identity API stopped", flush=True)
@@ -120,7 +127,8 @@ def cmd_image_api(args: argparse.Namespace) -> int:
           f"{deps.store_dir}, auth: {config.get('api', 'auth_strategy')})", flush=True)
     try:
         # Image data may be large: the body limit is the image limit, not the API's.
-        _run(service.make_app(config, deps), args, debug, deps.max_image_size + 65_536)
+        _run(service.make_app(config, deps), args, debug, deps.max_image_size + 65_536,
+             config.data_dir, "image")
     finally:
         engine.dispose()
     print("Image API stopped", flush=True)
