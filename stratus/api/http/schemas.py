@@ -64,6 +64,12 @@ SERVICE_ACTION_211: dict[str, Any] = {
     "properties": {**SERVICE_ACTION["properties"], "forced_down": BOOLEAN},
 }
 
+def _flavor_count(minimum: int) -> dict[str, Any]:
+    """Nova's flavor_param_positive/non_negative: an integer or a string of digits."""
+    return {"type": ["integer", "string"], "pattern": "^[0-9]+$", "minimum": minimum,
+            "maximum": MAX_INT}
+
+
 FLAVOR_CREATE: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -71,16 +77,19 @@ FLAVOR_CREATE: dict[str, Any] = {
             "type": "object",
             "properties": {
                 "name": _name(),
-                "id": {"anyOf": [{"type": "null"}, {
-                    "type": "string", "minLength": 1, "maxLength": 255,
-                    "pattern": r"^(?! )[a-zA-Z0-9. _-]+(?<! )$"}]},
-                "ram": _count(1),
-                "vcpus": _count(1),
-                "disk": _count(0),
-                "OS-FLV-EXT-DATA:ephemeral": _count(0),
-                "swap": _count(0),
-                "rxtx_factor": {"type": "number", "exclusiveMinimum": 0},
-                "os-flavor-access:is_public": {"type": "boolean"},
+                # A string or a number (Nova's: it is kept as a string), or null for
+                # one made here.
+                "id": {"type": ["string", "number", "null"], "minLength": 1,
+                       "maxLength": 255, "pattern": r"^(?! )[a-zA-Z0-9. _-]+(?<! )$"},
+                "ram": _flavor_count(1),
+                "vcpus": _flavor_count(1),
+                "disk": _flavor_count(0),
+                "OS-FLV-EXT-DATA:ephemeral": _flavor_count(0),
+                "swap": _flavor_count(0),
+                "rxtx_factor": {"type": ["number", "string"],
+                                "pattern": r"^[0-9]+(\.[0-9]+)?$",
+                                "exclusiveMinimum": 0, "maximum": 3.40282e+38},
+                "os-flavor-access:is_public": BOOLEAN,
                 "description": {"type": ["string", "null"], "maxLength": 65535},
             },
             "required": ["name", "ram", "vcpus", "disk"],
@@ -89,6 +98,16 @@ FLAVOR_CREATE: dict[str, Any] = {
     },
     "required": ["flavor"],
     "additionalProperties": False,
+}
+
+_TENANT = {"type": "object", "properties": {"tenant": {
+    "type": "string", "minLength": 1, "maxLength": 255,
+    "pattern": r"^[a-zA-Z0-9-_]*$"}}, "required": ["tenant"],
+    "additionalProperties": False}
+FLAVOR_ACTION: dict[str, Any] = {
+    "type": "object",
+    "properties": {"addTenantAccess": _TENANT, "removeTenantAccess": _TENANT},
+    "minProperties": 1, "maxProperties": 1, "additionalProperties": False,
 }
 
 FLAVOR_UPDATE: dict[str, Any] = {
