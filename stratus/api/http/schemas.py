@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 MAX_INT = 2_147_483_647
@@ -372,29 +373,30 @@ KEYPAIR_CREATE: dict[str, Any] = {
     "required": ["keypair"],
     "additionalProperties": False,
 }
+# Before 2.10 no user_id; before 2.2 no type either.
+KEYPAIR_CREATE_22: dict[str, Any] = {**KEYPAIR_CREATE, "properties": {"keypair": {
+    **KEYPAIR_CREATE["properties"]["keypair"],
+    "properties": {k: v for k, v in KEYPAIR_CREATE["properties"]["keypair"]["properties"]
+                   .items() if k != "user_id"}}}}
+KEYPAIR_CREATE_21: dict[str, Any] = {**KEYPAIR_CREATE, "properties": {"keypair": {
+    **KEYPAIR_CREATE["properties"]["keypair"],
+    "properties": {k: v for k, v in KEYPAIR_CREATE["properties"]["keypair"]["properties"]
+                   .items() if k not in ("user_id", "type")}}}}
 
 # ---- quotas -----------------------------------------------------------------------------
 
 # A limit: -1 (unlimited) up to MAX_INT, as an integer or a string of one (Nova takes both).
-_QUOTA_LIMIT = {"anyOf": [{"type": "integer", "minimum": -1, "maximum": MAX_INT},
-                          {"type": "string", "pattern": r"^(-1|[0-9]{1,10})$"}]}
+_QUOTA_LIMIT = {"type": ["integer", "string"], "pattern": "^-?[0-9]+$", "minimum": -1,
+                "maximum": MAX_INT}
 
 
-def _quota_body(key: str, resources: tuple[str, ...], force: bool) -> dict[str, Any]:
+@functools.cache
+def quota_update(key: str, resources: tuple[str, ...], force: bool) -> dict[str, Any]:
+    """The body of a quota (class) set update taking ``resources`` (which ones depends
+    on the version: see handlers/quotas.py); made once per shape."""
     properties: dict[str, Any] = {r: _QUOTA_LIMIT for r in resources}
     if force:
-        properties["force"] = {"type": ["boolean", "string"]}
+        properties["force"] = BOOLEAN
     return {"type": "object", "required": [key], "additionalProperties": False,
             "properties": {key: {"type": "object", "properties": properties,
                                  "additionalProperties": False}}}
-
-
-_QUOTA_RESOURCES = ("cores", "instances", "key_pairs", "metadata_items", "ram",
-                    "server_groups", "server_group_members")
-_INJECTED = ("injected_file_content_bytes", "injected_file_path_bytes", "injected_files")
-# Before 2.57 the injected_file* quotas can still be set; from it, they are refused.
-QUOTA_SET_UPDATE = _quota_body("quota_set", _QUOTA_RESOURCES + _INJECTED, force=True)
-QUOTA_SET_UPDATE_257 = _quota_body("quota_set", _QUOTA_RESOURCES, force=True)
-QUOTA_CLASS_SET_UPDATE = _quota_body("quota_class_set", _QUOTA_RESOURCES + _INJECTED,
-                                     force=False)
-QUOTA_CLASS_SET_UPDATE_257 = _quota_body("quota_class_set", _QUOTA_RESOURCES, force=False)
