@@ -62,6 +62,24 @@ class Server:
     cell_uuid: str | None = None
     image_ref: str | None = None
     key_name: str | None = None
+    deleted_at: dt.datetime | None = None     # shown as OS-SRV-USG:terminated_at
+    # What the API shows from here on (the compute API's views read these; the actions
+    # that change them store them). Their defaults are what a server that never had them
+    # set shows, as in Nova.
+    description: str | None = None
+    locked_by: str | None = None              # "owner" or "admin": who locked it
+    locked_reason: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, str] = field(default_factory=dict)
+    hostname: str | None = None               # None: derived from the name
+    access_ip_v4: str | None = None
+    access_ip_v6: str | None = None
+    config_drive: str = ""
+    user_data: str | None = None
+    reservation_id: str | None = None
+    launch_index: int = 0
+    trusted_certs: tuple[str, ...] | None = None
+    progress: int = 0
 
 
 # ---- API database -------------------------------------------------------------------
@@ -172,7 +190,7 @@ def _server(row: sa.Row, cell_uuid: str) -> Server:
     return Server(row.uuid, row.name, row.project_id, row.user_id, row.vm_state,
                   row.task_state, row.power_state, row.host, row.node, row.availability_zone,
                   flavor, row.fault, row.created_at, row.updated_at, row.launched_at,
-                  cell_uuid, row.image_ref, row.key_name)
+                  cell_uuid, row.image_ref, row.key_name, deleted_at=row.deleted_at)
 
 
 def cell_servers(conn: Connection, cell_uuid: str, uuids: list[str]) -> dict[str, Server]:
@@ -206,6 +224,14 @@ def mark_deleted(conn: Connection, uuid: str, now: dt.datetime | None = None) ->
                           .values(vm_state=DELETED, task_state=None, power_state=0,
                                   deleted_at=now, updated_at=now))
     return bool(result.rowcount)
+
+
+def on_hosts(conn: Connection, cell_uuid: str, hosts: list[str]) -> list[Server]:
+    """Undeleted instances on any of ``hosts`` in this cell, oldest first."""
+    t = cs.instances
+    rows = conn.execute(sa.select(t).where(t.c.host.in_(hosts), t.c.deleted_at.is_(None))
+                        .order_by(t.c.created_at, t.c.id))
+    return [_server(row, cell_uuid) for row in rows]
 
 
 def hosts_servers(conn: Connection, host: str) -> list[str]:
