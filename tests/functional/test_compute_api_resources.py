@@ -196,7 +196,7 @@ def test_aggregates_zones_and_their_placement_mirror(world):
     detail = {z["zoneName"]: z for z in
               c.get("/os-availability-zone/detail").json()["availabilityZoneInfo"]}
     assert set(detail["az1"]["hosts"]) == {"cmp1"}
-    assert detail["az1"]["hosts"]["cmp1"]["stratus-compute"]["available"] is True
+    assert detail["az1"]["hosts"]["cmp1"]["nova-compute"]["available"] is True
     fault(c.as_user("demo").get("/os-availability-zone/detail"), 403, "forbidden")
     services = {s["host"]: s["zone"] for s in c.get("/os-services").json()["services"]}
     assert services == {"cmp1": "az1", "cmp2": "nova"}

@@ -23,14 +23,45 @@ def _uuid() -> dict[str, Any]:
     return {"type": "string", "pattern": r"^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$"}
 
 
+# Nova's parameter_types.boolean: a JSON boolean or one of these strings.
+BOOLEAN: dict[str, Any] = {"enum": [
+    True, "True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes", "y", "t",
+    False, "False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no", "n",
+    "f"]}
+_TRUE_STRINGS = frozenset({"true", "1", "on", "yes", "y", "t"})
+
+
+def boolean(value: bool | str) -> bool:
+    """A value BOOLEAN accepted, as a bool."""
+    return value if isinstance(value, bool) else value.strip().lower() in _TRUE_STRINGS
+
+
 SERVICE_UPDATE: dict[str, Any] = {
     "type": "object",
     "properties": {
         "status": {"enum": ["enabled", "disabled"]},
         "disabled_reason": {"type": "string", "minLength": 1, "maxLength": 255},
-        "forced_down": {"type": "boolean"},
+        "forced_down": BOOLEAN,
     },
     "additionalProperties": False,
+}
+
+# Before 2.53: PUT /os-services/{enable,disable,disable-log-reason,force-down} name the
+# service by host and binary; force-down (2.11) adds forced_down.
+SERVICE_ACTION: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "host": {"type": "string", "minLength": 1, "maxLength": 255,
+                 "pattern": r"^[a-zA-Z0-9-._]*$"},
+        "binary": {"type": "string", "minLength": 1, "maxLength": 255},
+        "disabled_reason": {"type": "string", "minLength": 1, "maxLength": 255},
+    },
+    "required": ["host", "binary"],
+    "additionalProperties": False,
+}
+SERVICE_ACTION_211: dict[str, Any] = {
+    **SERVICE_ACTION,
+    "properties": {**SERVICE_ACTION["properties"], "forced_down": BOOLEAN},
 }
 
 FLAVOR_CREATE: dict[str, Any] = {

@@ -62,22 +62,29 @@ class Server:
     cell_uuid: str | None = None
     image_ref: str | None = None
     key_name: str | None = None
-    # What users set on it and what it booted with (cell migration 0005).
+    deleted_at: dt.datetime | None = None     # shown as OS-SRV-USG:terminated_at
+    # What the API shows from here on (the compute API's views read these; the actions
+    # that change them store them, cell migration 0005). Their defaults are what a
+    # server that never had them set shows, as in Nova.
     description: str | None = None
+    locked_by: str | None = None              # "owner" or "admin": who locked it
+    locked_reason: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, str] = field(default_factory=dict)
+    hostname: str | None = None               # None: derived from the name
     access_ip_v4: str | None = None
     access_ip_v6: str | None = None
-    locked_by: str | None = None        # "owner" or "admin" (Nova's), None: unlocked
-    locked_reason: str | None = None
-    reservation_id: str | None = None
-    launch_index: int | None = None
-    hostname: str | None = None
+    config_drive: str = ""
     user_data: str | None = None
-    config_drive: str | None = None
+    reservation_id: str | None = None
+    launch_index: int = 0
+    trusted_certs: tuple[str, ...] | None = None
+    progress: int = 0
+    # Soft-deleted (reclaim_instance_interval): when; it holds its resources until
+    # reclaimed. Nova's system metadata (the boot image's inheritable properties as
+    # ``image_<key>``, ``image_base_image_ref``...; a snapshot inherits them).
     soft_deleted_at: dt.datetime | None = None
-    terminated_at: dt.datetime | None = None
     system_metadata: dict[str, Any] = field(default_factory=dict)
-    metadata: dict[str, str] = field(default_factory=dict)
-    tags: tuple[str, ...] = ()
 
     @property
     def locked(self) -> bool:
@@ -210,12 +217,13 @@ def _server(row: sa.Row, cell_uuid: str) -> Server:
                   row.task_state, row.power_state, row.host, row.node, row.availability_zone,
                   _json(row.flavor), row.fault, row.created_at, row.updated_at,
                   row.launched_at, cell_uuid, row.image_ref, row.key_name,
-                  description=row.description, access_ip_v4=row.access_ip_v4,
-                  access_ip_v6=row.access_ip_v6, locked_by=row.locked_by,
-                  locked_reason=row.locked_reason, reservation_id=row.reservation_id,
-                  launch_index=row.launch_index, hostname=row.hostname,
-                  user_data=row.user_data, config_drive=row.config_drive,
-                  soft_deleted_at=row.soft_deleted_at, terminated_at=row.terminated_at,
+                  deleted_at=row.deleted_at, description=row.description,
+                  access_ip_v4=row.access_ip_v4, access_ip_v6=row.access_ip_v6,
+                  locked_by=row.locked_by, locked_reason=row.locked_reason,
+                  reservation_id=row.reservation_id, launch_index=row.launch_index or 0,
+                  hostname=row.hostname, user_data=row.user_data,
+                  config_drive=row.config_drive or "",
+                  soft_deleted_at=row.soft_deleted_at,
                   system_metadata=_json(row.system_metadata))
 
 
@@ -250,6 +258,14 @@ def mark_deleted(conn: Connection, uuid: str, now: dt.datetime | None = None) ->
                           .values(vm_state=DELETED, task_state=None, power_state=0,
                                   deleted_at=now, updated_at=now))
     return bool(result.rowcount)
+
+
+def on_hosts(conn: Connection, cell_uuid: str, hosts: list[str]) -> list[Server]:
+    """Undeleted instances on any of ``hosts`` in this cell, oldest first."""
+    t = cs.instances
+    rows = conn.execute(sa.select(t).where(t.c.host.in_(hosts), t.c.deleted_at.is_(None))
+                        .order_by(t.c.created_at, t.c.id))
+    return [_server(row, cell_uuid) for row in rows]
 
 
 def hosts_servers(conn: Connection, host: str) -> list[str]:
