@@ -155,6 +155,10 @@ build_requests = sa.Table(
     sa.Column("project_id", columns.name(255), nullable=False, index=True),
     sa.Column("user_id", columns.name(255), nullable=False),
     sa.Column("name", columns.name(255), nullable=False, index=True),
+    # Added by migration 0010: what the boot asked for beyond the name (JSON: metadata,
+    # tags, description, access addresses, reservation id...), shown while no cell
+    # holds the server and copied into its cell row by the conductor.
+    sa.Column("instance", sa.Text, nullable=True),
     *columns.timestamps(),
     sa.Index(None, "created_at", "instance_uuid"),   # GET /servers: the default order
 )
