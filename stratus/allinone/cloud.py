@@ -393,8 +393,9 @@ class AllInOne:
             self.started.closers.append(self.identity.deps.engine.dispose)
             guard = self.identity.guard
 
-        def serve(name: str, app: Any, port: int) -> str:
-            server = ThreadedServer(name, guard(app), self.listen, port, log_level=level)
+        def serve(name: str, app: Any, port: int, streams_bodies: bool = False) -> str:
+            server = ThreadedServer(name, guard(app), self.listen, port, log_level=level,
+                                    streams_bodies=streams_bodies)
             self.started.servers.append(server)
             server.start()
             return server.url
@@ -404,7 +405,8 @@ class AllInOne:
         self.network_url = serve("network-api", self.network_wsgi, self.network_port) + "/"
         self.api_url = serve("compute-api", build_compute_wsgi(deps, self.config),
                              self.api_port) + "/v2.1"
-        self.image_url = serve("image-api", self.image_wsgi, self.image_port)
+        self.image_url = serve("image-api", self.image_wsgi, self.image_port,
+                               streams_bodies=True)
         if self.identity is None:   # a real Keystone: its catalog is the operator's
             self.identity_url = str(self.config.get("catalog", "identity"))
             return
