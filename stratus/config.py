@@ -281,8 +281,11 @@ OPTIONS: list[Option] = [
            "image.db in data_dir."),
     Option("image", "store_dir", str, "", "Where image data is kept, a file per image "
            "(default: images/ in data_dir)."),
-    Option("image", "max_image_size", int, 268_435_456, "Largest image upload in bytes.",
-           minimum=0),
+    Option("image", "max_image_size", int, 268_435_456, "Largest image upload in bytes "
+           "(uploads are streamed to disk, never held in memory).", minimum=0),
+    Option("image", "max_json_body_bytes", int, 1_048_576, "Largest JSON request body "
+           "the image API reads (creates, patches, members, metadefs); larger ones get "
+           "413.", minimum=1),
     Option("glance", "api_servers", list, [], "The image API(s) the compute API looks "
            "boots' imageRef up in and a compute uploads snapshots to (the first is used; "
            "empty: imageRef is not checked and createImage fails on the compute)."),

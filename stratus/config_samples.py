@@ -123,7 +123,8 @@ ROLES += (
     Role("image-api.conf", "the image API (Glance v2)",
          "stratus image-api --config-file /etc/stratus/image-api.conf --host 0.0.0.0",
          (("DEFAULT", "debug"), ("image_database", "connection"), ("image", "store_dir"),
-          ("image", "max_image_size"), ("api", "auth_strategy"), ("metrics", "enabled")),
+          ("image", "max_image_size"), ("image", "max_json_body_bytes"),
+          ("api", "auth_strategy"), ("metrics", "enabled")),
          {("image_database", "connection"): f"{DB}_image"}),
 )
 

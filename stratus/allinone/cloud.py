@@ -409,9 +409,10 @@ class AllInOne:
             guard = self.identity.guard
         self.deployment_id = deployment.record(self.layout.data_dir, {}, by="stratus serve")
 
-        def serve(name: str, app: Any, port: int) -> str:
+        def serve(name: str, app: Any, port: int, streams_bodies: bool = False) -> str:
             server = ThreadedServer(name, deployment.tag(guard(app), self.deployment_id),
-                                    self.listen, port, log_level=level)
+                                    self.listen, port, log_level=level,
+                                    streams_bodies=streams_bodies)
             self.started.servers.append(server)
             server.start()
             return server.url
@@ -421,7 +422,8 @@ class AllInOne:
         self.network_url = serve("network-api", self.network_wsgi, self.network_port) + "/"
         self.api_url = serve("compute-api", build_compute_wsgi(deps, self.config),
                              self.api_port) + "/v2.1"
-        self.image_url = serve("image-api", self.image_wsgi, self.image_port)
+        self.image_url = serve("image-api", self.image_wsgi, self.image_port,
+                               streams_bodies=True)
         served = {"placement": self.placement_url, "network": self.network_url,
                   "compute": self.api_url, "image": self.image_url + "/"}
         if self.identity is None:   # a real Keystone: its catalog is the operator's
