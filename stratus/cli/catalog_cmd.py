@@ -80,7 +80,6 @@ def _run(app: Any, args: argparse.Namespace, debug: bool, max_body: int | None,
         from a2wsgi import WSGIMiddleware
 
         from stratus.web.bodies import guard_disconnects
-
         from stratus.web.disconnect import tolerate_disconnects
 
         asgi: Any = guard_disconnects(WSGIMiddleware(tolerate_disconnects(app), workers=16))
