@@ -209,6 +209,64 @@ class NetworkClient:
         attributes: dict[str, Any] = {"binding:host_id": host, "binding:profile": profile}
         return self.update_port(str(port["id"]), **attributes)
 
+    def bind_server_port(self, port: Mapping[str, Any], instance_uuid: str, host: str,
+                         allocation: str | Mapping[str, str] | None
+                         ) -> dict[str, Any] | None:
+        """Bind ``port`` to ``host`` for server ``instance_uuid``, unless it is no longer
+        that server's: a compare-and-swap on the revision read, so a port a delete freed
+        meanwhile (or another server took since) is left alone. The port bound, or None."""
+        current: Mapping[str, Any] = port
+        for _attempt in range(BIND_ATTEMPTS):
+            if current.get("device_id") != instance_uuid:
+                return None
+            profile = dict(current.get("binding:profile") or {})
+            profile.pop("allocation", None)
+            if allocation:
+                profile["allocation"] = allocation
+            attributes: dict[str, Any] = {"binding:host_id": host, "binding:profile": profile}
+            try:
+                return self.update_port(str(current["id"]),
+                                        if_revision=current.get("revision_number"),
+                                        **attributes)
+            except PreconditionFailed:
+                try:
+                    current = self.get_port(str(current["id"]))
+                except NotFound:
+                    return None
+        raise Conflict("PUT", f"/v2.0/ports/{current['id']}", 409, "PortChanging",
+                       f"port {current['id']} kept changing while it was being bound")
+
+    def unbind_server_port(self, port_id: str, instance_uuid: str) -> bool:
+        """Take ``port_id``'s bindings (its active one and any other) away if it is still
+        server ``instance_uuid``'s or nobody's: what a move made for a server deleted
+        during it. A port another server took since is left alone. True if it changed."""
+        changed = False
+        for _attempt in range(BIND_ATTEMPTS):
+            try:
+                port = self.get_port(port_id)
+            except NotFound:
+                return changed
+            if port.get("device_id") not in ("", instance_uuid):
+                return changed
+            if port.get("device_id") and port.get("device_owner", "").startswith("compute:"):
+                with contextlib.suppress(NotFound):   # no bindings API: nothing inactive
+                    for binding in self.bindings(port_id):
+                        if binding.get("status") != "ACTIVE":
+                            changed |= self.delete_binding(port_id, str(binding["host"]))
+            profile = {k: v for k, v in (port.get("binding:profile") or {}).items()
+                       if k not in UNBOUND_DROPS}
+            if not port.get("binding:host_id") and profile == port.get("binding:profile"):
+                return changed
+            try:
+                self.update_port(port_id, if_revision=port.get("revision_number"),
+                                 **{"binding:host_id": None, "binding:profile": profile})
+                return True
+            except PreconditionFailed:
+                continue
+            except NotFound:
+                return changed
+        return changed
+
     def unbind_port(self, port: Mapping[str, Any], *, detach: bool) -> None:
         """No host and no allocation any more; ``detach`` also frees the port from its
         server (device_id and device_owner emptied). A port already gone is fine."""
@@ -221,6 +279,7 @@ class NetworkClient:
             self.update_port(str(port["id"]), **attributes)
 
 
+BIND_ATTEMPTS = 5
 # What Nova takes out of a port's binding profile when it unbinds it.
 UNBOUND_DROPS = ("allocation", "pci_vendor_info", "pci_slot", "physical_network",
                  "arq_uuid", "card_serial_number", "vf_num", "pf_mac_address",
