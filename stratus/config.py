@@ -182,9 +182,10 @@ OPTIONS: list[Option] = [
            "pinned 1.3 cannot move servers whose ports have resource requests (the move "
            "fails cleanly on the compute, design document 004)."),
     Option("conductor", "stuck_move_after", int, 600,
-           "Seconds after which `stratus conductor`, when it starts, takes over a server move "
-           "that no conductor finished (one crashed mid-move) and drives it to an end: "
-           "rolled back before it finished, confirm or revert done again after.",
+           "Seconds after which `stratus conductor` (when it starts, and at each recovery "
+           "pass) takes over a server move that no conductor finished (one crashed "
+           "mid-move) and drives it to an end: rolled back before it finished, confirm or "
+           "revert done again after. Longer than your slowest move.",
            minimum=0),
     Option("conductor", "stuck_build_after", int, 120,
            "Seconds after which a conductor takes over a server build that nobody has "
@@ -197,8 +198,8 @@ OPTIONS: list[Option] = [
            "again, because the conductor holding it died, is taken over once that "
            "conductor's hold is this old.", minimum=2),
     Option("conductor", "recovery_interval", int, 60,
-           "Seconds between a conductor's passes over stuck builds (also one at start); "
-           "0: only at start.", minimum=0),
+           "Seconds between a conductor's passes over stuck builds and moves (also one at "
+           "start); 0: only at start.", minimum=0),
     Option("network_database", "connection", str, "", "Network database URL (networks, "
            "ports, QoS policies, bindings); default: network.db in data_dir."),
     Option("network_database", "sync_on_startup", bool, True,
@@ -223,10 +224,10 @@ OPTIONS: list[Option] = [
            "no retries. Cover a restart of the network API."),
     Option("database", "connection", str, "", "A cell's database URL: the one `stratus "
            "compute` records its host and servers in (default: cell1.db in data_dir; "
-           "--cell-db overrides it), and the one `stratus-manage cell_v2 create_cell` maps "
-           "when given no --database_connection. Keep it in a configuration file or the "
-           "environment ($OS_DATABASE__CONNECTION), not on a command line, where `ps` shows "
-           "its password."),
+           "--cell-db overrides it), and the one `stratus-manage cell_v2 create_cell` (or "
+           "map_cell0) maps when given no --database_connection. Keep it in a configuration "
+           "file or the environment ($OS_DATABASE__CONNECTION), not on a command line, "
+           "where `ps` shows its password."),
     Option("api_database", "connection", str, "", "API database URL (cell mappings, "
            "flavors, aggregates, request specs); default: api.db in data_dir."),
     Option("placement_client", "endpoint", str, "http://127.0.0.1:8778",

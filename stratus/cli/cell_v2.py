@@ -59,7 +59,8 @@ def add_commands(top: Any) -> None:
     p = _command(sub, "map_cell0", "create the mapping of cell0, where servers that never got "
                  "a host are kept (safe to repeat)")
     p.add_argument("--database_connection", metavar="URL",
-                   help="cell0's database (default: cell0.db beside a SQLite API database, "
+                   help="cell0's database (default: [database] connection, e.g. "
+                   "$OS_DATABASE__CONNECTION; else cell0.db beside a SQLite API database, "
                    "else the API database's name + '_cell0')")
     p.set_defaults(func=cmd_map_cell0)
 
@@ -320,7 +321,8 @@ def cmd_map_cell0(args: argparse.Namespace) -> int:
     from stratus.storage import engine as db
 
     def work(config: configuration.Config, engine: Any) -> int:
-        url = args.database_connection or default_cell0_url(api_db_url(config))
+        url = args.database_connection or str(config.get("database", "connection")) or \
+            default_cell0_url(api_db_url(config))
         _check_database_url(url)
         with db.write(engine) as conn:
             try:

@@ -78,8 +78,8 @@ def cmd_conductor(args: argparse.Namespace) -> int:
         leases.start()
         bus.serve(ConductorRPC, ConductorManager(ctx), server=name)
         heartbeat.start()
-        recovered = recover_moves(ctx, dt.timedelta(
-            seconds=config.get("conductor", "stuck_move_after")))
+        move_after = dt.timedelta(seconds=config.get("conductor", "stuck_move_after"))
+        recovered = recover_moves(ctx, move_after)
         if recovered:
             print(f"conductor {name}: took over {len(recovered)} unfinished move(s)",
                   flush=True)
@@ -92,8 +92,15 @@ def cmd_conductor(args: argparse.Namespace) -> int:
                 print(f"conductor {name}: took over {len(taken)} unfinished build(s)",
                       flush=True)
 
+        def recover_all() -> None:   # at each pass, moves too: a conductor died mid-move
+            recover()
+            moved = recover_moves(ctx, move_after)
+            if moved:
+                print(f"conductor {name}: took over {len(moved)} unfinished move(s)",
+                      flush=True)
+
         recover()
-        wait_for_stop(tick=periodically(interval, recover) if interval else lambda: None,
+        wait_for_stop(tick=periodically(interval, recover_all) if interval else lambda: None,
                       ready=lambda: print(
             f"conductor {name}: ConductorRPC on "
             f"{common.redact(str(config.get('DEFAULT', 'transport_url')))}; Placement at "

@@ -168,13 +168,13 @@ class Cloud:
         proc.wait_for(ready)
         return proc
 
-    def set_up(self, cells: list[str], *scheduler_args: str) -> str:
+    def set_up(self, cells: list[str], *scheduler_args: str,
+               placement_workers: int = 1) -> str:
         """What an operator does first: Placement and the network API, the API database,
         cell0 and ``cells``, every cell database migrated, then a scheduler, a conductor
         for the API and one per cell, and the compute API. Returns what `db sync` said."""
         dbs, buses = self.dbs, self.buses
-        self.start("placement-api", "placement-api", "--db", dbs["placement"], "--port",
-                   self.placement_url.rsplit(":", 1)[1], ready="Placement API:")
+        self.start_placement(placement_workers)
         self.start("network-api", "network-api", "--db", dbs["network"], "--port",
                    self.network_url.rsplit(":", 1)[1], ready="Network API:")
         self.manage("api_db", "sync")
@@ -195,6 +195,11 @@ class Cloud:
         self.start("api", "api", "--port", self.api_url.rsplit(":", 1)[1], *common,
                    ready="compute API:")
         return synced
+
+    def start_placement(self, workers: int = 1) -> Proc:
+        return self.start("placement-api", "placement-api", "--db", self.dbs["placement"],
+                          "--port", self.placement_url.rsplit(":", 1)[1], "--workers",
+                          str(workers), ready="Placement API:")
 
     def manage(self, *args: str) -> str:
         result = cli_helpers.run("stratus-manage", *args, "--data-dir", str(self.tmp),
