@@ -1,13 +1,15 @@
 """docs/ops/deploy.md's "A distributed deployment, step by step", run as written.
 
 The blocks after a ``<!-- deploy-test -->`` marker are run in order in one ``bash``
-against this machine's PostgreSQL (``STRATUS_TEST_POSTGRES_URL``) and RabbitMQ
-(``STRATUS_TEST_RABBIT_URL``, with ``rabbitmqctl`` as root beside it), with scratch names
-put into the variables the document's first block sets (database prefix and user, virtual
-host prefix and user, directories, ports). It must end with a server ACTIVE and every
-service up. Everything it made (processes, databases, the database user, virtual hosts,
-the RabbitMQ user) is removed afterwards. Without the services the test skips; under CI
-it fails.
+against this machine's PostgreSQL (``STRATUS_TEST_POSTGRES_URL``) and, separately, its
+MariaDB (``STRATUS_TEST_MYSQL_URL``), with RabbitMQ (``STRATUS_TEST_RABBIT_URL``, with
+``rabbitmqctl`` as root beside it), with scratch names put into the variables the
+document's first block sets (database kind, prefix and user, virtual host prefix and user,
+directories, ports). It must end with servers ACTIVE and every service up, and no
+process it started may show a password on its command line (``/proc/PID/cmdline`` is
+read every half second while it runs). Everything it made (processes, databases, the
+database user, virtual hosts, the RabbitMQ user) is removed afterwards. Without the
+services the test skips; under CI it fails.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -45,8 +48,9 @@ def documented_script() -> str:
 
 def test_the_documented_blocks_are_found_in_order():
     script = documented_script()
-    steps = ["db bootstrap", "add_vhost", "api_db sync", "placement-api", "compute --host",
-             "discover_hosts", "server create first"]
+    steps = ["db bootstrap", "add_vhost", "conf control", "api_db sync",
+             "start placement-api", "compute --config-file", "discover_hosts",
+             "server create first", "--count 3"]
     positions = [script.index(step) for step in steps]
     assert positions == sorted(positions)
 
@@ -55,23 +59,27 @@ def _rabbitmqctl(*args: str) -> None:
     subprocess.run(["rabbitmqctl", *args], capture_output=True, timeout=60, check=False)
 
 
-def test_documented_deployment_boots_a_server(rabbit_url, tmp_path):
-    admin = os.environ.get("STRATUS_TEST_POSTGRES_URL", "")
+KINDS = {"POSTGRES": "postgresql", "MYSQL": "mariadb"}
+
+
+@pytest.mark.parametrize("backend", ["POSTGRES", "MYSQL"])
+def test_documented_deployment_boots_servers(rabbit_url, tmp_path, backend):
+    variable = cli_helpers.SERVER_ENV[backend]
+    admin = os.environ.get(variable, "")
     if not admin:
-        cli_helpers.unavailable("the deployment test needs $STRATUS_TEST_POSTGRES_URL")
+        cli_helpers.unavailable(f"the deployment test needs ${variable}")
     try:
         probe = db.create_engine(admin, isolation_level="AUTOCOMMIT")
         with probe.connect():
             pass
     except Exception as exc:
-        cli_helpers.unavailable(f"postgresql at $STRATUS_TEST_POSTGRES_URL is unreachable: "
-                                f"{exc}")
+        cli_helpers.unavailable(f"{KINDS[backend]} at ${variable} is unreachable: {exc}")
     broker = urlsplit(rabbit_url)
     if not (shutil.which("rabbitmqctl") and os.geteuid() == 0
             and broker.hostname in ("127.0.0.1", "localhost")):
         cli_helpers.unavailable("the deployment test runs rabbitmqctl as root beside the "
                                 "broker, as the document does")
-    pg = urlsplit(db.normalize_url(admin))
+    server = urlsplit(db.normalize_url(admin))
     tag = uuid.uuid4().hex[:8]
     names = {"prefix": f"stratus_dt{tag}", "user": f"stratus_dt{tag}",
              "vhosts": f"stratus-dt{tag}", "rabbit_user": f"stratus-dt{tag}"}
@@ -79,7 +87,9 @@ def test_documented_deployment_boots_a_server(rabbit_url, tmp_path):
                                                        "NETWORK_PORT")}
     env = cli_helpers.clean_env(
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        STRATUS_DB_HOST=f"{pg.hostname}:{pg.port or 5432}", STRATUS_DB_ADMIN_URL=admin,
+        STRATUS_DB=KINDS[backend],
+        STRATUS_DB_HOST=f"{server.hostname}:{server.port or DEFAULT_PORTS[backend]}",
+        STRATUS_DB_ADMIN_URL=admin,
         STRATUS_DB_USER=names["user"], STRATUS_DB_PREFIX=names["prefix"],
         STRATUS_RABBIT_HOST=broker.hostname or "127.0.0.1",
         STRATUS_RABBIT_USER=names["rabbit_user"], STRATUS_VHOST_PREFIX=names["vhosts"],
@@ -89,18 +99,25 @@ def test_documented_deployment_boots_a_server(rabbit_url, tmp_path):
     env.pop("STRATUS_PLACEMENT_URL", None)
     out = tmp_path / "script.log"
     proc = None
+    watch = CommandLines()
     try:
         with open(out, "w") as log:
             proc = subprocess.Popen(["bash", "-c", documented_script()], env=env,
                                     stdout=log, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
+            watch.start(proc.pid)
             try:
                 code = proc.wait(timeout=900)
             except subprocess.TimeoutExpired:
                 code = None
         assert code == 0, f"the documented steps failed (exit {code}):\n" + _story(tmp_path)
         text = out.read_text()
-        assert "ACTIVE" in text and "first" in text, text
+        assert "ACTIVE" in text and "first" in text and "many-3" in text, text
+        secrets = [(tmp_path / "secrets" / f).read_text().strip()
+                   for f in ("db-password", "rabbit-password")]
+        shown = [line for line in watch.stop() if any(p in line for p in secrets)]
+        assert not shown, f"a password on a command line: {shown}"
+        assert len(watch.seen) > 10, watch.seen   # it did look
 
         env["STRATUS_API_URL"] = f"http://127.0.0.1:{ports['API_PORT']}"
         listed = cli_helpers.run("stratus", "service", "list", "--json", env=env)
@@ -115,6 +132,7 @@ def test_documented_deployment_boots_a_server(rabbit_url, tmp_path):
         assert {s["zone"] for s in services if s["binary"] != "stratus-compute"} == {
             "internal"}
     finally:
+        watch.stop()
         if proc is not None:
             _stop_group(proc.pid)
         drop_everything(probe, names["prefix"], names["user"])
@@ -122,6 +140,38 @@ def test_documented_deployment_boots_a_server(rabbit_url, tmp_path):
         for v in ("api", "cell1", "cell2"):
             _rabbitmqctl("delete_vhost", f"{names['vhosts']}-{v}")
         _rabbitmqctl("delete_user", names["rabbit_user"])
+
+
+DEFAULT_PORTS = {"POSTGRES": 5432, "MYSQL": 3306}
+
+
+class CommandLines:
+    """Every command line seen in a process group, read from /proc while it runs."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, pgid: int) -> None:
+        self._thread = threading.Thread(target=self._watch, args=(pgid,), daemon=True)
+        self._thread.start()
+
+    def _watch(self, pgid: int) -> None:
+        while not self._stop.wait(0.5):
+            for entry in Path("/proc").iterdir():
+                if not entry.name.isdigit():
+                    continue
+                with contextlib.suppress(OSError):
+                    if os.getpgid(int(entry.name)) == pgid:
+                        self.seen.add((entry / "cmdline").read_bytes().replace(
+                            b"\0", b" ").decode(errors="replace").strip())
+
+    def stop(self) -> set[str]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        return self.seen
 
 
 def _stop_group(pgid: int) -> None:
