@@ -70,7 +70,12 @@ def cmd_network_api(args: argparse.Namespace) -> int:
     except Exception as exc:
         engine.dispose()
         common.fail(f"cannot migrate the network database at {shown}: {common.db_error(exc)}")
-    app = service.make_app(config, deps)
+    from stratus import deployment
+
+    deployment_id = deployment.record(
+        config.data_dir, {"network": deployment.listen_url(args.host, args.port)},
+        by="stratus network-api")
+    app = deployment.tag(service.make_app(config, deps), deployment_id)
     print(f"Network API: http://{args.host}:{args.port}/  (database: {shown}, auth: "
           f"{config.get('api', 'auth_strategy')})", flush=True)
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -2,7 +2,11 @@
 
 Like the Placement client it speaks only the public HTTP API, so a real Neutron can
 stand in; ``wsgi_app`` talks to an in-process network app without sockets. Every
-non-2xx answer becomes a typed error carrying Neutron's error type.
+non-2xx answer becomes a typed error carrying Neutron's error type and the URL asked; a
+network API that cannot be reached is :class:`NetworkUnavailable` ("cannot reach the
+network API at URL"). With a ``retry`` policy, requests safe to repeat are sent again
+after a transport failure (:mod:`stratus.web.reach`): a port is created again only if
+the first request never left (its caller looks for a port that did get made).
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ from urllib.parse import quote
 import httpx
 
 from stratus.placement.client import _Answer, service_http
+from stratus.retry import NEVER, RetryPolicy, retrying
+from stratus.web import reach
+
+SERVICE = "the network API"
 
 
 def _seg(value: object) -> str:
@@ -40,11 +48,29 @@ class PreconditionFailed(NetworkClientError):
     """An If-Match revision that was not the current one: someone else changed it first."""
 
 
+class NetworkUnavailable(NetworkClientError):
+    """The network API could not be reached, or the connection broke (status 503)."""
+
+    def __init__(self, method: str, url: str, failure: httpx.TransportError) -> None:
+        super().__init__(method, url, 503, None, str(failure))
+        self.failure = failure
+
+    def __str__(self) -> str:
+        return str(self.failure)
+
+    @property
+    def sent(self) -> bool:
+        """Whether the request may have reached the network API (and been done)."""
+        return not isinstance(self.failure, reach.Unreachable)
+
+
 class NetworkClient:
     def __init__(self, base_url: str, token: str = "admin", *, timeout: float = 30.0,
                  transport: httpx.BaseTransport | None = None,
-                 wsgi_app: Callable[..., Iterable[bytes]] | None = None) -> None:
+                 wsgi_app: Callable[..., Iterable[bytes]] | None = None,
+                 retry: RetryPolicy = NEVER) -> None:
         self.base_url = base_url.rstrip("/")
+        self.retry = retry
         self._http = service_http(self.base_url, token, timeout=timeout,
                                   transport=transport, wsgi_app=wsgi_app)
 
@@ -54,8 +80,19 @@ class NetworkClient:
     def _call(self, method: str, path: str, *, params: Any = None, json: Any = None,
               headers: Mapping[str, str] | None = None) -> Any:
         url = "/v2.0" + path
-        resp: httpx.Response | _Answer = self._http.request(
-            method, url, params=params, json=json, headers=headers)
+
+        def send() -> httpx.Response | _Answer:
+            try:
+                return self._http.request(method, url, params=params, json=json,
+                                          headers=headers)
+            except httpx.TransportError as exc:
+                raise reach.from_httpx(exc, SERVICE, self.base_url, method, url) from exc
+
+        try:
+            resp = retrying(send, self.retry, lambda exc: reach.repeatable(method, exc),
+                            f"network API {method} {url}")
+        except httpx.TransportError as exc:
+            raise NetworkUnavailable(method, self.base_url + url, exc) from exc
         if resp.status_code < 300:
             return resp.json() if resp.content else None
         type_, message = None, resp.text
@@ -66,7 +103,7 @@ class NetworkClient:
             pass
         cls = {404: NotFound, 409: Conflict, 412: PreconditionFailed}.get(
             resp.status_code, NetworkClientError)
-        raise cls(method, url, resp.status_code, type_, message)
+        raise cls(method, self.base_url + url, resp.status_code, type_, message)
 
     # ---- ports ---------------------------------------------------------------------
 

@@ -21,7 +21,12 @@ Findings, each with what would repair it:
   (``heal_allocations`` repairs it).
 
 Everything is read through the public APIs and the cell databases, never Placement's
-tables, so it also audits a real Placement or Neutron.
+tables, so it also audits a real Placement or Neutron. Only consumers holding something on
+the trees of the cells' compute nodes are this deployment's to judge: a consumer whose
+allocations are all on other providers (another deployment sharing the Placement) is
+counted and left alone, so ``--delete`` can never remove it. Which Placement and network
+service are this deployment's is proven before the audit runs
+(``stratus.cli.manage_target``).
 """
 
 from __future__ import annotations
@@ -76,10 +81,17 @@ class _Server:
     task_state: str | None
 
 
-def _cells_state(books: Books) -> tuple[dict[str, _Server], dict[str, moves.Migration],
-                                        dict[str, str]]:
+@dataclass(frozen=True)
+class Report:
+    findings: list[Finding]
+    # Consumers whose allocations are all on providers outside this deployment's trees.
+    foreign: int = 0
+
+
+def cells_state(api_engine: Engine, engines: CellEngines
+                ) -> tuple[dict[str, _Server], dict[str, moves.Migration], dict[str, str]]:
     """Live servers (mapped, not deleted), every migration, node name -> root uuid."""
-    with db.read(books.api_engine) as conn:
+    with db.read(api_engine) as conn:
         cells = list_cells(conn)
         wanted = {r.instance_uuid for r in conn.execute(
             sa.select(api_schema.instance_mappings.c.instance_uuid)
@@ -90,7 +102,7 @@ def _cells_state(books: Books) -> tuple[dict[str, _Server], dict[str, moves.Migr
     migrations: dict[str, moves.Migration] = {}
     roots: dict[str, str] = {}
     for cell in cells:
-        with db.read(books.engines.get(cell)) as conn:
+        with db.read(engines.get(cell)) as conn:
             t = cs.instances
             for r in conn.execute(sa.select(t.c.uuid, t.c.host, t.c.node, t.c.vm_state,
                                             t.c.task_state).where(t.c.deleted_at.is_(None))):
@@ -121,10 +133,18 @@ def _held(placement: PlacementClient) -> tuple[dict[str, dict[str, dict[str, int
 
 
 def audit(books: Books) -> list[Finding]:
-    servers, migrations, roots = _cells_state(books)
+    return audit_report(books).findings
+
+
+def audit_report(books: Books) -> Report:
+    servers, migrations, roots = cells_state(books.api_engine, books.engines)
     held, root_of = _held(books.placement)
-    return [*_allocation_findings(servers, migrations, roots, held, root_of),
-            *_port_findings(books, servers, held)]
+    ours = set(roots.values())
+    mine = {consumer: allocations for consumer, allocations in held.items()
+            if any(root_of.get(rp, rp) in ours for rp in allocations)}
+    findings = [*_allocation_findings(servers, migrations, roots, mine, root_of),
+                *_port_findings(books, servers, mine)]
+    return Report(findings, foreign=len(held) - len(mine))
 
 
 def _allocation_findings(servers: dict[str, _Server], migrations: dict[str, moves.Migration],

@@ -61,7 +61,8 @@ class Boot:
 
 def request_flavor(flavor: flavor_store.Flavor) -> rq.Flavor:
     return rq.Flavor(flavor.name, flavor.vcpus, flavor.memory_mb, flavor.root_gb,
-                     flavor.ephemeral_gb, flavor.swap, dict(flavor.extra_specs))
+                     flavor.ephemeral_gb, flavor.swap, dict(flavor.extra_specs),
+                     flavor.flavorid)
 
 
 def check_extra_specs(specs: dict[str, str]) -> None:
