@@ -102,8 +102,8 @@ def _repair_commands(psub: Any) -> None:
         "still holding allocations, servers on a host holding nothing there, offloaded "
         "servers holding something, ports bound to a host their server is not on, and "
         "port allocations that do not add up to what the server holds on each provider. "
-        "Exit status as nova-manage's: 0 nothing found, 3 findings, 4 findings and --delete removed the leaked "
-        "allocations, 1 an error.")
+        "Exit status as nova-manage's: 0 nothing found, 3 findings, 4 findings and "
+        "--delete removed the leaked allocations, 1 an error.")
     common.add_config_args(audit)
     audit.add_argument("--delete", action="store_true",
                        help="delete the allocations of orphans, ended migrations and "
