@@ -11,7 +11,8 @@ service, the scheduler and the computes) is counted; before the move's ``at``-th
 the delete starts in its own thread, and either runs whole while the move waits, or
 stops before its own ``pause``-th call until the move has made ``resume`` more calls
 (or ended), so the two interleave step by step. The seeded stress test
-(``-m slow``) draws the move, the point and the interleaving from its seed."""
+(``-m slow``) draws the move, the point and the interleaving from its seed. The tests at
+fixed points run on SQLite, PostgreSQL and MariaDB."""
 
 from __future__ import annotations
 
@@ -30,10 +31,11 @@ from stratus.conductor.manager import ConductorManager
 from stratus.network import schema as network_schema
 from stratus.storage import engine as db
 from tests.functional.compute_world import World, eventually
-from tests.functional.nic_world import (
+from tests.functional.nic_world import (  # noqa: F401 (db_url is a fixture)
     HOST,
     act,
     clean,
+    db_url,
     ported_server,
     settle,
     two_nic_hosts,
@@ -364,8 +366,8 @@ class Rounds:
 
 
 @pytest.fixture
-def rounds(tmp_path, placement_app, database_url, monkeypatch):
-    world = World(tmp_path, placement_app, database_url)
+def rounds(tmp_path, placement_app, database_url, db_url, monkeypatch):  # noqa: F811
+    world = World(tmp_path, placement_app, database_url, db_url=db_url)
     try:
         yield Rounds(world, Harness(world, monkeypatch), random.Random(0))
     finally:
@@ -380,6 +382,7 @@ def before(what: str) -> Callable[[int, str], bool]:
     return lambda _n, call: what in call
 
 
+@pytest.mark.all_backends
 @pytest.mark.parametrize("move,point", [
     # The destination read the ports to bind, then the delete freed them: the port
     # must not be bound to the destination after all (the soak's "rollback step failed").
@@ -405,6 +408,7 @@ def test_a_delete_at_each_step_of_a_move_leaves_nothing(rounds, move, point):
     assert any(point in line for line in race.trace), race.trace
 
 
+@pytest.mark.all_backends
 def test_a_delete_interleaved_step_by_step_with_a_cold_migration(rounds):
     """The delete marks the server and frees its ports, then waits while the
     destination binds and starts it; then the delete goes on."""
