@@ -224,8 +224,8 @@ def _ending(method: Callable[..., Any], harness: Harness) -> Callable[..., Any]:
 def bindings(world: World, port_id: str) -> list[tuple[str, str]]:
     b = network_schema.port_bindings
     with db.read(world.network_engine) as conn:
-        return [(r.host, r.status) for r in conn.execute(
-            sa.select(b.c.host, b.c.status).where(b.c.port_id == port_id, b.c.host != ""))]
+        return sorted((r.host, r.status) for r in conn.execute(
+            sa.select(b.c.host, b.c.status).where(b.c.port_id == port_id, b.c.host != "")))
 
 
 def migrations_of(world: World, sid: str) -> list[moves.Migration]:
@@ -446,3 +446,35 @@ def test_deletes_racing_every_move(rounds, seed):
     assert eventually(lambda: rounds.world.audit() == [])
     for host in rounds.hosts:
         assert not any(rounds.world.placement.usages(rounds.world.root(host)).values())
+
+
+# ---- the network service's part ------------------------------------------------------
+
+
+def test_a_port_detached_from_its_server_loses_its_inactive_bindings(
+        tmp_path, placement_app, database_url):
+    """A live migration's inactive binding on a port its server's delete freed is
+    nobody's, and the bindings API no longer reaches a port that is not a compute's:
+    the network service drops it with the detach."""
+    world = World(tmp_path, placement_app, database_url)
+    try:
+        from tests.functional.nic_world import network
+
+        p = world.network.create_port(network_id=network(world)["id"], project_id="admin",
+                                      device_id="0f0f0f0f-0000-4000-8000-000000000001",
+                                      device_owner="compute:nova")
+        world.network.bind_port(p, "cmp1", None)
+        world.network.create_binding(p["id"], "cmp2", {})
+        assert bindings(world, p["id"]) == [("cmp1", "ACTIVE"), ("cmp2", "INACTIVE")]
+        # Another update of a compute port keeps them.
+        world.network.update_port(p["id"], name="renamed")
+        assert len(bindings(world, p["id"])) == 2
+        world.network.unbind_port(world.network.get_port(p["id"]), detach=True)
+        assert bindings(world, p["id"]) == []
+        # Bound again for another server, the port can have a binding there anew.
+        world.network.update_port(p["id"], device_id="0f0f0f0f-0000-4000-8000-000000000002",
+                                  device_owner="compute:nova")
+        world.network.create_binding(p["id"], "cmp2", {})
+        assert bindings(world, p["id"]) == [("cmp2", "INACTIVE")]
+    finally:
+        world.close()
