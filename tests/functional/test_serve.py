@@ -173,7 +173,7 @@ def test_readme_flow_boot_disable_boot_elsewhere(serve):
     assert usage[busy]["NET_BW_EGR_KILOBIT_PER_SEC"] == {"used": 0, "capacity": 10_000_000}
     header, *rows = srv.client("host", "usage").stdout.splitlines()
     assert "NIC egress Gbit/s used/capacity" in header and len(rows) == 3
-    assert [r for r in rows if r.startswith(busy)][0].split()[-2:] == ["0/10", "0/10"]
+    assert next(r for r in rows if r.startswith(busy)).split()[-2:] == ["0/10", "0/10"]
 
     srv.client("service", "disable", busy, "--reason", "maintenance")
     # The API answered only after the compute put the trait on its provider.
