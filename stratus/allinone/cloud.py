@@ -64,7 +64,7 @@ from stratus.conductor.build import ConductorContext
 from stratus.conductor.build_recovery import recover_builds
 from stratus.conductor.recovery import recover_moves
 from stratus.identity import service as identity_service
-from stratus.image.client import ImageClient
+from stratus.image.client import ImageClient, ImageWriter
 from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
 from stratus.storage import engine as db
@@ -198,6 +198,11 @@ class AllInOne:
         seed_image(deps)
         self.image_deps = deps
         self.image_wsgi = image_service.make_app(self.config, deps)
+
+    def image_writer(self) -> ImageWriter:
+        writer = ImageWriter("http://image.allinone", wsgi_app=self.image_wsgi)
+        self.started.closers.append(writer.close)
+        return writer
 
     def network_client(self) -> NetworkClient:
         client = NetworkClient("http://network.allinone",
@@ -357,6 +362,7 @@ class AllInOne:
         config = self.config
         placement = self.placement_client()
         network = self.network_client()
+        images = self.image_writer()
         beats = Heartbeats(float(config.get("compute", "report_interval")))
         total = sum(len(v) for v in by_cell.values())
         done = 0
@@ -368,7 +374,8 @@ class AllInOne:
                 svc = FleetCompute(driver.host, driver, bus, engine, placement,
                                    tracker_interval=config.get("compute",
                                                                "resource_tracker_interval"),
-                                   first_pass_done=driver.host in skip, network=network)
+                                   first_pass_done=driver.host in skip, network=network,
+                                   image=images)
                 svc.start()
                 self.started.computes.append(svc)
                 beats.add(engine, svc)
@@ -383,7 +390,8 @@ class AllInOne:
 
         deps = make_deps(self.config, bus=api_bus, placement=self.placement_client(),
                          network=self.network_client(),
-                         image=ImageClient("http://image.allinone", wsgi_app=self.image_wsgi))
+                         image=ImageClient("http://image.allinone", wsgi_app=self.image_wsgi),
+                         images=self.image_writer())
         self.started.closers.append(deps.close)
         self.compute_deps = deps
         if not self.http:
@@ -401,9 +409,10 @@ class AllInOne:
             guard = self.identity.guard
         self.deployment_id = deployment.record(self.layout.data_dir, {}, by="stratus serve")
 
-        def serve(name: str, app: Any, port: int) -> str:
+        def serve(name: str, app: Any, port: int, streams_bodies: bool = False) -> str:
             server = ThreadedServer(name, deployment.tag(guard(app), self.deployment_id),
-                                    self.listen, port, log_level=level)
+                                    self.listen, port, log_level=level,
+                                    streams_bodies=streams_bodies)
             self.started.servers.append(server)
             server.start()
             return server.url
@@ -413,7 +422,8 @@ class AllInOne:
         self.network_url = serve("network-api", self.network_wsgi, self.network_port) + "/"
         self.api_url = serve("compute-api", build_compute_wsgi(deps, self.config),
                              self.api_port) + "/v2.1"
-        self.image_url = serve("image-api", self.image_wsgi, self.image_port)
+        self.image_url = serve("image-api", self.image_wsgi, self.image_port,
+                               streams_bodies=True)
         served = {"placement": self.placement_url, "network": self.network_url,
                   "compute": self.api_url, "image": self.image_url + "/"}
         if self.identity is None:   # a real Keystone: its catalog is the operator's

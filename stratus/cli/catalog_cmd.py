@@ -57,8 +57,10 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_image_api)
 
 
-def _run(app: Any, args: argparse.Namespace, debug: bool, max_body: int,
+def _run(app: Any, args: argparse.Namespace, debug: bool, max_body: int | None,
          data_dir: str, service: str, path: str = "/") -> None:
+    """Serve ``app``; ``max_body`` None streams request bodies to it (the image API reads
+    image data in pieces), a number reads each whole body first, up to that size."""
     import uvicorn
 
     from stratus import deployment
@@ -74,7 +76,16 @@ def _run(app: Any, args: argparse.Namespace, debug: bool, max_body: int,
         signal.signal(signum, lambda *_: None)
     if not debug:
         logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
-    uvicorn.run(WSGIBridge(app, max_body_bytes=max_body), host=args.host, port=args.port,
+    if max_body is None:
+        from a2wsgi import WSGIMiddleware
+
+        from stratus.web.bodies import guard_disconnects
+        from stratus.web.disconnect import tolerate_disconnects
+
+        asgi: Any = guard_disconnects(WSGIMiddleware(tolerate_disconnects(app), workers=16))
+    else:
+        asgi = WSGIBridge(app, max_body_bytes=max_body)
+    uvicorn.run(asgi, host=args.host, port=args.port,
                 **UVICORN_OPTIONS, log_level="info" if debug else "warning",
                 access_log=debug, lifespan="off")
 
@@ -126,9 +137,9 @@ def cmd_image_api(args: argparse.Namespace) -> int:
     print(f"Image API: http://{args.host}:{args.port}/  (database: {shown}, data in "
           f"{deps.store_dir}, auth: {config.get('api', 'auth_strategy')})", flush=True)
     try:
-        # Image data may be large: the body limit is the image limit, not the API's.
-        _run(service.make_app(config, deps), args, debug, deps.max_image_size + 65_536,
-             config.data_dir, "image")
+        # Image data may be large: bodies are streamed to the API, which bounds them
+        # itself ([image] max_image_size for data, max_json_body_bytes for JSON).
+        _run(service.make_app(config, deps), args, debug, None, config.data_dir, "image")
     finally:
         engine.dispose()
     print("Image API stopped", flush=True)

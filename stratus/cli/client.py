@@ -12,6 +12,7 @@ import argparse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from stratus.api.binaries import api_name, own_name
 from stratus.cli import client_network, client_quotas, client_resources
 from stratus.cli.client_base import (
     COMPUTE_BINARY,
@@ -28,9 +29,24 @@ from stratus.cli.client_base import (
 
 # ---- services -----------------------------------------------------------------------
 
+def _own(service: dict[str, Any]) -> dict[str, Any]:
+    """A service as the compute API shows it, in Stratus's own words: its binary as
+    Stratus names it (the API says nova-compute), its time to the second."""
+    out = dict(service, binary=own_name(service["binary"]))
+    if isinstance(out.get("updated_at"), str):
+        out["updated_at"] = out["updated_at"].split(".", 1)[0]
+    return out
+
+
+def _services(api: HTTP, params: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    if params and "binary" in params:
+        params = dict(params, binary=api_name(params["binary"]))
+    return [_own(s) for s in api.call("GET", "/os-services", params=params)["services"]]
+
+
 def find_service(api: HTTP, ident: str) -> dict[str, Any]:
     """A compute service by uuid or by host name."""
-    listed = api.call("GET", "/os-services")["services"]
+    listed = _services(api)
     found = [s for s in listed if s["id"] == ident] if is_uuid(ident) else \
         [s for s in listed if s["host"] == ident and s["binary"] == COMPUTE_BINARY]
     if not found:
@@ -52,13 +68,13 @@ def _show_services(args: argparse.Namespace, services: list[dict[str, Any]]) -> 
 
 def service_list(args: argparse.Namespace, api: HTTP) -> None:
     params = {k: v for k, v in (("host", args.host), ("binary", args.binary)) if v}
-    _show_services(args, api.call("GET", "/os-services", params=params)["services"])
+    _show_services(args, _services(api, params))
 
 
 def _service_update(args: argparse.Namespace, api: HTTP, body: dict[str, Any]) -> None:
     svc = find_service(api, args.service)
     updated = api.call("PUT", f"/os-services/{svc['id']}", json_body=body)["service"]
-    _show_services(args, [updated])
+    _show_services(args, [_own(updated)])
 
 
 def service_disable(args: argparse.Namespace, api: HTTP) -> None:

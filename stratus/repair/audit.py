@@ -12,8 +12,11 @@ Findings, each with what would repair it:
   (``--delete``);
 * ``port-elsewhere``: a port is bound to a host its server is not on, or to a host
   while its server is gone or has none;
-* ``port-allocation``: a bound port's ``allocation`` names a provider its server holds
-  nothing on (``heal_allocations --force`` repairs it);
+* ``port-allocation``: what a server's bound ports' ``allocation`` keys name does not
+  add up to what the server holds there: a provider named for more than the server
+  holds on it, or a server holding a port's resource class on a provider none of its
+  ports names (a port bound to one NIC, its bandwidth held on another:
+  ``heal_allocations --force`` repairs it);
 * ``port-unplaced``: a bound port asks for resources and its binding names no provider
   (``heal_allocations`` repairs it).
 
@@ -175,6 +178,8 @@ def _port_findings(books: Books, servers: dict[str, _Server],
                    held: dict[str, dict[str, dict[str, int]]]) -> Iterator[Finding]:
     if books.network is None:
         return
+    named: dict[str, dict[str, dict[str, int]]] = {}   # server -> provider -> amounts
+    classes: dict[str, set[str]] = {}                   # server -> its ports' classes
     for port in books.network.list_ports():
         host = port.get("binding:host_id") or ""
         if not host:
@@ -190,18 +195,39 @@ def _port_findings(books: Books, servers: dict[str, _Server],
             yield Finding("port-elsewhere", port["id"], f"is bound to {host} but its "
                           f"server {server.uuid} {where}")
             continue
-        if port_groups(port) and not (port.get("binding:profile") or {}).get("allocation"):
+        groups = port_groups(port)
+        if groups and not (port.get("binding:profile") or {}).get("allocation"):
             yield Finding("port-unplaced", port["id"], f"asks for resources but its binding "
                           f"names no provider (heal_allocations --instance {server.uuid})")
             continue
-        mine = held.get(server.uuid, {})
+        classes.setdefault(server.uuid, set()).update(
+            rc for g in groups for rc in g.resources)
+        mine = named.setdefault(server.uuid, {})
         for rp, amounts in provider_resources(port).items():
-            have = mine.get(rp, {})
-            short = {rc: n for rc, n in amounts.items() if have.get(rc, 0) < n}
-            if short:
-                yield Finding("port-allocation", port["id"], f"names provider {rp} for "
-                              f"{short} but server {server.uuid} holds {have or 'nothing'} "
-                              "there")
+            into = mine.setdefault(rp, {})
+            for rc, n in amounts.items():
+                into[rc] = into.get(rc, 0) + n
+    for uuid in sorted(named):
+        yield from _port_books(uuid, named[uuid], classes[uuid], held.get(uuid, {}))
+
+
+def _port_books(uuid: str, named: dict[str, dict[str, int]], classes: set[str],
+                holds: dict[str, dict[str, int]]) -> Iterator[Finding]:
+    """A server's port classes held per provider against what its ports' bindings name
+    there (the flavor's classes are not the ports' business)."""
+    for rp in sorted(set(named) | set(holds)):
+        want = named.get(rp, {})
+        have = {rc: n for rc, n in holds.get(rp, {}).items() if rc in classes}
+        short = {rc: n for rc, n in want.items() if have.get(rc, 0) < n}
+        extra = {rc: n for rc, n in have.items() if n > want.get(rc, 0)}
+        if short:
+            yield Finding("port-allocation", uuid, f"its ports' bindings name provider {rp} "
+                          f"for {short} but the server holds {have or 'nothing'} there "
+                          f"(heal_allocations --force --instance {uuid})")
+        elif extra:
+            yield Finding("port-allocation", uuid, f"holds {extra} on provider {rp} but its "
+                          f"ports' bindings name {want or 'nothing'} there "
+                          f"(heal_allocations --force --instance {uuid})")
 
 
 def delete_leaks(books: Books, findings: list[Finding]) -> list[Finding]:
