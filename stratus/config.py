@@ -216,7 +216,10 @@ OPTIONS: list[Option] = [
            ["disabled_cells", "availability_zone", "tenant_isolation"],
            "Request filters, in order; compute_status (disabled computes) always runs."),
     Option("scheduler", "weights", list, ["ram:1.0", "cpu:1.0", "disk:1.0", "affinity:1.0"],
-           "Weigher multipliers as name:multiplier (negative packs, positive spreads)."),
+           "Weigher multipliers as name:multiplier (negative packs, positive spreads): "
+           "ram, cpu, disk, num_instances (servers on the host), affinity (soft "
+           "server-group policies), project_spread (hosts without the project's servers "
+           "first). A zone tree ranks with the same weighers at every level."),
     Option("scheduler", "columnar", bool, True,
            "Decide in columns (candidates as a table, filters and weighers over every "
            "host at once; same answers as per host, several times faster at 1000 "

@@ -38,7 +38,11 @@ COMPUTE_BINARY = "stratus-compute"
 
 
 class ClientError(Exception):
-    """A failure to show as one line."""
+    """A failure to show as one line (``status``: the HTTP status, when it is one)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class HTTP:
@@ -67,7 +71,8 @@ class HTTP:
             text = warning.split('"', 1)[1].rsplit('"', 1)[0] if '"' in warning else warning
             print(f"warning: {common.one_line(text)}", file=sys.stderr)
         if resp.status_code >= 400:
-            raise ClientError(f"{self.what}: {resp.status_code} {_fault(resp)}")
+            raise ClientError(f"{self.what}: {resp.status_code} {_fault(resp)}",
+                              resp.status_code)
         if not resp.content:
             return None
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import parse_qsl
 
 import httpx
 
@@ -44,3 +45,25 @@ class ImageClient:
         if resp.status_code >= 300:
             raise ImageClientError(resp.status_code, resp.text[:200])
         return dict(resp.json())
+
+    def active_image_ids(self) -> list[str]:
+        """The ids of every active image (Glance's pages followed to the end)."""
+        out: list[str] = []
+        path, params = "/v2/images", {"status": "active", "limit": "500"}
+        while path:
+            try:
+                resp: httpx.Response | _Answer = self._http.request(
+                    "GET", path, params=params, json=None, headers=None)
+            except httpx.TransportError as exc:
+                raise ImageClientError(503, f"cannot reach the image service: {exc}") \
+                    from None
+            if resp.status_code >= 300:
+                raise ImageClientError(resp.status_code, resp.text[:200])
+            body = resp.json()
+            out += [str(i["id"]) for i in body.get("images") or ()]
+            following = body.get("next")
+            if not following or "?" not in following:
+                break
+            path, query = following.split("?", 1)
+            params = dict(parse_qsl(query))
+        return out

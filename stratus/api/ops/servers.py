@@ -162,9 +162,13 @@ def _check_zone(api: ComputeAPIDeps, zone: str | None) -> str | None:
     with db.read(api.dbs.api) as conn:
         zones = agg_store.zone_names(conn)
     if zone not in zones and zone != api.default_az:   # the default: hosts in no zone
-        raise BadRequest(f"The requested availability zone {zone} is not available "
-                         f"(zones: {', '.join(sorted(zones)) or 'none defined'}).")
+        raise zone_unavailable(zone, zones)
     return zone
+
+
+def zone_unavailable(zone: str, zones: set[str] | frozenset[str]) -> BadRequest:
+    return BadRequest(f"The requested availability zone {zone} is not available "
+                      f"(zones: {', '.join(sorted(zones)) or 'none defined'}).")
 
 
 def group_state(api: ComputeAPIDeps, uuid: str | None, project_id: str,
