@@ -47,6 +47,7 @@ from stratus.api.http.handlers import root
 from stratus.api.http.handlers import servers as flat_servers
 from stratus.api.http.routes import ROUTES as FLAT_ROUTES
 from stratus.api.http.schemas import SERVER_CREATE
+from stratus.api.http.views import servers as views
 from stratus.api.http.wsgi import Handler, Req, empty_response, json_response, timestamp_z
 from stratus.api.ops import images as image_ops
 from stratus.api.ops import ports as port_ops
@@ -414,7 +415,7 @@ def show_server(req: Req) -> webob.Response:
         if _owner(req) not in (None, held["request"].get("project_id")):
             raise _missing(req, uuid)
         server = _held_server(held)
-        return json_response({"server": render.server(req, server, server.availability_zone)})
+        return json_response({"server": views.server(req, server, server.availability_zone)})
     if "unknown" in found:
         req.authorize("os_compute_api:servers:show")
         return json_response({"server": _unknown(req, uuid)})
@@ -507,8 +508,8 @@ def _merged(req: Req, detail: bool) -> webob.Response:
         values = server_list.sort_values(server, keys)
         if start is not None and server_list.compare_values(keys, values, start) <= 0:
             continue
-        shown = render.server(req, server, server.availability_zone) if detail \
-            else render.server_brief(req, server)
+        shown = views.server(req, server, server.availability_zone) if detail \
+            else views.server_brief(req, server)
         rows.append((values, shown))
     rows.sort(key=_order(keys))
     page = [body for _values, body in rows[:listing.limit]]
