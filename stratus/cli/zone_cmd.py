@@ -64,6 +64,11 @@ def _manager_parser(sub: Any) -> None:
                        help="this zone has hosts: schedule on the deployment the config "
                        "file describes ([api_database], [placement_client], [DEFAULT] "
                        "transport_url of its own services)")
+    p.add_argument("--leaf-apis", action="store_true",
+                   help="with --hosts: serve this zone's own deployment's APIs (compute, "
+                   "network, placement, image, identity) on free ports of 127.0.0.1, as "
+                   "a Stratus deployment does, and print them (its users and operators "
+                   "may use them directly; the tree finds what is made there)")
     p.add_argument("--api-port", type=int, metavar="PORT",
                    help="serve the compute API of the tree on PORT (at the top zone: boot, "
                    "list, show and delete servers and list flavors across the tree)")
@@ -231,9 +236,17 @@ def _leaf(args: argparse.Namespace, config: configuration.Config, options: Any,
         topo = topology.resolve(data_dir, args.hosts, 1, None)
     except topology.TopologyError as exc:
         common.fail(str(exc), common.USAGE_ERROR)
-    cloud = AllInOne(leaf_config, topo, http=False, bus_prefix=f"zone-{options.name}")
+    apis = bool(getattr(args, "leaf_apis", False))
+    ports = dict.fromkeys(("placement_port", "api_port", "network_port", "identity_port",
+                           "image_port"), 0)
+    cloud = AllInOne(leaf_config, topo, http=apis, bus_prefix=f"zone-{options.name}",
+                     **(ports if apis else {}))
     cloud.start()
     closers.append(cloud.stop)
+    if apis:
+        print(f"zone {options.name}: its deployment's APIs: compute {cloud.api_url}, "
+              f"network {cloud.network_url}, placement {cloud.placement_url}, image "
+              f"{cloud.image_url}", flush=True)
     return deploy.leaf_of_cloud(options.name, cloud, options.build_timeout)
 
 

@@ -234,7 +234,9 @@ def create_server(req: Req) -> webob.Response:
         image_ops.check_fits(image, flavor)
     zone = data.get("availability_zone")
     if zone is not None:
+        # As the flat API: the zones hosts were put in (the default one needs none).
         zones = set(top.call("describe")["capabilities"].get("availability_zones") or ())
+        zones.discard(top.default_az)
         if zone not in zones and zone != top.default_az:
             raise server_ops.zone_unavailable(zone, zones)
     keypair = _keypair(req, flat_servers._key_name(req, data.get("key_name")))

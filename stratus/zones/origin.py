@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from stratus.api.ops import images as image_ops
 from stratus.api.ops import ports as port_ops
 from stratus.bus import BusError, MessagingTimeout
 from stratus.network.traits import physnet_trait
@@ -45,6 +46,7 @@ from stratus.scheduler.errors import NoValidHost
 from stratus.storage import engine as db
 from stratus.zones import rank, wire
 from stratus.zones import store as zstore
+from stratus.zones.capabilities import ANY_IMAGE
 from stratus.zones.rpcapi import ZoneError
 
 if TYPE_CHECKING:
@@ -217,6 +219,11 @@ class Origin:
             else:   # a tenant network lives in its leaf alone
                 held = {f["route"][-1] for f in found}
                 zones = held if zones is None else zones & held
+        image = request.get("image")
+        if image:
+            images = self.m.capabilities().images
+            if image not in images and ANY_IMAGE not in images:
+                raise Refusal(400, image_ops.image_missing(str(image)).message)
         group = self._group(request.get("group"))
         if group and group["policy"] == "affinity" and group["members"]:
             held = {m["zone"] for m in group["members"]}

@@ -1,0 +1,242 @@
+"""The top of a zone tree speaks the whole compute API: every server action a flat
+deployment answers, the top answers alike for a server in its leaf, with the same books
+in Placement; lists, quotas, key pairs and server groups are the tree's; a retried
+create makes one server. (Over RabbitMQ with zone managers as processes:
+``tests/backends/test_zones_tree_api_rabbitmq.py``.)"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from stratus import config as configuration
+from stratus.allinone import topology
+from stratus.allinone.cloud import AllInOne
+from stratus.api.http.app import ComputeApp
+from stratus.zones.tree import LocalTree, parse_spec
+from tests.functional import zones_scenario as scenario
+
+SETTINGS = {("DEFAULT", "allow_resize_to_same_host"): False}
+
+
+def _network(cloud: AllInOne) -> str:
+    network = cloud.compute_deps.network
+    assert network is not None
+    return str(network.list_networks(**{"provider:physical_network": "physnet1"})[0]["id"])
+
+
+@pytest.fixture
+def flat(tmp_path: Path) -> Any:
+    config = configuration.load([], environ={}, overrides={
+        ("DEFAULT", "data_dir"): str(tmp_path / "flat"), **SETTINGS})
+    cloud = AllInOne(config, topology.from_counts(2, 1), placement_port=0, api_port=0,
+                     network_port=0, identity_port=0, image_port=0,
+                     bus_prefix=f"flat-{uuidlib.uuid4().hex[:8]}")
+    cloud.start()
+    yield cloud
+    cloud.stop()
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Any:
+    config = configuration.load([], environ={}, overrides={
+        ("DEFAULT", "data_dir"): str(tmp_path / "tree"), **SETTINGS})
+    made = LocalTree(config, parse_spec("top=eu"), hosts_per_leaf=2, api_port=0,
+                     transport_url=f"inproc://zones-{uuidlib.uuid4().hex[:8]}")
+    made.start()
+    yield made
+    made.stop()
+
+
+def test_every_server_action_answers_through_the_top_as_the_flat_api_does(
+        flat: AllInOne, tree: LocalTree) -> None:
+    flat_side = scenario.Deployment(
+        "flat", httpx.Client(base_url=flat.api_url, headers=scenario.HEADERS,
+                             timeout=60),
+        lambda: scenario.books_of_placement(flat.compute_deps.placement), _network(flat))
+    leaf = tree.clouds["eu"]
+    tree_side = scenario.Deployment(
+        "tree", httpx.Client(base_url=tree.api_url, headers=scenario.HEADERS, timeout=60),
+        lambda: scenario.books_of_placement(leaf.compute_deps.placement), _network(leaf))
+    scenario.compare(scenario.run(flat_side), scenario.run(tree_side))
+
+
+# ---- a tree of two leaves ---------------------------------------------------------------
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Any:
+    """top over eu and us, two hosts each, and an admin client of the top with room."""
+    config = configuration.load([], environ={}, overrides={
+        ("DEFAULT", "data_dir"): str(tmp_path / "pair")})
+    made = LocalTree(config, parse_spec("top=eu,us"), hosts_per_leaf=2, api_port=0,
+                     transport_url=f"inproc://zones-{uuidlib.uuid4().hex[:8]}")
+    made.start()
+    api = httpx.Client(base_url=made.api_url, headers=scenario.HEADERS, timeout=60)
+    raised = api.put("/os-quota-sets/admin", json={"quota_set": {
+        "cores": -1, "ram": -1, "instances": -1}})
+    assert raised.status_code == 200, raised.text
+    yield made, api
+    made.stop()
+
+
+def _boot(api: httpx.Client, name: str, **server: Any) -> str:
+    resp = api.post("/servers", json={"server": {"name": name, "flavorRef": "1", **server}})
+    assert resp.status_code == 202, resp.text
+    return str(resp.json()["server"]["id"])
+
+
+def _where(api: httpx.Client, sid: str) -> tuple[str, str]:
+    server = scenario.settle(api, sid)
+    assert server["status"] == "ACTIVE", server
+    return server["stratus:zone"], server["OS-EXT-SRV-ATTR:host"]
+
+
+def test_what_the_flat_api_refuses_the_top_refuses_alike(flat: AllInOne, pair: Any) -> None:
+    _tree, top = pair
+    flat_api = httpx.Client(base_url=flat.api_url, headers=scenario.HEADERS, timeout=60)
+    missing = str(uuidlib.uuid4())
+    bodies = [
+        {"name": "x", "flavorRef": "nope"},
+        {"name": "x", "flavorRef": "1", "imageRef": missing},
+        {"name": "x", "flavorRef": "1", "key_name": "nobody's"},
+        {"name": "x", "flavorRef": "1", "networks": [{"port": missing}]},
+        {"name": "x", "flavorRef": "1", "networks": [{"uuid": missing}]},
+        {"name": "x", "flavorRef": "1", "availability_zone": "atlantis"},
+        {"name": "x", "flavorRef": "1", "min_count": 3, "max_count": 2},
+        {"name": "x", "flavorRef": "1", "max_count": 101},
+        {"name": "", "flavorRef": "1"},
+    ]
+    for body in bodies:
+        answers = [api.post("/servers", json={"server": body}) for api in (flat_api, top)]
+        assert answers[0].status_code >= 400, (body, answers[0].text)
+        assert answers[1].status_code == answers[0].status_code, (body, answers[1].text)
+        assert answers[1].json() == answers[0].json(), body
+    group = str(uuidlib.uuid4())
+    hinted = [api.post("/servers", json={"server": {"name": "x", "flavorRef": "1"},
+                                         "os:scheduler_hints": {"group": group}})
+              for api in (flat_api, top)]
+    assert hinted[1].status_code == hinted[0].status_code == 400
+    assert hinted[1].json() == hinted[0].json()
+    # Nothing was made anywhere by the refused boots.
+    assert top.get("/servers").json()["servers"] == []
+
+
+def test_lists_hold_every_leaf_with_the_flat_apis_filters_paging_and_sorting(
+        pair: Any) -> None:
+    tree, top = pair
+    made = [_boot(top, f"vm-{i}") for i in range(4)]
+    for sid in made:
+        _where(top, sid)
+    # A server made in a leaf directly (its own compute API) is the tree's too.
+    leaf = httpx.Client(base_url="http://eu.local/v2.1", headers=scenario.HEADERS,
+                        transport=httpx.WSGITransport(app=ComputeApp(tree.clouds["eu"].compute_deps)))
+    direct = leaf.post("/servers", json={"server": {"name": "direct", "flavorRef": "1"}})
+    assert direct.status_code == 202, direct.text
+    direct_id = direct.json()["server"]["id"]
+    scenario.settle(leaf, direct_id)
+    everyone = top.get("/servers/detail").json()["servers"]
+    assert {s["id"] for s in everyone} == {*made, direct_id}
+    assert top.get(f"/servers/{direct_id}").json()["server"]["stratus:zone"] == "eu"
+    # The flat API's filters, sorting and keyset paging, across the leaves.
+    named = top.get("/servers", params={"name": "^vm-[12]$"}).json()["servers"]
+    assert sorted(s["name"] for s in named) == ["vm-1", "vm-2"]
+    by_name = top.get("/servers", params={"sort_key": "display_name", "sort_dir": "asc"})
+    assert [s["name"] for s in by_name.json()["servers"]] == [
+        "direct", "vm-0", "vm-1", "vm-2", "vm-3"]
+    pages, marker = [], None
+    while True:
+        params = {"limit": "2", "sort_key": "display_name", "sort_dir": "asc"}
+        if marker:
+            params["marker"] = marker
+        page = top.get("/servers", params=params).json()
+        pages.append([s["name"] for s in page["servers"]])
+        if "servers_links" not in page:
+            break
+        marker = page["servers"][-1]["id"]
+    assert pages == [["direct", "vm-0"], ["vm-1", "vm-2"], ["vm-3"]]
+    bad = top.get("/servers", params={"marker": str(uuidlib.uuid4())})
+    assert bad.status_code == 400 and "marker" in bad.text
+    assert top.get("/servers", params={"status": "BOGUS"}).status_code == 400
+    # Quotas count what every leaf holds (the direct one too).
+    used = top.get("/limits").json()["limits"]["absolute"]
+    assert used["totalInstancesUsed"] == 5
+
+
+def test_a_retried_create_makes_one_server(pair: Any) -> None:
+    _tree, top = pair
+    retry = {"X-OpenStack-Request-ID": f"req-{uuidlib.uuid4()}"}
+    first = top.post("/servers", json={"server": {"name": "once", "flavorRef": "1"}},
+                     headers=retry)
+    again = top.post("/servers", json={"server": {"name": "once", "flavorRef": "1"}},
+                     headers=retry)
+    assert first.status_code == again.status_code == 202
+    assert again.json()["server"]["id"] == first.json()["server"]["id"]
+    _where(top, first.json()["server"]["id"])
+    assert [s["name"] for s in top.get("/servers").json()["servers"]] == ["once"]
+
+
+def test_a_multi_create_spreads_and_is_all_or_nothing(pair: Any) -> None:
+    tree, top = pair
+    resp = top.post("/servers", json={"server": {"name": "many", "flavorRef": "1",
+                                                 "min_count": 4, "max_count": 4}})
+    assert resp.status_code == 202, resp.text
+    ids = [s["id"] for s in resp.json()["servers"]]
+    assert sorted(_where(top, i) for i in ids) == [
+        ("eu", "compute0001"), ("eu", "compute0002"), ("us", "compute0001"),
+        ("us", "compute0002")]
+    # More than the tree can hold (each host has 16 VCPUs): every one fails, none is built.
+    huge = top.post("/servers", json={"server": {"name": "too-many", "flavorRef": "5",
+                                                 "max_count": 9}})
+    assert huge.status_code == 202, huge.text
+    failed = [scenario.settle(top, s["id"]) for s in huge.json()["servers"]]
+    assert {s["status"] for s in failed} == {"ERROR"}
+    assert "No valid host" in failed[0]["fault"]["message"]
+    for cloud in tree.clouds.values():
+        names = {s.name for s in _servers(cloud)}
+        assert not any(n.startswith("too-many") for n in names)
+
+
+def _servers(cloud: AllInOne) -> list[Any]:
+    from stratus.api.ops import servers as server_ops
+
+    return server_ops.list_servers(cloud.compute_deps, None)
+
+
+def test_key_pairs_groups_and_images_reach_the_leaf_that_builds(pair: Any) -> None:
+    tree, top = pair
+    made = top.post("/os-keypairs", json={"keypair": {"name": "mine"}})
+    assert made.status_code == 201 and "private_key" in made.json()["keypair"]
+    affinity = top.post("/os-server-groups", json={"server_group": {
+        "name": "together", "policy": "affinity"}}).json()["server_group"]["id"]
+    apart = top.post("/os-server-groups", json={"server_group": {
+        "name": "apart", "policy": "anti-affinity"}}).json()["server_group"]["id"]
+
+    def grouped(name: str, group: str) -> str:
+        resp = top.post("/servers", json={"server": {"name": name, "flavorRef": "1",
+                                                     "key_name": "mine"},
+                                          "os:scheduler_hints": {"group": group}})
+        assert resp.status_code == 202, resp.text
+        return str(resp.json()["server"]["id"])
+
+    together = [grouped(f"t{i}", affinity) for i in range(2)]
+    assert len({_where(top, s) for s in together}) == 1
+    spread = [grouped(f"a{i}", apart) for i in range(4)]
+    assert len({_where(top, s) for s in spread}) == 4    # anti-affinity across leaves
+    shown = top.get(f"/servers/{spread[0]}").json()["server"]
+    assert shown["key_name"] == "mine"
+    members = top.get(f"/os-server-groups/{apart}").json()["server_group"]["members"]
+    assert sorted(members) == sorted(spread)
+    # An image one leaf has: the boot goes there.
+    images = tree.clouds["us"].image_deps
+    from stratus.image import store as image_store
+    from stratus.storage import engine as db
+
+    with db.read(images.engine) as conn:
+        image = image_store.listing(conn, image_store.ListQuery(admin=True, limit=1))[0]
+    imaged = _boot(top, "imaged", imageRef=image.id)
+    assert _where(top, imaged)[0] == "us"
