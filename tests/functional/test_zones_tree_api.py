@@ -240,3 +240,62 @@ def test_key_pairs_groups_and_images_reach_the_leaf_that_builds(pair: Any) -> No
         image = image_store.listing(conn, image_store.ListQuery(admin=True, limit=1))[0]
     imaged = _boot(top, "imaged", imageRef=image.id)
     assert _where(top, imaged)[0] == "us"
+
+
+def test_a_boot_with_a_qos_port_lands_in_its_leaf_with_its_bandwidth_held(pair: Any) -> None:
+    tree, top = pair
+    us = tree.clouds["us"]
+    network = us.compute_deps.network
+    net = network.list_networks(**{"provider:physical_network": "physnet1"})[0]
+    policy = network._call("POST", "/qos/policies", json={"policy": {
+        "name": "bw", "shared": True}})["policy"]
+    network._call("POST", f"/qos/policies/{policy['id']}/minimum_bandwidth_rules",
+                  json={"minimum_bandwidth_rule": {"min_kbps": 1000}})
+    port = network.create_port(network_id=net["id"], project_id="admin",
+                               qos_policy_id=policy["id"])
+    # eu would win the tie-break; the port is in us, so the boot goes there.
+    sid = _boot(top, "bw", networks=[{"port": port["id"]}])
+    zone, host = _where(top, sid)
+    assert zone == "us"
+    held = us.compute_deps.placement.get_allocations(sid)["allocations"]
+    bandwidth = [a["resources"] for a in held.values()
+                 if "NET_BW_EGR_KILOBIT_PER_SEC" in a["resources"]]
+    assert bandwidth == [{"NET_BW_EGR_KILOBIT_PER_SEC": 1000}]
+    bound = network.get_port(port["id"])
+    assert bound["binding:host_id"] == host and bound["device_id"] == sid
+    # Deleting it at the top frees the bandwidth in its leaf.
+    assert top.delete(f"/servers/{sid}").status_code == 204
+    assert us.compute_deps.placement.get_allocations(sid)["allocations"] == {}
+
+
+def test_networks_on_a_physical_network_resolve_in_whichever_leaf_builds(pair: Any) -> None:
+    tree, top = pair
+    # eu's network on physnet1, named at the top; a boot that lands in us gets a port on
+    # us's network on the same physical network.
+    eu_net = tree.clouds["eu"].compute_deps.network.list_networks(
+        **{"provider:physical_network": "physnet1"})[0]["id"]
+    made = [_boot(top, f"n{i}", networks=[{"uuid": eu_net}]) for i in range(3)]
+    places = [_where(top, s)[0] for s in made]
+    assert places == ["eu", "eu", "us"]     # the third on an empty host of us
+    for sid in made:
+        addresses = top.get(f"/servers/{sid}").json()["server"]["addresses"]
+        assert list(addresses) == ["physnet1"], addresses
+
+
+def test_concurrent_boots_spread_as_one_scheduler_would(pair: Any) -> None:
+    import concurrent.futures
+
+    tree, top = pair
+    with concurrent.futures.ThreadPoolExecutor(10) as pool:
+        ids = list(pool.map(lambda i: _boot(top, f"c{i}"), range(20)))
+    placed = [_where(top, s) for s in ids]
+    per_host = {h: placed.count(h) for h in set(placed)}
+    # Four equal hosts, twenty servers: five each (no host took a sixth while one had
+    # four: the picks in flight were counted as taken).
+    assert sorted(per_host.values()) == [5, 5, 5, 5], per_host
+    many = top.post("/servers", json={"server": {"name": "m", "flavorRef": "1",
+                                                 "max_count": 8}})
+    assert many.status_code == 202, many.text
+    placed += [_where(top, s["id"]) for s in many.json()["servers"]]
+    per_host = {h: placed.count(h) for h in set(placed)}
+    assert sorted(per_host.values()) == [7, 7, 7, 7], per_host
