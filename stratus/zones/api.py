@@ -495,6 +495,7 @@ def _merged(req: Req, detail: bool) -> webob.Response:
                          request=wire.request_of(req, zone={"list": {
                              "after": server_list.wire_values(start, keys)}}))
     rows: list[tuple[list[Any], dict[str, Any]]] = []
+    in_flight = {h["uuid"] for h in found["held"]}
     for zone, answer in sorted(found["answers"].items()):
         status, _headers, body = wire.answer_of(answer)
         if status != 200:
@@ -502,6 +503,8 @@ def _merged(req: Req, detail: bool) -> webob.Response:
                 raise _error(status, _fault(body))
             continue
         for item in json.loads(body).get("servers") or []:
+            if item.get("id") in in_flight:
+                continue    # its boot is in flight: shown as the top holds it
             values = server_list.from_wire(item.pop("stratus:sort"), keys)
             if detail and req.is_admin:
                 item["stratus:zone"] = zone

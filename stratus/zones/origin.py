@@ -517,8 +517,11 @@ class Origin:
         """A request about one server: the answer of its leaf's compute API (with the
         leaf's zone), ``{"held": status}`` for a boot not in a leaf, or ``{"missing"}``."""
         route, req = self._where(uuid)
-        if route is None and req is not None and not req.cancelled \
-                and req.state != zstore.DONE:
+        if req is not None and not req.cancelled and (
+                (route is None and req.state != zstore.DONE)
+                or (req.state == zstore.PENDING and _shows(request, uuid))):
+            # Until its boot ends, the origin shows the server (BUILD): a try that failed
+            # in a leaf is not the server's end, the next host is.
             return {"held": self.status_of(uuid)}
         if route is None and req is None:
             route = self._discover(uuid)
@@ -573,6 +576,8 @@ class Origin:
         servers the tree placed there (``stranded``)."""
         found = self.m.every_leaf(request, self.m.options.select_timeout)
         with db.read(self.m.engine) as conn:
+            # Boots in flight are shown as the origin holds them (their leaf's row may
+            # be a failed try): the API drops the leaves' rows of these.
             held = [_held(r) for r in zstore.unplaced(conn, project_id)]
             stranded = [s for s in zstore.located_in(conn, project_id)
                         if s["zone"] in found["unreachable"]]
@@ -583,14 +588,23 @@ class Origin:
         yet (a boot between the two may be counted twice for a moment: never none)."""
         total = self.m.usage_below(project_id, self.m.options.select_timeout)
         with db.read(self.m.engine) as conn:
-            for req in zstore.unplaced(conn, project_id):
-                if req.state != zstore.PENDING:
+            pending = [r for r in zstore.unplaced(conn, project_id)
+                       if r.state == zstore.PENDING]
+            in_leaves = zstore.located_set(conn, [r.uuid for r in pending])
+            for req in pending:
+                if req.uuid in in_leaves:
                     continue
                 resources = req.body.get("resources") or {}
                 total["instances"] += 1
                 total["cores"] += int(resources.get("VCPU", 0))
                 total["ram"] += int(resources.get("MEMORY_MB", 0))
         return total
+
+
+def _shows(request: Mapping[str, Any], uuid: str) -> bool:
+    """Whether a request reads the server itself (GET /servers/{id})."""
+    return request.get("method") == "GET" and \
+        str(request.get("path", "")).rstrip("/").endswith(f"/servers/{uuid}")
 
 
 def _shown(body: Mapping[str, Any]) -> dict[str, Any]:

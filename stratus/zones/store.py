@@ -226,16 +226,20 @@ def drop_request(conn: Connection, uuid: str, any_state: bool = False) -> bool:
 
 
 def unplaced(conn: Connection, project_id: str | None) -> list[Request]:
-    """Boots not (yet) on a host: pending, or failed and not deleted by their user."""
+    """Boots the origin shows itself: in flight (wherever their try is), or failed
+    before any leaf kept them, and not deleted by their user."""
     t = s.requests
     found = [_request(row) for row in conn.execute(
         sa.select(t).where(t.c.state != DONE).order_by(t.c.created_at, t.c.position))]
-    # A pending boot whose server a leaf already holds is listed from that leaf.
-    placed = {r.server_uuid for r in conn.execute(sa.select(s.server_locations.c.server_uuid)
-                                                  .where(s.server_locations.c.server_uuid
-                                                         .in_([f.uuid for f in found])))}
-    return [r for r in found if not r.cancelled and r.uuid not in placed
+    return [r for r in found if not r.cancelled
             and (project_id is None or r.body.get("project_id") == project_id)]
+
+
+def located_set(conn: Connection, uuids: list[str]) -> set[str]:
+    """Which of ``uuids`` a leaf holds now (as this zone knows)."""
+    t = s.server_locations
+    return {r.server_uuid for r in conn.execute(
+        sa.select(t.c.server_uuid).where(t.c.server_uuid.in_(uuids)))}
 
 
 def count_placed(conn: Connection) -> int:

@@ -299,3 +299,21 @@ def test_concurrent_boots_spread_as_one_scheduler_would(pair: Any) -> None:
     placed += [_where(top, s["id"]) for s in many.json()["servers"]]
     per_host = {h: placed.count(h) for h in set(placed)}
     assert sorted(per_host.values()) == [7, 7, 7, 7], per_host
+
+
+def test_a_failed_build_is_tried_again_in_the_same_leaf_under_its_uuid(pair: Any) -> None:
+    tree, top = pair
+    first = next(c for c in tree.clouds["eu"].started.computes if c.host == "compute0001")
+    first.driver.faults.fail_next_spawns(5, "the disk image is corrupt")
+    sid = _boot(top, "again")
+    # eu/compute0001 is the first pick; its spawn fails; the next host of the ranking is
+    # eu/compute0002, in the same leaf: the server is built there under the same id.
+    assert _where(top, sid) == ("eu", "compute0002")
+    shown = top.get(f"/servers/{sid}").json()["server"]
+    assert "fault" not in shown
+    status = tree.managers["top"].origin.status_of(sid)
+    assert status is not None and status["state"] == "done"
+    assert any("the disk image is corrupt" in r for r in status["reasons"]), status
+    assert not any("Integrity" in r or "sqlite" in r for r in status["reasons"])
+    actions = top.get(f"/servers/{sid}/os-instance-actions").json()["instanceActions"]
+    assert [a["action"] for a in actions] == ["create"]
