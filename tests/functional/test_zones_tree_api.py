@@ -285,7 +285,7 @@ def test_networks_on_a_physical_network_resolve_in_whichever_leaf_builds(pair: A
 def test_concurrent_boots_spread_as_one_scheduler_would(pair: Any) -> None:
     import concurrent.futures
 
-    tree, top = pair
+    _tree, top = pair
     with concurrent.futures.ThreadPoolExecutor(10) as pool:
         ids = list(pool.map(lambda i: _boot(top, f"c{i}"), range(20)))
     placed = [_where(top, s) for s in ids]
