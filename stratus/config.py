@@ -315,9 +315,11 @@ OPTIONS: list[Option] = [
            "zone-NAME.db in data_dir)."),
     Option("zones", "results", int, 10, "N: the best hosts each zone passes up.",
            minimum=1),
-    Option("zones", "weights", list, ["ram:1.0", "cpu:1.0"],
-           "Per-host weighers zones rank with (ram, cpu, disk, num_instances), "
-           "NAME:MULTIPLIER; every zone of a tree should use the same."),
+    Option("zones", "weights", list, [],
+           "Gone: a zone tree ranks with the flat scheduler's weighers, [scheduler] "
+           "weights, declared once for a zone's own scheduler and the tree (every zone "
+           "posts them; a parent refuses a child that weighs otherwise). Setting this is "
+           "an error that says so."),
     Option("zones", "select_timeout", float, 5.0,
            "Seconds the origin waits for a select; each level gives its children 80% of "
            "its own budget, and a child that is late is left out of that answer."),

@@ -92,6 +92,10 @@ class ZoneOptions:
 
     @classmethod
     def from_config(cls, config: Config) -> ZoneOptions:
+        if list(config.get("zones", "weights")):
+            raise ValueError("[zones] weights is gone: a zone tree ranks with the flat "
+                             "scheduler's weighers; set [scheduler] weights (the same in "
+                             "every zone) instead")
         return cls(name=str(config.get("zones", "name")),
                    parent=str(config.get("zones", "parent")) or None,
                    results=int(config.get("zones", "results")),
