@@ -90,8 +90,8 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     check_extra_specs(flavor.extra_specs)
     if boot.image is not None:
         images.check_fits(boot.image, boot.flavor)
-    # A zone tree's build is not counted here: quotas are per deployment, and a zone
-    # tree has none yet (docs/ops/quotas.md).
+    # A zone tree's build is not counted here: the tree's top counted it against the
+    # tree's quotas (docs/ops/quotas.md).
     counted = boot.uuid is None
     if counted:
         count = quota_ops.check_boot(api.dbs.api, api.quota_defaults, boot.project_id,
