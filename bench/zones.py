@@ -336,12 +336,12 @@ def tree(hosts: int, leaves: int, levels: int, workdir: Path, bus: str, boots: i
             uuid = str(uuidlib.uuid4())
             if top.origin.boot(boot_request(uuid)).get("status") != 202:
                 return False
-            for _ in range(3000):    # its walk settles it (at once: the claim is made)
+            for _ in range(6000):    # its walk settles it (at once: the claim is made)
                 with db.read(engine) as conn:
                     found = zstore.request(conn, uuid)
                 if found is not None and found.state != zstore.PENDING:
                     return found.state == zstore.DONE
-                time.sleep(0.001)
+                time.sleep(0.005)
             return False
 
         for _ in range(5):

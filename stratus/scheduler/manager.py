@@ -173,6 +173,24 @@ class SchedulerManager:
                            return_alternates: bool) -> list[list[dict[str, Any]]] | None:
         """The columnar path; None when no host passes the filters (the per-host path then
         asks again and says why in full) or a filter cannot be run in columns."""
+        found = self.feasible_columns(spec)
+        if found is None:
+            return None
+        cols, passed, counts = found
+        if weighers.needs_counts(self.options.weights):
+            cols.count_instances(self.host_manager.instance_counts(set(cols.cell),
+                                                                   spec.project_id))
+        pool = HostColumnPool(cols, passed, spec, self.options.weights)
+        return self._place_all(spec, instance_uuids, pool, counts, return_alternates)
+
+    def feasible_columns(self, spec: RequestSpec
+                         ) -> tuple[columns.HostColumns, np.ndarray, Counter[str]] | None:
+        """:meth:`feasible_hosts` in columns: the candidates' columns, the indices of the
+        hosts that passed, and the rejection counts. None when the per-host path must
+        answer: columns are off, a filter has no column form, or nothing passed (its
+        NoValidHost words the reasons). A zone's leaf surveys its hosts with this."""
+        if not self._columnar():
+            return None
         servers = max(spec.num_instances, 1)
         query, view = self._prepare(spec, servers)
         table, params = self._ask(query, view, spec, servers, self._candidate_table)
@@ -191,11 +209,7 @@ class SchedulerManager:
         if not passed.any():
             return None
         counts.update(report.rejected)
-        if weighers.needs_counts(self.options.weights):
-            cols.count_instances(self.host_manager.instance_counts(set(cols.cell),
-                                                                   spec.project_id))
-        pool = HostColumnPool(cols, np.flatnonzero(passed), spec, self.options.weights)
-        return self._place_all(spec, instance_uuids, pool, counts, return_alternates)
+        return cols, np.flatnonzero(passed), counts
 
     def check_rebuild(self, request_spec: dict[str, Any], instance_uuid: str,
                       node_uuid: str) -> None:

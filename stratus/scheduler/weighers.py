@@ -195,18 +195,33 @@ def weigh(
     return [Weighed(hosts[i], totals[i]) for i in ranked]
 
 
+def column_scores(cols: HostColumns, hosts: np.ndarray, spec: RequestSpec,
+                  multipliers: Mapping[str, float]) -> dict[str, np.ndarray]:
+    """Each weighing weigher's raw score of ``hosts`` (indices into ``cols``)."""
+    return {name: COLUMN_FORMS[name](cols, spec)[hosts]
+            for name, m in multipliers.items() if m != 0}
+
+
+def combine_columns(scores: Mapping[str, np.ndarray], multipliers: Mapping[str, float],
+                    bounds: Bounds, count: int) -> np.ndarray:
+    """:func:`combine` over columns: the same operations in the same order, per host."""
+    totals = np.zeros(count)
+    for name, multiplier in multipliers.items():
+        if multiplier == 0:
+            continue
+        lo, hi = bounds[name]
+        if hi != lo:
+            totals += multiplier * ((scores[name] - lo) / (hi - lo))
+    return totals
+
+
 def weigh_columns(cols: HostColumns, hosts: np.ndarray, spec: RequestSpec,
                   multipliers: Mapping[str, float]) -> np.ndarray:
     """``hosts`` (indices into ``cols``) best first, as :func:`weigh` ranks them: the
     same normalisation, the same sums in the same order, the same stable sort."""
-    totals = np.zeros(len(hosts))
     if not len(hosts):
         return hosts
-    for name, multiplier in multipliers.items():
-        if multiplier == 0:
-            continue
-        values = COLUMN_FORMS[name](cols, spec)[hosts]
-        lo, hi = values.min(), values.max()
-        if hi != lo:
-            totals += multiplier * ((values - lo) / (hi - lo))
+    scores = column_scores(cols, hosts, spec, multipliers)
+    bounds = {name: (float(v.min()), float(v.max())) for name, v in scores.items()}
+    totals = combine_columns(scores, multipliers, bounds, len(hosts))
     return hosts[np.argsort(-totals, kind="stable")]

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 
 from stratus.api.deps import ComputeAPIDeps
@@ -45,9 +46,10 @@ from stratus.image.client import ImageClientError
 from stratus.network import client as nc
 from stratus.placement.http.wsgi import Context
 from stratus.scheduler import weighers
+from stratus.scheduler.columns import HostColumns
 from stratus.scheduler.errors import NoValidHost
 from stratus.scheduler.host_state import HostState
-from stratus.scheduler.manager import SchedulerManager
+from stratus.scheduler.manager import SchedulerManager, count_instances
 from stratus.scheduler.request import RequestSpec, ServerGroup
 from stratus.storage import engine as db
 from stratus.zones import rank
@@ -70,12 +72,17 @@ def flavor_needs(f: flavor_store.Flavor) -> dict[str, int]:
 
 @dataclass
 class Survey:
-    """What one survey found here, kept for its rank pass."""
+    """What one survey found here, kept for its rank pass: host states (the per-host
+    path), or the candidates' columns, the indices of the hosts that passed and their
+    raw scores (the columnar path: states made only for the hosts ranked best)."""
 
     states: list[HostState]
     spec: RequestSpec
     members: frozenset[str]     # hosts holding a member of the request's server group
     expires: float
+    cols: HostColumns | None = None
+    hosts: np.ndarray | None = None
+    scores: dict[str, np.ndarray] | None = None
 
 
 class Leaf:
@@ -221,10 +228,16 @@ class Leaf:
                multipliers: Mapping[str, float]) -> tuple[rank.Bounds, int, dict[str, int]]:
         """Filter this zone's hosts for ``request`` (with the tree's picks not yet built
         here counted as taken), keep them for the rank pass, and answer each weigher's
-        bounds over them, how many passed, and why others did not."""
+        bounds over them, how many passed, and why others did not. In columns when this
+        deployment's scheduler decides in columns (the same answers as per host)."""
         self._forget_old()
         try:
             spec, members = self.spec(request)
+            taken = self._taken(request.get("pending") or [])
+            found = self.scheduler.feasible_columns(spec)
+            if found is not None:
+                return self._survey_columns(selection, spec, members, taken, found,
+                                            multipliers)
             passed, counts = self.scheduler.feasible_hosts(spec)
         except Refused as exc:
             return {}, 0, {str(exc): 1}
@@ -232,11 +245,8 @@ class Leaf:
             return {}, 0, {f"{self.zone}: {k}": v
                            for k, v in (exc.counts or {str(exc): 1}).items()}
         if not weighers.needs_counts(self.weights) and weighers.needs_counts(multipliers):
-            from stratus.scheduler.manager import count_instances
-
             count_instances(passed, self.scheduler.host_manager.instance_counts(
                 {h.cell for h in passed}, spec.project_id))
-        taken = self._taken(request.get("pending") or [])
         need = spec.flavor
         fit = []
         for state in passed:
@@ -246,14 +256,50 @@ class Leaf:
             if (state.free_vcpus >= need.vcpus and state.free_memory_mb >= need.memory_mb
                     and state.free_disk_gb >= need.disk_gb):
                 fit.append(state)
-        rejected = {f"{self.zone}: {k}": v for k, v in counts.items()}
-        if len(fit) < len(passed):
-            rejected[f"{self.zone}: taken by boots the tree has not finished"] = \
-                len(passed) - len(fit)
+        rejected = self._rejected(counts, len(passed) - len(fit))
         with self._lock:
             self._surveys[selection] = Survey(fit, spec, members,
                                               time.monotonic() + SURVEY_KEPT)
         return rank.bounds_of(fit, spec, multipliers), len(fit), rejected
+
+    def _survey_columns(self, selection: str, spec: RequestSpec, members: frozenset[str],
+                        taken: dict[str, list[Mapping[str, Any]]],
+                        found: tuple[HostColumns, np.ndarray, Any],
+                        multipliers: Mapping[str, float]
+                        ) -> tuple[rank.Bounds, int, dict[str, int]]:
+        cols, passed, counts = found
+        if weighers.needs_counts(multipliers):
+            cols.count_instances(self.scheduler.host_manager.instance_counts(
+                set(cols.cell), spec.project_id))
+        for i in passed.tolist():
+            for picked in taken.get(cols.host[i], []):
+                # A pick in flight is a server on the host: in its usage and its counts
+                # (the states made later read these columns).
+                cols.vcpus_used[i] += int(picked["vcpus"])
+                cols.memory_mb_used[i] += int(picked["memory_mb"])
+                cols.disk_gb_used[i] += int(picked["disk_gb"])
+                for counted in (cols.instance_count, cols.project_instance_count,
+                                cols.num_instances, cols.project_instances):
+                    counted[i] += 1
+        need = spec.flavor
+        fits = ((cols.vcpus_total - cols.vcpus_used)[passed] >= need.vcpus) \
+            & ((cols.memory_mb_total - cols.memory_mb_used)[passed] >= need.memory_mb) \
+            & ((cols.disk_gb_total - cols.disk_gb_used)[passed] >= need.disk_gb)
+        hosts = passed[fits]
+        scores = weighers.column_scores(cols, hosts, spec, multipliers)
+        bounds = {name: (float(v.min()), float(v.max()))
+                  for name, v in scores.items() if len(v)}
+        with self._lock:
+            self._surveys[selection] = Survey([], spec, members,
+                                              time.monotonic() + SURVEY_KEPT, cols, hosts,
+                                              scores)
+        return bounds, len(hosts), self._rejected(counts, len(passed) - len(hosts))
+
+    def _rejected(self, counts: Mapping[str, int], taken: int) -> dict[str, int]:
+        rejected = {f"{self.zone}: {k}": v for k, v in counts.items()}
+        if taken:
+            rejected[f"{self.zone}: taken by boots the tree has not finished"] = taken
+        return rejected
 
     def _taken(self, pending: list[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
         """The tree's picks of hosts here whose servers this zone's Placement does not
@@ -280,6 +326,16 @@ class Leaf:
             found = self._surveys.pop(selection, None)
         if found is None:
             return []
+        if found.cols is not None and found.hosts is not None and found.scores is not None:
+            cols, hosts = found.cols, found.hosts
+            wanted = {**{k: v for k, v in bounds.items()},
+                      **{k: (float(v.min()), float(v.max())) for k, v in found.scores.items()
+                         if k not in bounds and len(v)}}
+            totals = weighers.combine_columns(found.scores, multipliers, wanted, len(hosts))
+            names = [cols.host[i] for i in hosts.tolist()]
+            order = sorted(range(len(hosts)), key=lambda j: (-totals[j], names[j]))
+            states = [cols.state(int(hosts[j])) for j in order[:n]]
+            return [rank.Candidate.of(self.zone, s, s.host in found.members) for s in states]
         order = rank.ranked(found.states, found.spec, multipliers, bounds,
                             [(self.zone, h.host) for h in found.states])
         return [rank.Candidate.of(self.zone, found.states[i], found.states[i].host

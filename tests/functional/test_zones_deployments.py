@@ -230,3 +230,31 @@ def test_a_leaf_of_separate_services_schedules_and_builds_there(tmp_path: Path) 
             close()
     finally:
         cloud.stop()
+
+
+def test_a_leafs_survey_and_rank_are_the_same_in_columns_and_per_host(tree: LocalTree
+                                                                      ) -> None:
+    import dataclasses
+
+    api = httpx.Client(base_url=tree.api_url, headers=ADMIN, timeout=30)
+    for flavor in ("1", "2", "1"):   # hosts of eu and us loaded differently
+        made = api.post("/servers", json={"server": {"name": "load", "flavorRef": flavor}})
+        assert made.status_code == 202, made.text
+        _wait_active(api, made.json()["server"]["id"])
+    leaf = tree.managers["eu"].leaf
+    assert leaf is not None
+    weights = {"ram": 1.0, "cpu": 0.5, "num_instances": -1.0, "project_spread": 2.0}
+    request = {"flavor": "m1.tiny", "project_id": "admin",
+               "pending": [{"uuid": str(uuidlib.uuid4()), "zone": "eu",
+                            "host": "compute0002", "vcpus": 2, "memory_mb": 4096,
+                            "disk_gb": 5}]}
+    answers = []
+    for columnar in (True, False):
+        leaf.scheduler.options = dataclasses.replace(leaf.scheduler.options,
+                                                     columnar=columnar)
+        bounds, passed, _ = leaf.survey(f"s-{columnar}", request, weights)
+        assert passed == 2
+        wide = {k: (lo - 1.0, hi + 1.0) for k, (lo, hi) in bounds.items()}
+        answers.append((bounds, leaf.rank(f"s-{columnar}", wide, 5, weights)))
+    assert answers[0] == answers[1]
+    assert {c.host for c in answers[0][1]} == {"compute0001", "compute0002"}
