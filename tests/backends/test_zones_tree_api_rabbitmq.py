@@ -173,7 +173,10 @@ def _boot(tree: Tree, name: str, **server: Any) -> str:
     resp = tree.top.post("/servers", json={"server": {"name": name, "flavorRef": "1",
                                                       **server}})
     assert resp.status_code == 202, resp.text
-    return str(resp.json()["server"]["id"])
+    sid = str(resp.json()["server"]["id"])
+    shown = tree.top.get(f"/servers/{sid}")   # found at once: no 404 after the 202
+    assert shown.status_code == 200, shown.text
+    return sid
 
 
 def _where(tree: Tree, sid: str) -> tuple[str, str]:

@@ -87,7 +87,11 @@ def pair(tmp_path: Path) -> Any:
 def _boot(api: httpx.Client, name: str, **server: Any) -> str:
     resp = api.post("/servers", json={"server": {"name": name, "flavorRef": "1", **server}})
     assert resp.status_code == 202, resp.text
-    return str(resp.json()["server"]["id"])
+    sid = str(resp.json()["server"]["id"])
+    # Found at once: the top records where it is before it answers (no 404 window).
+    shown = api.get(f"/servers/{sid}")
+    assert shown.status_code == 200, shown.text
+    return sid
 
 
 def _where(api: httpx.Client, sid: str) -> tuple[str, str]:
