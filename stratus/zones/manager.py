@@ -132,6 +132,8 @@ class ZoneManager:
         self._stale: set[str] = set()
         # child -> why its last post was refused (left out of every request until fixed)
         self.refused_children: dict[str, str] = {}
+        # child -> what it did not answer in time (left out until it posts again)
+        self.silent_children: dict[str, str] = {}
         self.selector = Selector(self)
         from stratus.zones.origin import Origin
 
@@ -239,7 +241,7 @@ class ZoneManager:
                         "(stratus zone add %s --zone %s registers it)", self.name, zone, zone,
                         self.name)
             raise ZoneError(f"zone {zone} is not a child of zone {self.name}") from None
-        if zone in self._stale:
+        if zone in self._stale or self.silent_children.pop(zone, None) is not None:
             self._stale.discard(zone)
             LOG.info("zone %s: child %s is back (%d host(s))", self.name, zone, caps.hosts)
         return True
@@ -537,6 +539,8 @@ class ZoneManager:
         def state(c: zstore.Child) -> str:
             if c.name in self.refused_children:
                 return f"refused: {self.refused_children[c.name]}"
+            if c.name in self.silent_children:
+                return f"not answering ({self.silent_children[c.name]})"
             if c.received_at is None:
                 return "never posted"
             return "fresh" if c.fresh(now, self.options.capabilities_ttl) else "stale"

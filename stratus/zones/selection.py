@@ -171,8 +171,12 @@ class Selector:
             children = zstore.children(conn)
         for child in children:
             refused = self.m.refused_children.get(child.name)
+            silent = self.m.silent_children.get(child.name)
             if refused:
                 skipped[child.name] = refused
+            elif silent is not None:
+                skipped[child.name] = (f"did not answer {silent}; left out until it posts "
+                                       "its capabilities again")
             elif child.capabilities is None:
                 skipped[child.name] = "has not posted its capabilities"
             elif not child.fresh(now, self.m.options.capabilities_ttl):
@@ -268,8 +272,11 @@ class Selector:
 
     def _unreachable(self, child: str, exc: Exception, what: str, budget: float) -> str:
         if isinstance(exc, MessagingTimeout):
-            LOG.warning("zone %s: child %s did not answer a %s within %gs", self.m.name,
-                        child, what, budget)
+            LOG.warning("zone %s: child %s did not answer a %s within %gs; left out until "
+                        "it posts again", self.m.name, child, what, budget)
+            # One deadline is what a silent child costs: the selections after this one
+            # (each holding the origin's selection lock) do not wait for it again.
+            self.m.silent_children[child] = f"a {what} within {budget:g}s"
             return f"did not answer within {budget:g}s"
         if isinstance(exc, ZoneError):
             return str(exc)
