@@ -420,13 +420,13 @@ def markdown(rows: list[Row], args: argparse.Namespace) -> str:
 
 
 def write_docs(path: Path, section: str) -> None:
+    """The section at the top of the page (newest figures first), replacing the last."""
     text = path.read_text()
     block = f"{BEGIN}\n{section}\n{END}"
     if BEGIN in text:
         start, end = text.index(BEGIN), text.index(END) + len(END)
-        text = text[:start] + block + text[end:]
-    else:   # newest figures first
-        text = text.replace("# Benchmarks\n\n", f"# Benchmarks\n\n{block}\n\n", 1)
+        text = (text[:start] + text[end:]).replace("\n\n\n", "\n\n")
+    text = text.replace("# Benchmarks\n\n", f"# Benchmarks\n\n{block}\n\n", 1)
     path.write_text(text)
 
 

@@ -156,10 +156,16 @@ class Origin:
         except Refusal as exc:
             self._drop(uuids)
             return {"status": exc.status, "message": exc.message}
-        plans = self._select_all(request, uuids, shape)
-        if plans is None:
-            return {"status": 202, "servers": uuids}
-        refused = self._first_tries(request, uuids, plans, shape)
+        try:
+            plans = self._select_all(request, uuids, shape)
+            if plans is None:
+                return {"status": 202, "servers": uuids}
+            refused = self._first_tries(request, uuids, plans, shape)
+        except Exception as exc:   # never leave accepted boots pending with no walk
+            LOG.exception("zone %s: boot of %s failed", self.m.name, ", ".join(uuids))
+            for uuid in uuids:
+                self._fail(uuid, f"zone {self.m.name} could not boot it: {exc}", [])
+            raise
         if refused is not None:
             return refused
         for uuid in uuids:
