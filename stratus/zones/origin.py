@@ -38,6 +38,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import sqlalchemy as sa
+
 from stratus.api.ops import images as image_ops
 from stratus.api.ops import ports as port_ops
 from stratus.bus import BusError, MessagingTimeout
@@ -140,14 +142,21 @@ class Origin:
             servers, batch = self._parse(request)
         except ValueError as exc:
             raise self.m.bad(f"a boot: {exc}") from None
-        with db.write(self.m.engine) as conn:
-            known = zstore.batch_of(conn, batch)
+        try:
+            with db.write(self.m.engine) as conn:
+                known = zstore.batch_of(conn, batch)
+                if not known:
+                    for i, server in enumerate(servers):
+                        body = {k: v for k, v in request.items()
+                                if k not in ("servers", "api")}
+                        body.update(uuid=server["uuid"], name=server["name"], batch=batch,
+                                    api=request["api"])
+                        zstore.accept(conn, server["uuid"], body, batch, i)
+        except sa.exc.IntegrityError:   # the same request, retried at the same moment
+            with db.read(self.m.engine) as conn:
+                known = zstore.batch_of(conn, batch)
             if not known:
-                for i, server in enumerate(servers):
-                    body = {k: v for k, v in request.items() if k not in ("servers", "api")}
-                    body.update(uuid=server["uuid"], name=server["name"], batch=batch,
-                                api=request["api"])
-                    zstore.accept(conn, server["uuid"], body, batch, i)
+                raise self.m.bad("a boot names servers another request has") from None
         if known:   # a retried request: the same servers, nothing new
             return {"status": 202, "servers": known}
         uuids = [s["uuid"] for s in servers]

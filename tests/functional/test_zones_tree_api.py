@@ -321,3 +321,19 @@ def test_a_failed_build_is_tried_again_in_the_same_leaf_under_its_uuid(pair: Any
     assert not any("Integrity" in r or "sqlite" in r for r in status["reasons"])
     actions = top.get(f"/servers/{sid}/os-instance-actions").json()["instanceActions"]
     assert [a["action"] for a in actions] == ["create"]
+
+
+def test_zones_and_migrations_are_merged_from_the_leaves(pair: Any) -> None:
+    _tree, top = pair
+    zones = top.get("/os-availability-zone").json()["availabilityZoneInfo"]
+    assert [z["zoneName"] for z in zones] == ["nova"]
+    sid = _boot(top, "moving")
+    _where(top, sid)
+    assert top.post(f"/servers/{sid}/action", json={"migrate": None}).status_code == 202
+    assert scenario.settle(top, sid)["status"] == "VERIFY_RESIZE"
+    mine = top.get("/os-migrations", params={"instance_uuid": sid}).json()["migrations"]
+    assert [(m["instance_uuid"], m["migration_type"]) for m in mine] == [(sid, "migration")]
+    everyone = top.get("/os-migrations").json()["migrations"]
+    assert [m["instance_uuid"] for m in everyone] == [sid]
+    # Not the top's: a leaf's own operators' views.
+    assert top.get("/os-hypervisors").status_code == 404
