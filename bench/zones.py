@@ -426,7 +426,9 @@ def write_docs(path: Path, section: str) -> None:
     if BEGIN in text:
         start, end = text.index(BEGIN), text.index(END) + len(END)
         text = (text[:start] + text[end:]).replace("\n\n\n", "\n\n")
-    text = text.replace("# Benchmarks\n\n", f"# Benchmarks\n\n{block}\n\n", 1)
+    first = text.find("\n<!-- ")   # after the page's introduction, before every section
+    text = text[:first + 1] + f"{block}\n\n" + text[first + 1:] if first >= 0 else \
+        text.rstrip("\n") + f"\n\n{block}\n"
     path.write_text(text)
 
 

@@ -13,6 +13,7 @@ import shutil
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -312,3 +313,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run the differential test against the reference Placement with N cases "
         "(worlds x queries); see docs/differential.md",
     )
+
+
+# ---- why tests skipped: one line at the end of the run -------------------------------
+
+SKIP_REASONS_SHOWN = 6
+
+
+def skip_reason(report: pytest.TestReport) -> str:
+    """A skipped test's reason, without pytest's "Skipped: " prefix."""
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 \
+        else str(longrepr or "")
+    return " ".join(text.removeprefix("Skipped: ").split()) or "no reason given"
+
+
+def skip_summary(reasons: list[str]) -> str | None:
+    """``N skipped: 600 because ...; 12 because ...`` (most frequent first; the rest
+    counted), or None when nothing skipped."""
+    if not reasons:
+        return None
+    counts = Counter(reasons).most_common()
+    shown = [f"{n} because {why}" for why, n in counts[:SKIP_REASONS_SHOWN]]
+    rest = counts[SKIP_REASONS_SHOWN:]
+    if rest:
+        shown.append(f"{sum(n for _, n in rest)} for {len(rest)} other reasons "
+                     "(-rs lists each)")
+    return f"{len(reasons)} skipped: " + "; ".join(shown)
+
+
+@pytest.hookimpl(trylast=True)   # after --durations: right above the counts line
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    line = skip_summary([skip_reason(r) for r in terminalreporter.stats.get("skipped", [])
+                         if getattr(r, "when", "call") in ("setup", "call")])
+    if line:
+        terminalreporter.write_line(line, yellow=True)

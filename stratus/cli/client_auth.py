@@ -72,6 +72,12 @@ class Identity:
     def identity_url(self) -> str | None:
         return self.endpoints.get("identity")
 
+    def describe(self) -> str:
+        """Who, for a refusal: ``user admin in project admin (cloud 'stratus' of ...)``."""
+        if self.keystone:
+            return f"user {self.user} in project {self.project_name} ({self.source})"
+        return self.source
+
 
 # ---- finding the cloud --------------------------------------------------------------
 
@@ -276,7 +282,7 @@ def resolve(token: str | None, cloud_name: str | None, env: Mapping[str, str] | 
     """Who the client is for this command (see the module's order)."""
     env = os.environ if env is None else env
     if token:
-        return Identity(token, "the noauth2 token given (--token or $STRATUS_TOKEN)")
+        return Identity(token, f"the noauth2 token {token} (--token or $STRATUS_TOKEN)")
     cloud = find_cloud(cloud_name, env, cwd or Path.cwd())
     if cloud is None:
         return Identity(NOAUTH_TOKEN, "the noauth2 token 'admin' (no OS_CLOUD, no OS_* "

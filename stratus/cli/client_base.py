@@ -73,7 +73,10 @@ class HTTP:
             print(f"warning: {common.one_line(text)}", file=sys.stderr)
         if resp.status_code >= 400:
             why = f"{self.what}: {resp.status_code} {_fault(resp)}"
-            if resp.status_code in (401, 403) and self.who:
+            # Whose credentials were refused: for a 401, or a 403 of the policy (not a
+            # quota's, which is about the project, not who asks).
+            if self.who and (resp.status_code == 401 or (
+                    resp.status_code == 403 and "olicy" in why)):
                 why += f" (credentials: {self.who})"
             raise ClientError(why, resp.status_code)
         if not resp.content:
@@ -310,7 +313,7 @@ def run_client(args: argparse.Namespace, func: Command) -> int:
     except ClientError as exc:
         common.fail(str(exc))
     api = HTTP(args.api_url, args.token, "compute API", f"compute {API_VERSION}",
-               "--api-url or $STRATUS_API_URL", identity.source)
+               "--api-url or $STRATUS_API_URL", identity.describe())
     try:
         func(args, api)
     except ClientError as exc:
@@ -333,7 +336,7 @@ def network_http(args: argparse.Namespace) -> HTTP:
 
 def _who(args: argparse.Namespace) -> str:
     identity = getattr(args, "identity", None)
-    return identity.source if identity is not None else ""
+    return identity.describe() if identity is not None else ""
 
 
 def project_of(args: argparse.Namespace) -> str:
@@ -355,7 +358,7 @@ def find_project(args: argparse.Namespace, ident: str) -> str:
     base = identity.identity_url.rstrip("/")
     keystone = HTTP(base if base.endswith("/v3") else base + "/v3", args.token,
                     "identity API", "identity 3", "OS_AUTH_URL or clouds.yaml's auth_url",
-                    identity.source)
+                    identity.describe())
     try:
         try:
             named = keystone.call("GET", "/projects", params={"name": ident})["projects"]

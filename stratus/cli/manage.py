@@ -71,14 +71,17 @@ def _repair_commands(psub: Any) -> None:
         psub, "heal_allocations",
         help="create missing server and port allocations and repair ports' allocation keys",
         description="For each server on a host with no task running: create its allocations "
-        "from its flavor when it holds none (or --force), and, for each port whose resource "
-        "request has no binding:profile allocation, allocate the port's groups on the "
-        "server's own node and write the providers into the port's binding (design "
-        "document 004). It reads the API and cell databases ([api_database] connection) "
-        "and talks to Placement and the network API ([placement_client] endpoint, "
-        "[network_client] endpoint). Exit status as nova-manage's: 0 something was healed, "
-        "4 nothing needed healing (and for --dry-run), 3 a heal failed, 5 the ports could "
-        "not be read, 6 a port could not be updated, 127 bad arguments.")
+        "from its flavor when it holds none (or --force); hold what each port's binding "
+        "records (binding:profile allocation) where it holds less; and, for each port with a "
+        "resource request and no record, allocate the port's groups on the server's own "
+        "node and write the providers into the port's binding, only when exactly one way "
+        "exists (design document 004, as Nova): a server whose port two NICs could serve is "
+        "reported with what to do, and left untouched. It reads the API and cell databases "
+        "([api_database] connection) and talks to Placement and the network API "
+        "([placement_client] endpoint, [network_client] endpoint). Exit status as "
+        "nova-manage's: 0 something was healed, 4 nothing needed healing (and for "
+        "--dry-run), 3 a heal failed or a server was left ambiguous, 5 the ports could not "
+        "be read, 6 a port could not be updated, 127 bad arguments.")
     common.add_config_args(heal)
     heal.add_argument("--instance", metavar="UUID", help="only this server")
     heal.add_argument("--cell", metavar="UUID", help="only this cell's servers")
@@ -98,9 +101,9 @@ def _repair_commands(psub: Any) -> None:
         "are neither a live server nor a migration in progress, migrations that ended "
         "still holding allocations, servers on a host holding nothing there, offloaded "
         "servers holding something, ports bound to a host their server is not on, and "
-        "port allocations the server does not hold. Exit status as nova-manage's: 0 "
-        "nothing found, 3 findings, 4 findings and --delete removed the leaked "
-        "allocations, 1 an error.")
+        "port allocations that do not add up to what the server holds on each provider. "
+        "Exit status as nova-manage's: 0 nothing found, 3 findings, 4 findings and "
+        "--delete removed the leaked allocations, 1 an error.")
     common.add_config_args(audit)
     audit.add_argument("--delete", action="store_true",
                        help="delete the allocations of orphans, ended migrations and "

@@ -368,6 +368,12 @@ def _serve(args: argparse.Namespace, config: configuration.Config, data_dir: str
             else:
                 print(f"Identity:      Keystone at {cloud.identity_url or '[catalog] identity'} "
                       "([api] auth_strategy = keystone)", flush=True)
+            console = cloud.api_url.removesuffix("/v2.1") + "/console"
+            if cloud.keystone_config is None:
+                print(f"Console:       {console}#token=admin", flush=True)
+            else:
+                print(f"Console:       {console}  (sign in with a Keystone token of an "
+                      "admin: openstack token issue)", flush=True)
             if cloud.client_files:
                 clouds, openrc = cloud.client_files
                 print(f"OpenStack clients: export OS_CLIENT_CONFIG_FILE={clouds} "

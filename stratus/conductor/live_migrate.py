@@ -51,6 +51,7 @@ from stratus.conductor.resize import (
     still_wanted,
 )
 from stratus.conductor.selection import select_destinations
+from stratus.network.client import NetworkClient, NetworkClientError, NotFound
 from stratus.network.model import MappingMissing, binding_allocation, port_groups
 from stratus.scheduler import claims
 from stratus.scheduler.errors import NoValidHost
@@ -209,7 +210,8 @@ class LiveMigrationTask:
             network.create_binding(str(port["id"]), dest, profile,
                                    port.get("binding:vnic_type"))
             undo.push(f"delete port {port['id']}'s binding on {dest}",
-                      partial(network.delete_binding, str(port["id"]), dest))
+                      partial(_unless_freed, network, self.instance_uuid, str(port["id"]),
+                              partial(network.delete_binding, str(port["id"]), dest)))
 
     def _switch_bindings(self, spec: dict[str, Any], source: str, dest: str) -> None:
         """The destination bindings become the active ones (undo: the source's again);
@@ -228,7 +230,8 @@ class LiveMigrationTask:
             assert network is not None
             network.activate_binding(port_id, dest)
             self._undo.push(f"port {port_id} active on {source} again",
-                            partial(network.activate_binding, port_id, source))
+                            partial(_unless_freed, network, self.instance_uuid, port_id,
+                                    partial(network.activate_binding, port_id, source)))
 
     def _move_claim(self, pick: dict[str, Any]) -> bool:
         held = self.ctx.placement.get_allocations(self.instance_uuid)
@@ -261,6 +264,21 @@ class LiveMigrationTask:
                                     fault=f"Live migration failed: {reason}")
         self.outcome = f"error: {reason}"
         LOG.warning("live migration of %s rolled back: %s", self.instance_uuid, reason)
+
+
+def _unless_freed(network: NetworkClient, instance_uuid: str, port_id: str,
+                  step: Callable[[], object]) -> None:
+    """An undo of a port's binding, unless the server's delete freed the port meanwhile
+    (it then has no server and no bindings to undo, and the bindings API refuses it)."""
+    try:
+        step()
+    except NetworkClientError:
+        try:
+            if network.get_port(port_id).get("device_id") == instance_uuid:
+                raise
+        except NotFound:
+            pass
+        LOG.info("port %s was freed by its server's delete: nothing to undo", port_id)
 
 
 def finish(ctx: ConductorContext, move: Move, migration_uuid: str, source: str, dest: str,

@@ -122,7 +122,8 @@ def request_groups(ports: Sequence[Mapping[str, Any]]) -> tuple[list[RequestGrou
         for group in port_groups(port):
             groups.append(RequestGroup(suffix=group.suffix, resources=dict(group.resources),
                                        required=set(group.required),
-                                       requester_id=group.port_id))
+                                       requester_id=group.port_id,
+                                       requester_name=str(port.get("name") or "") or None))
         if subtree := same_subtree(port):
             subtrees.append(subtree)
     return groups, subtrees

@@ -408,6 +408,10 @@ def _revert_at_source(ctx: ConductorContext, move: Move, compute: Any) -> str:
     except port_moves.PortsUnmapped as exc:
         return _unmapped(ctx, move, str(exc))
     except Exception as exc:   # Placement or the source: the server needs an operator
+        if not still_wanted(ctx, instance_uuid):   # its delete took the copy: settle clears
+            LOG.info("revert of %s stopped: the server is being deleted (%s)",
+                     instance_uuid, exc)
+            return "deleted during the revert"
         LOG.exception("revert of %s failed", instance_uuid)
         _revert_failed(move, f"Revert of the resize failed: {exc}")
         return f"error: {exc}"

@@ -20,7 +20,7 @@ def asked(query: PlacementQuery) -> tuple[dict[str, dict[str, int]], dict[str, s
     """Per group suffix, its resources; and who asked for each group not the flavor's."""
     resources = {suffix: dict(group.resources) for suffix, group in query.groups.items()
                  if group.resources or not suffix}
-    names = {suffix: f"port {group.requester_id}" for suffix, group in query.groups.items()
+    names = {suffix: str(group.requester()) for suffix, group in query.groups.items()
              if group.requester_id}
     return resources, names
 

@@ -521,7 +521,7 @@ def _who_asked(detail: str, query: PlacementQuery) -> str:
         unknown = sorted(names & (group.required | group.forbidden | set(group.resources)))
         if not unknown:
             continue
-        who = f"port {group.requester_id}'s request group {suffix}" if group.requester_id \
+        who = f"{group.requester()}'s request group {suffix}" if group.requester_id \
             else (f"request group {suffix}" if suffix else "the flavor")
         askers.append(f"{who} asks for {', '.join(unknown)}")
     return f" ({'; '.join(askers)}; no host offers it)" if askers else ""

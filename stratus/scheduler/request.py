@@ -48,8 +48,18 @@ class RequestGroup:
     member_of: list[frozenset[str]] = field(default_factory=list)
     forbidden_aggregates: set[str] = field(default_factory=set)
     in_tree: str | None = None
-    # Who asked for the group when it is not the flavor: the port (design document 004).
+    # Who asked for the group when it is not the flavor: the port (design document 004),
+    # and the name its user gave it (what explanations call it by).
     requester_id: str | None = None
+    requester_name: str | None = None
+
+    def requester(self) -> str | None:
+        """How an explanation names the port that asked: ``port NAME (ID)``, or by id."""
+        if not self.requester_id:
+            return None
+        if self.requester_name:
+            return f"port {self.requester_name} ({self.requester_id})"
+        return f"port {self.requester_id}"
 
     def params(self) -> list[tuple[str, str]]:
         s = self.suffix
@@ -225,7 +235,8 @@ def _group_to_dict(group: RequestGroup) -> dict[str, object]:
             "any_of": [sorted(g) for g in group.any_of],
             "member_of": [sorted(g) for g in group.member_of],
             "forbidden_aggregates": sorted(group.forbidden_aggregates),
-            "in_tree": group.in_tree, "requester_id": group.requester_id}
+            "in_tree": group.in_tree, "requester_id": group.requester_id,
+            **({"requester_name": group.requester_name} if group.requester_name else {})}
 
 
 def _group_from_dict(data: dict) -> RequestGroup:
@@ -236,7 +247,8 @@ def _group_from_dict(data: dict) -> RequestGroup:
         any_of=[frozenset(g) for g in data.get("any_of", ())],
         member_of=[frozenset(g) for g in data.get("member_of", ())],
         forbidden_aggregates=set(data.get("forbidden_aggregates", ())),
-        in_tree=data.get("in_tree"), requester_id=data.get("requester_id"))
+        in_tree=data.get("in_tree"), requester_id=data.get("requester_id"),
+        requester_name=data.get("requester_name"))
 
 
 def spec_to_dict(spec: RequestSpec) -> dict[str, object]:

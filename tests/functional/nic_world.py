@@ -100,7 +100,7 @@ def ported_server(world: World, kbps: tuple[int, ...] = (3000, 5000), name: str 
         "name": name, "flavorRef": small(world)["id"], "networks": networks, **server}})
     assert resp.status_code == 202, resp.text
     sid = str(resp.json()["server"]["id"])
-    found = world.settled(sid)
+    found = world.settled(sid, 60)   # patience on a loaded machine, not a timing check
     assert found["status"] == "ACTIVE", found
     return sid, [str(p["id"]) for p in world.network.list_ports(device_id=sid)]
 
@@ -115,7 +115,7 @@ def settle(world: World, sid: str, status: str) -> dict[str, Any]:
         return body if body["OS-EXT-STS:task_state"] is None and \
             body["status"] in (status, "ERROR") else None
 
-    found = eventually(done, 30)
+    found = eventually(done, 60)
     assert found and found["status"] == status, found or world.client.get(
         f"/servers/{sid}").text
     return dict(found)

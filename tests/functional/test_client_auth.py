@@ -61,4 +61,5 @@ def test_nothing_found_is_the_noauth2_admin_token_and_says_so(tmp_path):
     assert who.token == "admin" and not who.keystone
     assert "noauth2 token 'admin'" in who.source
     given = resolve("alice:p1", None, env={}, cwd=tmp_path)
-    assert given.token == "alice:p1" and "--token" in given.source
+    assert given.token == "alice:p1"
+    assert given.describe() == "the noauth2 token alice:p1 (--token or $STRATUS_TOKEN)"

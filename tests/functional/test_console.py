@@ -130,6 +130,7 @@ def test_data_shows_capacity_services_servers_and_decisions(world):
     assert oldest["action"] == newest["action"] == "build"
     assert (newest["outcome"], newest["server"], newest["hosts"]) == (
         "no_valid_host", failed["id"], [])
+    assert (oldest["server_name"], newest["server_name"]) == ("web1", "too-big")
     assert newest["reason"] and newest["reason"] in servers["recent"][0]["fault"]
     assert got["migrations"] == []
 
@@ -158,6 +159,7 @@ def test_migrations_show_with_their_hosts_and_their_decisions(world):
     [migration] = got["migrations"]
     assert (migration["server"], migration["type"], migration["source"]) == (
         server["id"], "migration", server["OS-EXT-SRV-ATTR:host"])
+    assert migration["server_name"] == server["name"]
     # The move asked the scheduler too: a decision of its own, for the other host.
     moved = eventually(lambda: (s := world.client.get(f"/servers/{server['id']}")
                                 .json()["server"])["status"] == "VERIFY_RESIZE" and s)

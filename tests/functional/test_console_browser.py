@@ -61,6 +61,17 @@ def test_the_console_shows_a_server_and_a_host_disabled_while_it_is_open(serve, 
     decision = browser.find_element("css selector",
                                     f'#decisions tr[data-server="{vm["id"]}"]')
     assert busy in decision.get_attribute("textContent")
+    # ... naming the server by its name (its id is the cell's tooltip).
+    who = decision.find_elements("css selector", "td")[2]
+    assert (who.text, who.get_attribute("title")) == ("console-vm", vm["id"])
+    # Each host's NIC bandwidth: named in words, used and usable in one unit.
+    nic = browser.find_element(
+        "css selector", f'.host[data-host="{busy}"] .bar[data-rc="NET_BW_EGR_KILOBIT_PER_SEC"]')
+    assert nic.find_element("css selector", ".rc").text == "NIC egress"
+    assert nic.find_element("css selector", ".amount").text == "0 / 10 Gbit/s"
+    memory = browser.find_element(
+        "css selector", f'.host[data-host="{busy}"] .bar[data-rc="MEMORY_MB"]')
+    assert memory.find_element("css selector", ".amount").text == "0.5 / 64 GiB"
 
     srv.client("service", "disable", other, "--reason", "maintenance")
     # No reload: the page polls its data and redraws.

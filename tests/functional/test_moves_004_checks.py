@@ -308,6 +308,11 @@ def test_upgrade_levels_auto_with_an_older_compute_beside_new_ones(world):
     assert "capped at 1.3" in cell_row(world, sid)["fault"]
     assert held(world, sid) == before and placed(world, sid) == where
     clean(world)
+    assert act(world, sid, {"shelve": None}).status_code == 202
+    assert settle(world, sid, "ACTIVE")[HOST] == "cmp1"
+    assert "Shelve failed" in cell_row(world, sid)["fault"]
+    assert held(world, sid) == before and placed(world, sid) == where
+    clean(world)
     # A server whose ports ask for nothing moves on the old protocol.
     assert act(world, other, {"migrate": {"host": "cmp2"}}).status_code == 202
     assert settle(world, other, "VERIFY_RESIZE")[HOST] == "cmp2"

@@ -19,6 +19,14 @@ def test_dry_run_and_the_fault_line_in_serve(serve):  # noqa: F811
     assert answer["fits"] is True and answer["placements"] == ["compute0001"] * 2
     assert [h["host"] for h in answer["hosts"]] == ["compute0001"]
 
+    # 999 cores are over the default quota (20): the dry run says so, as the boot would.
+    refused = srv.client("server", "create", "probe", "--flavor", "huge", "--dry-run",
+                         check=False)
+    assert (refused.returncode, refused.stderr.strip()) == (
+        1, "error: would not fit: Quota exceeded for cores: Requested 999, but already used "
+        "0 of 20 cores (left: 20 cores)")
+    # Lifted, the scheduler is what says no.
+    srv.client("quota", "set", "admin", "--cores", "-1")
     result = srv.client("server", "create", "probe", "--flavor", "huge", "--dry-run",
                         check=False)
     assert result.returncode == 1
@@ -31,9 +39,7 @@ def test_dry_run_and_the_fault_line_in_serve(serve):  # noqa: F811
     assert srv.client_json("host", "usage") == usage
     assert srv.client_json("server", "list") == []
 
-    # A real boot ends in ERROR with the very same line as its fault (999 cores are over
-    # the default quota: lift it, so the scheduler is what says no).
-    srv.client("quota", "set", "admin", "--cores", "-1")
+    # A real boot ends in ERROR with the very same line as its fault.
     result = srv.client("server", "create", "big", "--flavor", "huge", "--wait", "--json",
                         check=False)
     assert result.returncode == 1

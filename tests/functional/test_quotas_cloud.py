@@ -98,7 +98,9 @@ def test_quota_and_limits_commands(world, cli):
 
     _, err = cli("quota", "set", "p1", "--instances", "5", "--token", "alice:p1", code=1)
     assert one_error_line(err) == ("error: compute API: 403 Policy doesn't allow "
-                                   "os_compute_api:os-quota-sets:update to be performed.")
+                                   "os_compute_api:os-quota-sets:update to be performed. "
+                                   "(credentials: the noauth2 token alice:p1 (--token or "
+                                   "$STRATUS_TOKEN))")
     _, err = cli("quota", "set", "p1", "--instances", "0", code=1)
     assert "must be greater than or equal to already used and reserved 1" in \
         one_error_line(err)

@@ -160,10 +160,20 @@ def test_readme_flow_boot_disable_boot_elsewhere(serve):
     out = srv.output()
     assert "3 simulated host(s) in 1 cell(s)" in out
     assert "Try: " in out and "stratus server create" in out
+    # The console's address, ready to open (the page itself needs no token).
+    assert f"Console:       {srv.api_url}/console#token=admin" in out.splitlines()
+    assert httpx.get(f"{srv.api_url}/console", timeout=30).status_code == 200
 
     [first] = srv.boot("vm1")
     busy = host_of(first)
     assert DISABLED not in srv.root_traits(busy)
+    # host usage counts each host's NIC too (10 Gbit/s each way on every host).
+    usage = {u["host"]: u for u in srv.client_json("host", "usage")}
+    assert usage[busy]["VCPU"] == {"used": 1, "capacity": 16}
+    assert usage[busy]["NET_BW_EGR_KILOBIT_PER_SEC"] == {"used": 0, "capacity": 10_000_000}
+    header, *rows = srv.client("host", "usage").stdout.splitlines()
+    assert "NIC egress Gbit/s used/capacity" in header and len(rows) == 3
+    assert next(r for r in rows if r.startswith(busy)).split()[-2:] == ["0/10", "0/10"]
 
     srv.client("service", "disable", busy, "--reason", "maintenance")
     # The API answered only after the compute put the trait on its provider.

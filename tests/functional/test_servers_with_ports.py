@@ -60,8 +60,8 @@ def bw_policy(world: World, egress: int, ingress: int | None = None,
 
 
 def port(world: World, net: dict[str, Any], policy: str | None = None,
-         project: str = "admin") -> dict[str, Any]:
-    attrs: dict[str, Any] = {"network_id": net["id"], "project_id": project}
+         project: str = "admin", name: str = "") -> dict[str, Any]:
+    attrs: dict[str, Any] = {"network_id": net["id"], "project_id": project, "name": name}
     if policy:
         attrs["qos_policy_id"] = policy
     return world.network.create_port(**attrs)
@@ -193,12 +193,14 @@ def test_no_host_for_the_port_is_an_error_naming_its_group(world):
     assert group_ids(far)[0] in server["fault"]["message"], server["fault"]
     assert "CUSTOM_PHYSNET_PHYSNET9" not in str(world.placement.get_allocations(sid))
 
-    big = port(world, provider_net(world, "physnet1"), bw_policy(world, egress=5000))
+    big = port(world, provider_net(world, "physnet1"), bw_policy(world, egress=5000),
+               name="big-port")
     sid = boot(world, flavor, [{"port": big["id"]}], name="big").json()["server"]["id"]
     server = world.settled(sid)
     assert server["status"] == "ERROR"
-    # The line names the port whose bandwidth nobody has room for, and what it needs.
-    assert big["id"] in server["fault"]["message"], server["fault"]
+    # The line names the port whose bandwidth nobody has room for (by the name its user
+    # gave it, and its id), and what it needs.
+    assert f"port big-port ({big['id']})" in server["fault"]["message"], server["fault"]
     assert EGR in server["fault"]["message"], server["fault"]
     assert world.placement.get_allocations(sid)["allocations"] == {}
     assert world.network.get_port(big["id"])["binding:host_id"] == ""

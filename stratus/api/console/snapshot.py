@@ -67,14 +67,18 @@ def snapshot(api: ComputeAPIDeps, status_of: Callable[[server_store.Server], str
     for cell in room["cells"]:
         for host in cell["hosts"]:
             host["service"] = computes.get(host["host"])
+    moving, decided = migrations(api), decisions(api)
+    named = server_names(api, {m["server"] for m in moving} | {d["server"] for d in decided})
+    for row in (*moving, *decided):
+        row["server_name"] = named.get(row["server"])
     return {
         "generated_at": _when(api.clock()),
         "refresh_seconds": REFRESH_SECONDS,
         "capacity": room,
         "services": shown,
         "servers": servers(api, status_of),
-        "migrations": migrations(api),
-        "decisions": decisions(api),
+        "migrations": moving,
+        "decisions": decided,
         "problems": problems,
     }
 
@@ -179,6 +183,22 @@ def servers(api: ComputeAPIDeps, status_of: Callable[[server_store.Server], str]
          "flavor": s.flavor.get("name"), "cell": cells.get(s.cell_uuid or ""),
          "project_id": s.project_id, "fault": s.fault, "created": _when(s.created_at)}
         for s in loaded.values()]}
+
+
+def server_names(api: ComputeAPIDeps, uuids: set[str]) -> dict[str, str]:
+    """uuid -> name of these servers (deleted ones too: a decision outlives its server),
+    one query per cell; a server no cell holds (never built) has none."""
+    if not uuids:
+        return {}
+    t = cs.instances
+    wanted = sorted(uuids)
+
+    def read(conn: Connection) -> list[tuple[str, str]]:
+        return [(str(u), str(n)) for u, n in conn.execute(
+            sa.select(t.c.uuid, t.c.name).where(t.c.uuid.in_(wanted)))]
+
+    found = api.dbs.gather(lambda c: api.dbs.read(c, read))
+    return {uuid: name for rows in found.results.values() for uuid, name in rows}
 
 
 def migrations(api: ComputeAPIDeps) -> list[dict[str, Any]]:

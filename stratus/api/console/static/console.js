@@ -53,21 +53,38 @@ function when(iso) {
   return today ? date.toLocaleTimeString() : date.toLocaleString();
 }
 
-function scaled(n, steps) {
-  let i = 0;
-  while (i + 1 < steps.length && Math.abs(n) >= steps[i + 1][0]) i++;
-  const [size, unit] = steps[i];
-  const value = n / size;
-  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${unit}`.trim();
+function units(rc) {
+  if (rc.endsWith("MEMORY_MB")) return [[1, "MiB"], [1024, "GiB"], [1048576, "TiB"]];
+  if (rc.endsWith("_GB")) return [[1, "GB"], [1000, "TB"]];
+  if (rc.endsWith("KILOBIT_PER_SEC")) return [[1, "kbit/s"], [1000, "Mbit/s"], [1e6, "Gbit/s"]];
+  if (rc.endsWith("KILOPACKET_PER_SEC")) return [[1, "kpps"], [1000, "Mpps"]];
+  return [[1, ""]];
 }
 
-function amount(rc, n) {
-  if (rc.endsWith("MEMORY_MB")) return scaled(n, [[1, "MiB"], [1024, "GiB"], [1048576, "TiB"]]);
-  if (rc.endsWith("_GB")) return scaled(n, [[1, "GB"], [1000, "TB"]]);
-  if (rc.endsWith("KILOBIT_PER_SEC")) {
-    return scaled(n, [[1, "kbit/s"], [1000, "Mbit/s"], [1e6, "Gbit/s"]]);
-  }
-  return String(n);
+function number(value) {
+  return Number.isInteger(value) ? String(value) : value.toFixed(1).replace(/\.0$/, "");
+}
+
+// "used / usable" in one unit, the usable amount's: "0.5 / 10 Gbit/s", never
+// "500 Mbit/s / 10 Gbit/s".
+function pair(rc, used, capacity) {
+  const steps = units(rc);
+  let i = 0;
+  while (i + 1 < steps.length && Math.abs(capacity) >= steps[i + 1][0]) i++;
+  const [size, unit] = steps[i];
+  return `${number(used / size)} / ${number(capacity / size)} ${unit}`.trim();
+}
+
+// What a resource class is called on a bar: the well-known ones in words (the class
+// itself is the bar's tooltip), others as they are, wrapped rather than cut.
+const LABELS = {
+  NET_BW_EGR_KILOBIT_PER_SEC: "NIC egress", NET_BW_IGR_KILOBIT_PER_SEC: "NIC ingress",
+  NET_PACKET_RATE_KILOPACKET_PER_SEC: "NIC packet rate",
+  NET_PACKET_RATE_EGR_KILOPACKET_PER_SEC: "NIC egress packets",
+  NET_PACKET_RATE_IGR_KILOPACKET_PER_SEC: "NIC ingress packets",
+};
+function label(rc) {
+  return LABELS[rc] || rc;
 }
 
 // The classes everyone looks for first, then the rest by name.
@@ -85,9 +102,8 @@ function bar(rc, a) {
   return el("div", {class: "bar", "data-rc": rc,
                     title: `${rc}: ${a.used} used of ${a.capacity} usable ` +
                            `(total ${a.total}, reserved ${a.reserved})`},
-            el("div", {class: "label"}, el("span", {class: "rc"}, rc),
-               el("span", {class: "amount"},
-                  `${amount(rc, a.used)} / ${amount(rc, a.capacity)}`)),
+            el("div", {class: "label"}, el("span", {class: "rc"}, label(rc)),
+               el("span", {class: "amount"}, pair(rc, a.used, a.capacity))),
             el("div", {class: "track"}, fill));
 }
 
@@ -140,6 +156,11 @@ function drawServices(services) {
     el("td", {}, when(s.updated_at))));
 }
 
+// A server by its name (its id in the tooltip); one no cell knows by its id's start.
+function serverName(row) {
+  return row.server_name || row.server.slice(0, 8);
+}
+
 function drawDecisions(decisions) {
   fillTable("decisions", decisions, (d) => {
     let where = d.reason || "";
@@ -152,7 +173,7 @@ function drawDecisions(decisions) {
       el("td", {}, when(d.at)),
       el("td", {}, d.action),
       el("td", {title: d.server},
-         d.server.slice(0, 8) + (d.count > 1 ? ` and ${d.count - 1} more` : "")),
+         serverName(d) + (d.count > 1 ? ` and ${d.count - 1} more` : "")),
       el("td", {}, d.flavor || ""),
       el("td", {class: d.outcome}, d.outcome.replace(/_/g, " ")),
       el("td", {class: "reason"}, where),
@@ -175,7 +196,8 @@ function drawServers(servers) {
 
 function drawMigrations(migrations) {
   fillTable("migrations", migrations, (m) => el("tr", {"data-id": m.id},
-    el("td", {title: m.server}, m.server.slice(0, 8)), el("td", {}, m.type), el("td", {}, m.status),
+    el("td", {title: m.server}, serverName(m)), el("td", {}, m.type),
+    el("td", {}, m.status),
     el("td", {}, m.source || ""), el("td", {}, m.dest || ""),
     el("td", {}, m.old_flavor === m.new_flavor ? (m.new_flavor || "")
                                                : `${m.old_flavor} → ${m.new_flavor}`),
