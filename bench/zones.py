@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.zones [--hosts 10000 100000] [--leaves 10] [--boots 200]
                                     [--limit 1000] [--rabbit amqp://guest:guest@127.0.0.1:5672/]
-                                    [--write-docs docs/benchmarks.md]
+                                    [--write-docs docs/benchmarks.md] [--quick]
 
 For each total of hosts:
 
@@ -14,12 +14,14 @@ For each total of hosts:
 - **3 levels**: the top over ``ceil(sqrt(leaves))`` middle zones (processes without
   hosts) over the same leaves.
 
-A tree's decision is what the top does for a boot: ``select`` down the tree (each leaf
-runs the same scheduler's candidates, filters and weighers over its share, without
-claiming, and returns its best N ranked per host; each parent merges and re-ranks),
-then ``build`` routed to the chosen host's leaf, which here claims the flavor in its
-Placement (what a real build's scheduler claim costs) instead of starting a server.
-Zones talk over RabbitMQ with every message signed (Ed25519) and verified.
+A tree's decision is what the top does for a boot: a selection's two passes down the
+tree (``survey``: each leaf runs the same scheduler's candidates and filters over its
+share and answers the weighers' bounds; ``rank``: with the tree's bounds each leaf
+returns its best N by the flat weighers, each parent merges and weighs again), then the
+create routed to the chosen host's leaf, which here claims the flavor in its Placement
+(what a real build's scheduler claim costs) instead of starting a server. Zones talk
+over RabbitMQ with every message signed (Ed25519) and verified, and each zone manager
+keeps the ids of the requests it accepted in its store (replay protection).
 
 CPU per decision is measured per process (``/proc/PID/stat``; this process's own
 ``process_time`` for the top and the flat scheduler) and reported per level: the top's
@@ -29,6 +31,9 @@ is the cost that does not spread out when leaves are added.
 from __future__ import annotations
 
 import argparse
+import base64
+import dataclasses
+import json
 import math
 import os
 import subprocess
@@ -45,6 +50,8 @@ if __package__ in (None, ""):
 BEGIN = "<!-- zones-bench:begin -->"
 END = "<!-- zones-bench:end -->"
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1}
+# The weighers of every scheduler here, flat and zones alike (a tree must rank as one).
+WEIGHTS = {"ram": 1.0, "cpu": 1.0, "disk": 1.0, "affinity": 1.0}
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -53,22 +60,30 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 def leaf_class() -> Any:
     from stratus.scheduler.request import Flavor, RequestSpec
-    from stratus.zones.capabilities import Capabilities, HostFigures, from_hosts
+    from stratus.zones.capabilities import ANY_IMAGE, Capabilities, HostFigures, from_hosts
     from stratus.zones.leaf import Leaf
 
     class BenchLeaf(Leaf):
-        """A leaf whose hosts are rows written in bulk: ranking is the real scheduler's
-        (``feasible_hosts``), a build is the claim in this leaf's Placement."""
+        """A leaf whose hosts are rows written in bulk: its survey and rank are the real
+        scheduler's (``feasible_hosts``, the flat weighers), a create is the claim in
+        this leaf's Placement (what a real build's scheduler claim costs)."""
 
         def __init__(self, zone: str, cloud: Any, limit: int) -> None:
-            super().__init__(zone, api=None, scheduler=cloud.scheduler(  # type: ignore[arg-type]
-                max_placement_results=limit))
-            self.cloud = cloud
+            import threading
 
-        def spec(self, request: dict[str, Any], host: str | None = None) -> RequestSpec:
+            self.zone, self.cloud, self.api = zone, cloud, None  # type: ignore[assignment]
+            self.scheduler = cloud.scheduler(max_placement_results=limit)
+            self.build_timeout = 30.0
+            self._surveys = {}
+            self._lock = threading.Lock()
+
+        def spec(self, request: dict[str, Any]) -> tuple[RequestSpec, frozenset[str]]:
             return RequestSpec(flavor=Flavor("bench", FLAVOR["VCPU"], FLAVOR["MEMORY_MB"],
                                              FLAVOR["DISK_GB"]),
-                               project_id="proj", user_id="user")
+                               project_id="proj", user_id="user"), frozenset()
+
+        def _taken(self, pending: list[Any]) -> dict[str, list[Any]]:
+            return {}   # one boot at a time: nothing in flight when the next selects
 
         def capabilities(self, now: float) -> Capabilities:
             hosts = [HostFigures(h.name, {"VCPU": h.vcpus, "MEMORY_MB": h.memory_mb,
@@ -76,22 +91,51 @@ def leaf_class() -> Any:
                                  {"VCPU": h.vcpus, "MEMORY_MB": h.memory_mb,
                                   "DISK_GB": h.disk_gb}, frozenset(), "nova")
                      for h in self.cloud.hosts.values() if not (h.disabled or h.full)]
-            return from_hosts(self.zone, hosts, {"bench": FLAVOR}, now)
+            caps = from_hosts(self.zone, hosts, {"bench": FLAVOR}, now, images=[ANY_IMAGE])
+            return dataclasses.replace(caps, weights=self.weights)
 
-        def build(self, request: dict[str, Any], host: str,
-                  deadline: float | None = None) -> dict[str, Any]:
+        def api_call(self, request: dict[str, Any]) -> dict[str, Any]:
             from stratus.placement.client import PlacementClientError
 
-            node = self.cloud.hosts[host]
+            build = request["zone"]["build"]
+            node = self.cloud.hosts[build["host"]]
             try:
                 self.cloud.placement.put_allocations(
-                    str(request["uuid"]), {node.uuid: {"resources": FLAVOR}}, "proj", "user",
+                    str(build["uuid"]), {node.uuid: {"resources": FLAVOR}}, "proj", "user",
                     None)
             except PlacementClientError as exc:
-                return {"ok": False, "reason": f"{self.zone}/{host}: {exc.detail}"}
-            return {"ok": True, "server": {"uuid": request["uuid"], "host": host}}
+                return _answer(409, {"conflictingRequest": {"code": 409,
+                                                            "message": exc.detail}})
+            return _answer(202, {"server": {"id": build["uuid"]}})
+
+        def settle(self, uuid: str, deadline: float) -> dict[str, Any]:
+            return {"ok": True}
+
+        def withdraw(self, uuid: str) -> bool:
+            self.cloud.placement.delete_allocations(uuid)
+            return True
 
     return BenchLeaf
+
+
+def _answer(status: int, body: Any) -> dict[str, Any]:
+    data = json.dumps(body).encode()
+    return {"status": status, "headers": [["Content-Type", "application/json"]],
+            "body": base64.b64encode(data).decode()}
+
+
+def boot_request(uuid: str) -> dict[str, Any]:
+    """What the top's compute API asks of its manager for one boot of the bench flavor."""
+    body = base64.b64encode(json.dumps({"server": {"name": "b", "flavorRef": "bench"}})
+                            .encode()).decode()
+    return {"batch": uuid, "servers": [{"uuid": uuid, "name": "b"}], "project_id": "proj",
+            "user_id": "user", "flavor": {"flavorid": "bench"}, "resources": FLAVOR,
+            "requirement": {"resources": FLAVOR, "flavor": "bench"},
+            "api": {"method": "POST", "path": "/v2.1/servers", "query": "",
+                    "headers": {"Content-Type": "application/json"}, "body": body,
+                    "base": "http://top", "caller": {
+                        "user_id": "user", "project_id": "proj", "roles": [],
+                        "system_scope": None, "request_id": f"req-{uuid}"}}}
 
 
 def run_zone(args: argparse.Namespace) -> int:
@@ -111,7 +155,8 @@ def run_zone(args: argparse.Namespace) -> int:
     if args.first is not None:
         here = workdir / args.name
         here.mkdir(parents=True, exist_ok=True)
-        cloud, _app, _url = build_share(build, here, args.first, args.count)
+        cloud, _app, _url = build_share(build, here, args.first, args.count,
+                                        f"sqlite:///{here / 'placement.db'}")
         leaf = leaf_class()(args.name, cloud, args.limit)
         beats = Heartbeats(cloud).__enter__()
     engine = deploy.open_store(f"sqlite:///{workdir / f'zone-{args.name}.db'}")
@@ -119,9 +164,10 @@ def run_zone(args: argparse.Namespace) -> int:
         for child in args.child:
             zstore.add_child(conn, child)
     options = ZoneOptions(name=args.name, parent=args.parent, results=args.results,
-                          select_timeout=30.0, capabilities_interval=5.0,
+                          weights=WEIGHTS, select_timeout=30.0, capabilities_interval=5.0,
                           capabilities_ttl=3600.0, build_timeout=30.0)
-    bus = deploy.signed_bus(config, args.name, "manager", url=args.bus, timeout=30)
+    bus = deploy.signed_bus(config, args.name, "manager", url=args.bus, timeout=30,
+                            store=engine)
     manager = ZoneManager(options, engine, bus, leaf)
     manager.start()
     print(f"ready {args.name}", flush=True)
@@ -135,7 +181,7 @@ def run_zone(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_share(build: Any, here: Path, first: int, count: int) -> Any:
+def build_share(build: Any, here: Path, first: int, count: int, url: str) -> Any:
     """Hosts ``first`` .. ``first + count - 1`` of the whole fleet (same names as flat)."""
     from bench import scheduler as sb
 
@@ -143,7 +189,7 @@ def build_share(build: Any, here: Path, first: int, count: int) -> Any:
     original = sb.fleet
     sb.fleet = lambda n: whole   # build() writes fleet(n); give it this share
     try:
-        return build(count, here)
+        return build(count, here, url)
     finally:
         sb.fleet = original
 
@@ -186,7 +232,9 @@ def flat(hosts: int, workdir: Path, boots: int, limit: int) -> Row:
     from bench.scheduler import Heartbeats, build
     from tests.scheduler_world import spec
 
-    cloud, _app, _url = build(hosts, workdir / "flat")
+    here = workdir / "flat"
+    here.mkdir(parents=True, exist_ok=True)
+    cloud, _app, _url = build(hosts, here, f"sqlite:///{here / 'placement.db'}")
     scheduler = cloud.scheduler(max_placement_results=limit)
     with Heartbeats(cloud):
         for _ in range(5):   # warm-up
@@ -271,10 +319,12 @@ def tree(hosts: int, leaves: int, levels: int, workdir: Path, bus: str, boots: i
         with db.write(engine) as conn:
             for child in (mids or leaf_names):
                 zstore.add_child(conn, child)
-        bus_conn = deploy.signed_bus(config, "top", "manager", url=bus, timeout=60)
-        top = ZoneManager(ZoneOptions(name="top", results=results, select_timeout=30.0,
-                                      capabilities_interval=3600, capabilities_ttl=3600,
-                                      build_timeout=30.0), engine, bus_conn)
+        bus_conn = deploy.signed_bus(config, "top", "manager", url=bus, timeout=60,
+                                     store=engine)
+        top = ZoneManager(ZoneOptions(name="top", results=results, weights=WEIGHTS,
+                                      select_timeout=30.0, capabilities_interval=3600,
+                                      capabilities_ttl=3600, build_timeout=30.0),
+                          engine, bus_conn)
         top.start()
         deadline = time.monotonic() + 120   # children post every 5 s
         while top.capabilities().hosts < hosts * 8 // 10:   # 2 in 10 disabled or full
@@ -284,14 +334,15 @@ def tree(hosts: int, leaves: int, levels: int, workdir: Path, bus: str, boots: i
 
         def decide() -> bool:
             uuid = str(uuidlib.uuid4())
-            with db.write(engine) as conn:
-                zstore.accept(conn, uuid, {"uuid": uuid, "name": "b", "flavor": "bench",
-                                           "project_id": "proj", "requirement": {
-                                               "resources": FLAVOR, "flavor": "bench"}})
-            top._walk(uuid)
-            with db.read(engine) as conn:
-                found = zstore.request(conn, uuid)
-            return found is not None and found.state == zstore.DONE
+            if top.origin.boot(boot_request(uuid)).get("status") != 202:
+                return False
+            for _ in range(6000):    # its walk settles it (at once: the claim is made)
+                with db.read(engine) as conn:
+                    found = zstore.request(conn, uuid)
+                if found is not None and found.state != zstore.PENDING:
+                    return found.state == zstore.DONE
+                time.sleep(0.005)
+            return False
 
         for _ in range(5):
             decide()
@@ -305,11 +356,11 @@ def tree(hosts: int, leaves: int, levels: int, workdir: Path, bus: str, boots: i
             latencies.append(time.perf_counter() - s)
         seconds = time.perf_counter() - t0
         cpu = {"top": (time.process_time() - cpu0) * 1000 / boots}
-        for level in ("middle", "leaf"):
+        for level, levels_name in (("middle", "middles"), ("leaf", "leaves")):
             used = [proc_cpu(z.proc.pid) - before[z.name] for z in zones if z.level == level]
             if used:
                 cpu[f"each {level} (mean of {len(used)})"] = sum(used) * 1000 / boots / len(used)
-                cpu[f"all {level}s"] = sum(used) * 1000 / boots
+                cpu[f"all {levels_name}"] = sum(used) * 1000 / boots
         top.stop()
         bus_conn.close()
         engine.dispose()
@@ -339,10 +390,12 @@ def markdown(rows: list[Row], args: argparse.Namespace) -> str:
         f"`bench/zones.py`: {args.boots} boots per row, one at a time; flavor 1 VCPU, "
         f"512 MB, 1 GB; `limit` (max_placement_results) {args.limit} in every scheduler; "
         f"each zone passes up its best {args.results}. 1 host in 10 disabled, 1 in 10 full. "
-        "A tree's decision: select down the tree over RabbitMQ (Ed25519-signed), merge "
-        "and re-rank at each level, then the build routed to the chosen leaf, which claims "
-        "in its Placement. Flat: one `select_destinations` (with its claim) over every "
-        "host. CPU is per process, per decision.", "",
+        "A tree's decision: a selection's two passes down the tree over RabbitMQ "
+        "(Ed25519-signed; survey: each leaf filters and answers the weighers' bounds; "
+        "rank: each zone's best by the flat weighers with the tree's bounds, merged and "
+        "weighed again at each level), then the create routed to the chosen leaf, which "
+        "claims in its Placement. Flat: one `select_destinations` (with its claim) over "
+        "every host. CPU is per process, per decision.", "",
         f"Machine: {os.cpu_count()} CPUs, Linux {platform.release()}, Python "
         f"{platform.python_version()}; load average at the end {load_average()}.  ",
         f"Code: Stratus {head}.", "",
@@ -367,13 +420,15 @@ def markdown(rows: list[Row], args: argparse.Namespace) -> str:
 
 
 def write_docs(path: Path, section: str) -> None:
+    """The section at the top of the page (newest figures first), replacing the last."""
     text = path.read_text()
     block = f"{BEGIN}\n{section}\n{END}"
     if BEGIN in text:
         start, end = text.index(BEGIN), text.index(END) + len(END)
-        text = text[:start] + block + text[end:]
-    else:   # newest figures first
-        text = text.replace("# Benchmarks\n\n", f"# Benchmarks\n\n{block}\n\n", 1)
+        text = (text[:start] + text[end:]).replace("\n\n\n", "\n\n")
+    first = text.find("\n<!-- ")   # after the page's introduction, before every section
+    text = text[:first + 1] + f"{block}\n\n" + text[first + 1:] if first >= 0 else \
+        text.rstrip("\n") + f"\n\n{block}\n"
     path.write_text(text)
 
 
@@ -400,9 +455,14 @@ def main(argv: list[str] | None = None) -> int:
                    or "amqp://guest:guest@127.0.0.1:5672/")
     p.add_argument("--workdir", type=Path)
     p.add_argument("--write-docs", type=Path)
+    p.add_argument("--quick", action="store_true",
+                   help="a small run that checks the bench works (CI): 200 hosts, 2 leaves, "
+                   "10 boots, limit 50")
     args = p.parse_args(argv)
     if args.mode == "zone":
         return run_zone(args)
+    if args.quick:
+        args.hosts, args.leaves, args.boots, args.limit, args.results = [200], 2, 10, 50, 5
     import tempfile
 
     from bench.scheduler import rabbit_reachable

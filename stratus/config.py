@@ -252,7 +252,10 @@ OPTIONS: list[Option] = [
            ["disabled_cells", "availability_zone", "tenant_isolation"],
            "Request filters, in order; compute_status (disabled computes) always runs."),
     Option("scheduler", "weights", list, ["ram:1.0", "cpu:1.0", "disk:1.0", "affinity:1.0"],
-           "Weigher multipliers as name:multiplier (negative packs, positive spreads)."),
+           "Weigher multipliers as name:multiplier (negative packs, positive spreads): "
+           "ram, cpu, disk, num_instances (servers on the host), affinity (soft "
+           "server-group policies), project_spread (hosts without the project's servers "
+           "first). A zone tree ranks with the same weighers at every level."),
     Option("scheduler", "columnar", bool, True,
            "Decide in columns (candidates as a table, filters and weighers over every "
            "host at once; same answers as per host, several times faster at 1000 "
@@ -324,9 +327,11 @@ OPTIONS: list[Option] = [
            "zone-NAME.db in data_dir)."),
     Option("zones", "results", int, 10, "N: the best hosts each zone passes up.",
            minimum=1),
-    Option("zones", "weights", list, ["ram:1.0", "cpu:1.0"],
-           "Per-host weighers zones rank with (ram, cpu, disk, num_instances), "
-           "NAME:MULTIPLIER; every zone of a tree should use the same."),
+    Option("zones", "weights", list, [],
+           "Gone: a zone tree ranks with the flat scheduler's weighers, [scheduler] "
+           "weights, declared once for a zone's own scheduler and the tree (every zone "
+           "posts them; a parent refuses a child that weighs otherwise). Setting this is "
+           "an error that says so."),
     Option("zones", "select_timeout", float, 5.0,
            "Seconds the origin waits for a select; each level gives its children 80% of "
            "its own budget, and a child that is late is left out of that answer."),

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stratus.api.ops.quotas import unlimited_defaults
+from stratus.api.ops.quotas import ServerCounter, unlimited_defaults
 from stratus.api.store.cells import CellDBs
 from stratus.bus import Bus, RPCClient
 from stratus.cells import services
@@ -48,6 +48,9 @@ class ComputeAPIDeps:
     network: NetworkClient | None = None
     # The image service (boots by imageRef); None: imageRef is taken as it is.
     image: ImageClient | None = None
+    # Who counts the project's servers for quotas when this API database does not hold
+    # them (a zone tree's top); None: the API database does.
+    count_servers: ServerCounter | None = None
     # Its writes and lists (createImage, the /images proxy); None: those answer 503.
     images: ImageWriter | None = None
     # Seconds a deleted server is kept soft-deleted ([DEFAULT] reclaim_instance_interval;

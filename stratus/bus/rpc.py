@@ -165,7 +165,7 @@ class RPCServer:
         if not self.version.can_accept(requested):
             raise errors.UnsupportedVersion(self.interface.service, message.method,
                                             str(requested), str(self.version), "server")
-        spec.check_args(self.interface.service, message.args)
+        spec.check_args(self.interface.service, message.args, self.interface.strict)
         token = _SENDER.set(message.sender)
         try:
             return getattr(self.endpoint, message.method)(**message.args)
@@ -174,7 +174,9 @@ class RPCServer:
 
     def _log_failure(self, message: Request, exc: BaseException) -> None:
         where = f"{self.receiver}: {message.method} from {message.sender}"
-        if isinstance(exc, errors.SecurityError):
+        if isinstance(exc, (errors.SecurityError, errors.BadMessage)):
+            # A refusal (a message that fails verification, or whose arguments do not fit
+            # the method) is worth an operator's attention: a bug or an attack.
             LOG.warning("%s refused: %s", where, exc)
         elif isinstance(exc, (errors.BusError, *self.interface.errors)):
             LOG.info("%s failed: %s", where, exc)
@@ -278,7 +280,7 @@ class RPCClient(Generic[IfaceT]):
 
     def _request(self, method: str, args: Mapping[str, Any]) -> Request:
         spec = self.interface.method(method)
-        spec.check_args(self.interface.service, args)
+        spec.check_args(self.interface.service, args, self.interface.strict)
         version = spec.message_version(args)
         if self.cap < version:
             raise errors.UnsupportedVersion(self.interface.service, method, str(version),

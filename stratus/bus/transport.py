@@ -101,7 +101,8 @@ class Transport(abc.ABC):
 
 
 def get_transport(url: str) -> Transport:
-    """``inproc://NAME`` (in this process) or ``amqp://user:pass@host:port/vhost`` (RabbitMQ)."""
+    """``inproc://NAME`` (in this process), ``amqp://user:pass@host:port/vhost`` (RabbitMQ),
+    or ``http://127.0.0.1:PORT`` (calls only, through a zone tree's bus gateway)."""
     scheme = urlsplit(url).scheme
     if scheme == "inproc":
         from stratus.bus import inproc
@@ -111,6 +112,10 @@ def get_transport(url: str) -> Transport:
         from stratus.bus import amqp
 
         return amqp.AmqpTransport(url)
+    if scheme == "http":
+        from stratus.bus import http  # calls through a bus gateway (stratus.zones.gateway)
+
+        return http.HttpTransport(url)
     raise errors.TransportError(
         f"unsupported transport URL {url!r}: use inproc://NAME or amqp://USER:PASS@HOST:PORT/VHOST")
 

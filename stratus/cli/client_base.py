@@ -38,7 +38,11 @@ COMPUTE_BINARY = "stratus-compute"
 
 
 class ClientError(Exception):
-    """A failure to show as one line."""
+    """A failure to show as one line (``status``: the HTTP status, when it is one)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class HTTP:
@@ -74,7 +78,7 @@ class HTTP:
             if self.who and (resp.status_code == 401 or (
                     resp.status_code == 403 and "olicy" in why)):
                 why += f" (credentials: {self.who})"
-            raise ClientError(why)
+            raise ClientError(why, resp.status_code)
         if not resp.content:
             return None
         try:

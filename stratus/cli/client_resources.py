@@ -141,10 +141,16 @@ class _Nic(argparse.Action):
         getattr(namespace, self.dest).append((kind, values))
 
 
+# How long a server just accepted may answer 404 before --wait believes it (a zone
+# tree's top, or a cell, may not show it for a moment).
+NOT_FOUND_GRACE = 10.0
+
+
 def _wait(api: HTTP, ids: list[str], timeout: float) -> list[dict[str, Any]]:
     deadline = time.monotonic() + timeout
     pending = set(ids)
     latest: dict[str, dict[str, Any]] = {}
+    missing_since: dict[str, float] = {}
 
     def states() -> dict[str, int]:   # a server not read yet is still building
         return count_states(latest[i]["status"] if i in latest else "BUILD" for i in ids)
@@ -152,7 +158,15 @@ def _wait(api: HTTP, ids: list[str], timeout: float) -> list[dict[str, Any]]:
     with Progress("waiting") as progress:
         while True:
             for i in sorted(pending):
-                latest[i] = api.call("GET", f"/servers/{i}")["server"]
+                try:
+                    latest[i] = api.call("GET", f"/servers/{i}")["server"]
+                except ClientError as exc:
+                    now = time.monotonic()
+                    if exc.status != 404 or now - missing_since.setdefault(i, now) \
+                            > NOT_FOUND_GRACE:
+                        raise
+                    continue
+                missing_since.pop(i, None)
                 if latest[i]["status"] not in ("BUILD",):
                     pending.discard(i)
                 progress.tick(states)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -63,6 +64,11 @@ def _manager_parser(sub: Any) -> None:
                        help="this zone has hosts: schedule on the deployment the config "
                        "file describes ([api_database], [placement_client], [DEFAULT] "
                        "transport_url of its own services)")
+    p.add_argument("--leaf-apis", action="store_true",
+                   help="with --hosts: serve this zone's own deployment's APIs (compute, "
+                   "network, placement, image, identity) on free ports of 127.0.0.1, as "
+                   "a Stratus deployment does, and print them (its users and operators "
+                   "may use them directly; the tree finds what is made there)")
     p.add_argument("--api-port", type=int, metavar="PORT",
                    help="serve the compute API of the tree on PORT (at the top zone: boot, "
                    "list, show and delete servers and list flavors across the tree)")
@@ -104,6 +110,11 @@ def cmd_zone_manager(args: argparse.Namespace) -> int:
         common.fail(str(exc), common.USAGE_ERROR)
     if not options.name:
         common.fail("a zone needs a name: give --name or [zones] name", common.USAGE_ERROR)
+    _valid_name(options.name, "--name")
+    if options.parent:
+        _valid_name(options.parent, "--parent")
+    for child in args.child:
+        _valid_name(child, "--child")
     if not str(config.get("zones", "transport_url")):
         common.fail("no bus between zones: give --transport-url or [zones] transport_url",
                     common.USAGE_ERROR)
@@ -117,6 +128,9 @@ def cmd_zone_manager(args: argparse.Namespace) -> int:
         if args.api_port is not None:
             deploy.ensure_key(config, options.name, "api")
     _check_key(config, options.name, MANAGER)
+    if args.api_port is not None:
+        _check_key(config, options.name, "api")
+    _check_key_files(config, options.name, MANAGER)
     closers: list[Any] = []
     try:
         engine = deploy.open_store(deploy.store_url(config, options.name))
@@ -130,7 +144,7 @@ def cmd_zone_manager(args: argparse.Namespace) -> int:
     try:
         leaf = _leaf(args, config, options, closers)
         try:
-            bus = deploy.signed_bus(config, options.name, MANAGER)
+            bus = deploy.signed_bus(config, options.name, MANAGER, store=engine)
         except BusError as exc:
             common.fail(f"cannot use the bus between zones: {exc}")
         closers.append(bus.close)
@@ -159,6 +173,29 @@ def cmd_zone_manager(args: argparse.Namespace) -> int:
                 print(f"warning: while stopping: {exc}", file=sys.stderr)
     print(f"zone {options.name} stopped", flush=True)
     return 0
+
+
+def _valid_name(name: str, what: str) -> str:
+    from stratus.zones.tree import TreeError, check_zone_name
+
+    try:
+        return check_zone_name(name)
+    except TreeError as exc:
+        common.fail(f"{what}: {exc}", common.USAGE_ERROR)
+        raise
+
+
+def _check_key_files(config: configuration.Config, zone: str, service: str) -> None:
+    """The key and the trust store can be read: else one line naming the file, now,
+    rather than a failure on every message."""
+    from stratus.zones import deploy, signing
+
+    try:
+        signing.load_private(deploy.key_path(config, zone, service))
+        signing.parse_trust(deploy.trust_path(config))
+    except signing.KeyFileError as exc:
+        common.fail(f"{exc} (stratus zone keygen makes keys; stratus zone trust list "
+                    "shows the trust store)")
 
 
 def _check_key(config: configuration.Config, zone: str, service: str) -> None:
@@ -199,9 +236,17 @@ def _leaf(args: argparse.Namespace, config: configuration.Config, options: Any,
         topo = topology.resolve(data_dir, args.hosts, 1, None)
     except topology.TopologyError as exc:
         common.fail(str(exc), common.USAGE_ERROR)
-    cloud = AllInOne(leaf_config, topo, http=False, bus_prefix=f"zone-{options.name}")
+    apis = bool(getattr(args, "leaf_apis", False))
+    ports = dict.fromkeys(("placement_port", "api_port", "network_port", "identity_port",
+                           "image_port"), 0)
+    cloud = AllInOne(leaf_config, topo, http=apis, bus_prefix=f"zone-{options.name}",
+                     **(ports if apis else {}))
     cloud.start()
     closers.append(cloud.stop)
+    if apis:
+        print(f"zone {options.name}: its deployment's APIs: compute {cloud.api_url}, "
+              f"network {cloud.network_url}, placement {cloud.placement_url}, image "
+              f"{cloud.image_url}", flush=True)
     return deploy.leaf_of_cloud(options.name, cloud, options.build_timeout)
 
 
@@ -209,12 +254,16 @@ def _serve_api(config: configuration.Config, zone: str, port: int,
                closers: list[Any]) -> str:
     from stratus.allinone.http import ThreadedServer
     from stratus.zones import deploy
-    from stratus.zones.api import TopZone, build_wsgi
+    from stratus.zones.api import build_wsgi
 
-    _check_key(config, zone, "api")
-    bus = deploy.signed_bus(config, zone, "api")
-    closers.append(bus.close)
-    server = ThreadedServer("compute-api", build_wsgi(TopZone(zone, bus)), "127.0.0.1", port,
+    _check_key_files(config, zone, "api")
+    try:
+        top = deploy.top_zone(config, zone)
+    except Exception as exc:
+        shown = common.redact(deploy.top_api_url(config, zone))
+        common.fail(f"cannot open the top's API database {shown}: {common.db_error(exc)}")
+    closers.append(top.close)
+    server = ThreadedServer("compute-api", build_wsgi(top), "127.0.0.1", port,
                             log_level="warning")
     server.start()
     closers.append(server.stop)
@@ -305,18 +354,27 @@ def _zone_parsers(sub: Any) -> None:
 def _client(args: argparse.Namespace) -> tuple[Any, str]:
     from stratus.bus import BusError
     from stratus.zones import deploy
+    from stratus.zones.gateway import read_bus_file
     from stratus.zones.rpcapi import ZoneRPC
 
     config = _zone_config(args, args.zone)
     zone = str(config.get("zones", "name"))
+    url = str(config.get("zones", "transport_url"))
+    running = read_bus_file(config) if not url else None
+    if running is not None:    # stratus serve --zones runs here: through its gateway
+        url = running["transport_url"]
+        zone = zone or running["top"]
     if not zone:
         common.fail("which zone? give --zone or [zones] name", common.USAGE_ERROR)
-    if not str(config.get("zones", "transport_url")):
-        common.fail("no bus between zones: give --transport-url or [zones] transport_url",
+    _valid_name(zone, "--zone")
+    if not url:
+        common.fail("no bus between zones: give --transport-url or [zones] transport_url "
+                    "(or run stratus serve --zones with this data directory)",
                     common.USAGE_ERROR)
     _check_key(config, zone, args.service)
+    _check_key_files(config, zone, args.service)
     try:
-        bus = deploy.signed_bus(config, zone, args.service, timeout=args.timeout)
+        bus = deploy.signed_bus(config, zone, args.service, url=url, timeout=args.timeout)
     except BusError as exc:
         common.fail(f"cannot use the bus between zones: {exc}")
     return bus.client(ZoneRPC, timeout=args.timeout), zone
@@ -425,6 +483,7 @@ def cmd_capabilities(args: argparse.Namespace) -> int:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    _valid_name(args.child, "zone")
     client, zone = _client(args)
     try:
         added = _ask(client, zone, "add_child", name=args.child)
@@ -452,6 +511,10 @@ def cmd_remove(args: argparse.Namespace) -> int:
 def cmd_keygen(args: argparse.Namespace) -> int:
     from stratus.zones import deploy, signing
 
+    _valid_name(args.zone, "--zone")
+    if not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", args.service or ""):
+        common.fail(f"--service {args.service!r}: a service name is 1 to 32 lower-case "
+                    "letters, digits, '_' or '-' (manager, api, cli, ...)", common.USAGE_ERROR)
     config = common.load_config(args)
     path = Path(args.out) if args.out else deploy.key_path(config, args.zone, args.service)
     trust = deploy.trust_path(config)

@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl
 
 import httpx
 
@@ -47,6 +48,27 @@ class ImageClient:
             raise ImageClientError(resp.status_code, resp.text[:200])
         return dict(resp.json())
 
+    def active_image_ids(self) -> list[str]:
+        """The ids of every active image (Glance's pages followed to the end)."""
+        out: list[str] = []
+        path, params = "/v2/images", {"status": "active", "limit": "500"}
+        while path:
+            try:
+                resp: httpx.Response | _Answer = self._http.request(
+                    "GET", path, params=params, json=None, headers=None)
+            except httpx.TransportError as exc:
+                raise ImageClientError(503, f"cannot reach the image service: {exc}") \
+                    from None
+            if resp.status_code >= 300:
+                raise ImageClientError(resp.status_code, resp.text[:200])
+            body = resp.json()
+            out += [str(i["id"]) for i in body.get("images") or ()]
+            following = body.get("next")
+            if not following or "?" not in following:
+                break
+            path, query = following.split("?", 1)
+            params = dict(parse_qsl(query))
+        return out
 
 PATCH_TYPE = "application/openstack-images-v2.1-json-patch"
 CORE = frozenset({"id", "name", "status", "visibility", "protected", "os_hidden", "checksum",

@@ -24,6 +24,9 @@ from stratus.scheduler.host_cache import NUMBERS, TEXT, microseconds
 from stratus.scheduler.host_manager import Located
 from stratus.scheduler.host_state import HostState
 
+# (cell uuid, host) -> (servers on the host, of them the request's project's)
+InstanceCounts = Mapping[tuple[str, str], tuple[int, int]]
+
 
 @dataclass
 class HostColumns:
@@ -46,7 +49,10 @@ class HostColumns:
     memory_mb_used: np.ndarray
     disk_gb_total: np.ndarray
     disk_gb_used: np.ndarray
-    num_instances: np.ndarray         # instances this decision placed there (a batch's)
+    num_instances: np.ndarray         # servers there: before this decision and its batch's
+    project_instances: np.ndarray     # of them, the request's project's
+    instance_count: np.ndarray        # servers there before this decision (0: not counted)
+    project_instance_count: np.ndarray
     zone_of: Mapping[str, str]        # host -> availability zone (absent: the default)
     default_zone: str
     _zones: list[str] | None = None
@@ -80,6 +86,8 @@ class HostColumns:
                 memory_mb_total=int(self.memory_mb_total[i]),
                 memory_mb_used=int(self.memory_mb_used[i]),
                 disk_gb_total=int(self.disk_gb_total[i]), disk_gb_used=int(self.disk_gb_used[i]),
+                instance_count=int(self.instance_count[i]),
+                project_instance_count=int(self.project_instance_count[i]),
                 allocation_requests=self.table.requests_of(int(self.rows[i])))
             self._made[found.uuid] = i
         return found
@@ -98,6 +106,16 @@ class HostColumns:
         self.memory_mb_used[i] = state.memory_mb_used
         self.disk_gb_used[i] = state.disk_gb_used
         self.num_instances[i] = state.num_instances
+        self.project_instances[i] = state.project_instances
+
+    def count_instances(self, counts: InstanceCounts) -> None:
+        """The servers already on each host ((cell, host) -> (all, the project's))."""
+        for i, key in enumerate(zip(self.cell, self.host, strict=True)):
+            found = counts.get(key)
+            if found is not None:
+                self.instance_count[i], self.project_instance_count[i] = found
+        self.num_instances[:] = self.instance_count
+        self.project_instances[:] = self.project_instance_count
 
 
 def build(table: CandidateTable, located: Located, zone_of: Mapping[str, str],
@@ -140,7 +158,9 @@ def build(table: CandidateTable, located: Located, zone_of: Mapping[str, str],
         hypervisor_type=text["hypervisor_type"].tolist(), up=up, disabled=disabled,
         version=figures["version"].copy(), vcpus_total=vcpus[0], vcpus_used=vcpus[1],
         memory_mb_total=memory[0], memory_mb_used=memory[1], disk_gb_total=disk[0],
-        disk_gb_used=disk[1], num_instances=np.zeros(n, np.int64), zone_of=zone_of,
+        disk_gb_used=disk[1], num_instances=np.zeros(n, np.int64),
+        project_instances=np.zeros(n, np.int64), instance_count=np.zeros(n, np.int64),
+        project_instance_count=np.zeros(n, np.int64), zone_of=zone_of,
         default_zone=default_zone)
 
 

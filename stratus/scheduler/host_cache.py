@@ -155,6 +155,16 @@ _DISABLED = (sa.select(_svc.c.host, _svc.c.disabled_reason)
              .where(_svc.c.binary == "stratus-compute", _svc.c.disabled.is_(True)))
 
 
+def read_instance_counts(conn: Connection, project_id: str) -> dict[str, tuple[int, int]]:
+    """host -> (servers on it, of them ``project_id``'s): the cell's live instance rows."""
+    t = cs.instances
+    mine = sa.func.sum(sa.case((t.c.project_id == project_id, 1), else_=0))
+    rows = conn.execute(sa.select(t.c.host, sa.func.count(), mine)
+                        .where(t.c.deleted_at.is_(None), t.c.host.is_not(None))
+                        .group_by(t.c.host))
+    return {host: (int(n), int(m or 0)) for host, n, m in rows}
+
+
 def read_disabled(conn: Connection) -> dict[str, str | None]:
     """Host -> disabled_reason of the cell's disabled compute services."""
     return {row.host: row.disabled_reason for row in conn.execute(_DISABLED)}

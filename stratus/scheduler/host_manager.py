@@ -232,6 +232,25 @@ class HostManager:
         if self.max_age > 0:
             self._from_copies(self.cells.enabled(), set(), {})
 
+    def instance_counts(self, cell_uuids: Collection[str], project_id: str
+                        ) -> dict[tuple[str, str], tuple[int, int]]:
+        """(cell uuid, host) -> (servers on the host, of them ``project_id``'s), from the
+        cells' instance rows (one grouped query per cell; only weighers that count
+        servers need it). A cell that does not answer counts nothing."""
+        cells = [c for c in self.cells.all() if c.uuid in set(cell_uuids)]
+
+        def read(cell: CellMapping) -> dict[str, tuple[int, int]]:
+            with db.read(self.engines.get(cell)) as conn:
+                return host_cache.read_instance_counts(conn, project_id)
+
+        out: dict[tuple[str, str], tuple[int, int]] = {}
+        gathered = self._scatter(cells, read)
+        for cell_uuid, why in gathered.failures.items():
+            LOG.warning("cell %s: servers per host not counted (%s)", cell_uuid, why)
+        for cell_uuid, counts in gathered.results.items():
+            out.update({(cell_uuid, host): n for host, n in counts.items()})
+        return out
+
     def disabled_computes(self) -> dict[str, str | None]:
         """Host -> disabled_reason of each disabled compute service in the enabled cells
         (why the hosts Placement left out as disabled are disabled; a cell that does

@@ -24,6 +24,11 @@ class HostState:
     memory_mb_used: int = 0
     disk_gb_total: int = 0
     disk_gb_used: int = 0
+    # Servers on the host before this decision (all projects, and the request's project),
+    # read from its cell only when a weigher needs them; ``instances`` are the ones this
+    # decision placed there (a batch's).
+    instance_count: int = 0
+    project_instance_count: int = 0
     instances: set[str] = field(default_factory=set)
     aggregates: set[str] = field(default_factory=set)
     # Allocation requests from Placement whose root is this host, best first.
@@ -43,7 +48,12 @@ class HostState:
 
     @property
     def num_instances(self) -> int:
-        return len(self.instances)
+        return self.instance_count + len(self.instances)
+
+    @property
+    def project_instances(self) -> int:
+        """Servers of the request's project here (a batch's are all the project's)."""
+        return self.project_instance_count + len(self.instances)
 
     def consume(self, vcpus: int, memory_mb: int, disk_gb: int, instance_uuid: str) -> None:
         """Account for an instance just placed here, so the next pick in a batch sees it."""

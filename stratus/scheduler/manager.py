@@ -100,14 +100,7 @@ class SchedulerOptions:
             return config.get("scheduler", name)
 
         try:
-            weights = {}
-            for item in get("weights"):
-                name, _, multiplier = item.partition(":")
-                weights[name.strip()] = float(multiplier) if multiplier else 1.0
-            unknown = [n for n in weights if n not in weighers.REGISTRY]
-            if unknown:
-                raise ValueError(f"unknown weigher(s): {', '.join(unknown)}; "
-                                 f"known: {', '.join(weighers.REGISTRY)}")
+            weights = weighers.parse(get("weights"))
             return cls(max_placement_results=get("max_placement_results"),
                        max_attempts=get("max_attempts"),
                        host_filters=filters.resolve(get("enabled_filters")),
@@ -180,6 +173,24 @@ class SchedulerManager:
                            return_alternates: bool) -> list[list[dict[str, Any]]] | None:
         """The columnar path; None when no host passes the filters (the per-host path then
         asks again and says why in full) or a filter cannot be run in columns."""
+        found = self.feasible_columns(spec)
+        if found is None:
+            return None
+        cols, passed, counts = found
+        if weighers.needs_counts(self.options.weights):
+            cols.count_instances(self.host_manager.instance_counts(set(cols.cell),
+                                                                   spec.project_id))
+        pool = HostColumnPool(cols, passed, spec, self.options.weights)
+        return self._place_all(spec, instance_uuids, pool, counts, return_alternates)
+
+    def feasible_columns(self, spec: RequestSpec
+                         ) -> tuple[columns.HostColumns, np.ndarray, Counter[str]] | None:
+        """:meth:`feasible_hosts` in columns: the candidates' columns, the indices of the
+        hosts that passed, and the rejection counts. None when the per-host path must
+        answer: columns are off, a filter has no column form, or nothing passed (its
+        NoValidHost words the reasons). A zone's leaf surveys its hosts with this."""
+        if not self._columnar():
+            return None
         servers = max(spec.num_instances, 1)
         query, view = self._prepare(spec, servers)
         table, params = self._ask(query, view, spec, servers, self._candidate_table)
@@ -198,8 +209,7 @@ class SchedulerManager:
         if not passed.any():
             return None
         counts.update(report.rejected)
-        pool = HostColumnPool(cols, np.flatnonzero(passed), spec, self.options.weights)
-        return self._place_all(spec, instance_uuids, pool, counts, return_alternates)
+        return cols, np.flatnonzero(passed), counts
 
     def check_rebuild(self, request_spec: dict[str, Any], instance_uuid: str,
                       node_uuid: str) -> None:
@@ -250,6 +260,9 @@ class SchedulerManager:
             _apply_usage(state, usage.get(root, {}))
             hosts.append(state)
         passed, report = run_filters(hosts, spec, self.options.host_filters)
+        if passed and weighers.needs_counts(self.options.weights):
+            count_instances(passed, self.host_manager.instance_counts(
+                {h.cell for h in passed}, spec.project_id))
         errors = {f"error in filter {k}": n for k, n in report.errors.items()}
         counts.update(report.rejected)
         counts.update(errors)
@@ -524,6 +537,13 @@ def explain_counts(body: Mapping[str, Any]) -> dict[str, int]:
     for reason, n in (body.get("trees_excluded") or {}).items():
         counts[f"placement: {reason} (hosts)"] += int(n)
     return dict(counts)
+
+
+def count_instances(hosts: Sequence[HostState], counts: columns.InstanceCounts) -> None:
+    """The servers already on each host ((cell, host) -> (all, the project's))."""
+    for state in hosts:
+        state.instance_count, state.project_instance_count = counts.get(
+            (state.cell, state.host), (0, 0))
 
 
 def _apply_usage(state: HostState, totals: candidate_table.Usage) -> None:

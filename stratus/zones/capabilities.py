@@ -9,13 +9,18 @@ summaries travel up, never host lists::
     traits      every trait some host has (a union)
     zones       the availability zones of its hosts
     flavors     the flavor names some host could fit right now
+    images      the ids of the active images its leaves can boot
+    leaves      the leaf zones it summarises (a leaf: itself)
+    weights     the weighers it ranks with (a tree must rank alike at every level)
     hosts       how many hosts it summarises
 
 ``could_match`` is the routing test: a request that needs more of a class than the
 largest free, a trait no host has, an availability zone it lacks, or a flavor none of
-its hosts could fit, cannot be placed below this zone, so the request does not go
-there. It is a necessary condition only: a zone that could may still answer with no
-host (the largest free VCPU and the largest free memory may be on different hosts).
+its hosts could fit, an image none of its leaves has, or zones it does not hold (a
+boot pinned to one leaf by its port or its server group), cannot be placed below this
+zone, so the request does not go there. It is a necessary condition only: a zone that
+could may still answer with no host (the largest free VCPU and the largest free memory
+may be on different hosts).
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+ANY_IMAGE = "*"   # a leaf without an image service takes a boot's image as it is
 
 
 class CapabilityError(ValueError):
@@ -47,6 +53,9 @@ class Capabilities:
     availability_zones: frozenset[str] = frozenset()
     flavors: frozenset[str] = frozenset()
     generated_at: float = 0.0
+    images: frozenset[str] = frozenset()
+    leaves: frozenset[str] = frozenset()
+    weights: Mapping[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA_VERSION, "zone": self.zone, "hosts": self.hosts,
@@ -54,7 +63,9 @@ class Capabilities:
                               for rc, c in sorted(self.resources.items())},
                 "traits": sorted(self.traits),
                 "availability_zones": sorted(self.availability_zones),
-                "flavors": sorted(self.flavors), "generated_at": self.generated_at}
+                "flavors": sorted(self.flavors), "generated_at": self.generated_at,
+                "images": sorted(self.images), "leaves": sorted(self.leaves),
+                "weights": dict(sorted(self.weights.items()))}
 
     @classmethod
     def from_dict(cls, data: Any) -> Capabilities:
@@ -85,10 +96,17 @@ class Capabilities:
         if type(generated) not in (int, float) or generated != generated \
                 or generated in (float("inf"), float("-inf")):
             raise CapabilityError("generated_at must be a finite number")
+        weights = data.get("weights", {})
+        if not isinstance(weights, dict) or not all(
+                isinstance(k, str) and type(v) in (int, float) and v == v
+                and abs(v) != float("inf") for k, v in weights.items()):
+            raise CapabilityError("weights must map weigher names to numbers")
         return cls(zone=data["zone"], hosts=_count("hosts", data["hosts"]),
                    resources=resources, traits=_names(data, "traits"),
                    availability_zones=_names(data, "availability_zones"),
-                   flavors=_names(data, "flavors"), generated_at=float(generated))
+                   flavors=_names(data, "flavors"), generated_at=float(generated),
+                   images=_names(data, "images"), leaves=_names(data, "leaves"),
+                   weights={str(k): float(v) for k, v in weights.items()})
 
 
 def _count(where: str, value: Any) -> int:
@@ -117,7 +135,8 @@ class HostFigures:
 
 
 def from_hosts(zone: str, hosts: Iterable[HostFigures],
-               flavors: Mapping[str, Mapping[str, int]], now: float) -> Capabilities:
+               flavors: Mapping[str, Mapping[str, int]], now: float,
+               images: Iterable[str] = ()) -> Capabilities:
     """A leaf's capabilities; ``flavors`` maps flavor names to what each needs of a host."""
     totals: dict[str, list[int]] = {}
     traits: set[str] = set()
@@ -138,18 +157,24 @@ def from_hosts(zone: str, hosts: Iterable[HostFigures],
         fits |= {name for name, needs in flavors.items() if name not in fits and all(
             host.free.get(rc, 0) >= n for rc, n in needs.items())}
     return Capabilities(zone, count, {rc: ClassCapacity(*f) for rc, f in totals.items()},
-                        frozenset(traits), frozenset(zones), frozenset(fits), now)
+                        frozenset(traits), frozenset(zones), frozenset(fits), now,
+                        frozenset(images), frozenset({zone}))
 
 
-def merge(zone: str, children: Iterable[Capabilities], now: float) -> Capabilities:
+def merge(zone: str, children: Iterable[Capabilities], now: float,
+          weights: Mapping[str, float] | None = None) -> Capabilities:
     """A parent's capabilities: sums and maxima of its children's, sets unioned."""
     totals: dict[str, list[int]] = {}
     traits: set[str] = set()
     zones: set[str] = set()
     flavors: set[str] = set()
+    images: set[str] = set()
+    leaves: set[str] = set()
     count = 0
     for child in children:
         count += child.hosts
+        images |= child.images
+        leaves |= child.leaves
         for rc, c in child.resources.items():
             figures = totals.setdefault(rc, [0, 0, 0])
             figures[0] += c.total
@@ -159,7 +184,8 @@ def merge(zone: str, children: Iterable[Capabilities], now: float) -> Capabiliti
         zones |= child.availability_zones
         flavors |= child.flavors
     return Capabilities(zone, count, {rc: ClassCapacity(*f) for rc, f in totals.items()},
-                        frozenset(traits), frozenset(zones), frozenset(flavors), now)
+                        frozenset(traits), frozenset(zones), frozenset(flavors), now,
+                        frozenset(images), frozenset(leaves), dict(weights or {}))
 
 
 @dataclass(frozen=True)
@@ -170,16 +196,37 @@ class Requirement:
     traits: frozenset[str] = frozenset()
     availability_zone: str | None = None
     flavor: str | None = None
+    image: str | None = None
+    # Only these leaf zones may take it (a port lives in one; a server group's affinity
+    # keeps its members in one); None: any.
+    zones: frozenset[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"resources": dict(self.resources), "traits": sorted(self.traits),
-                "availability_zone": self.availability_zone, "flavor": self.flavor}
+                "availability_zone": self.availability_zone, "flavor": self.flavor,
+                "image": self.image,
+                "zones": sorted(self.zones) if self.zones is not None else None}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Requirement:
-        return cls({str(k): int(v) for k, v in (data.get("resources") or {}).items()},
-                   frozenset(map(str, data.get("traits") or ())),
-                   data.get("availability_zone"), data.get("flavor"))
+    def from_dict(cls, data: Any) -> Requirement:
+        """A requirement as sent; CapabilityError if it is not one."""
+        if not isinstance(data, Mapping):
+            raise CapabilityError("a requirement must be an object")
+        try:
+            resources = {str(k): int(v) for k, v in (data.get("resources") or {}).items()}
+            traits = frozenset(map(str, data.get("traits") or ()))
+            zones = data.get("zones")
+            return cls(resources, traits, _text(data.get("availability_zone")),
+                       _text(data.get("flavor")), _text(data.get("image")),
+                       frozenset(map(str, zones)) if zones is not None else None)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise CapabilityError(f"a requirement's figures must be numbers ({exc})") from None
+
+
+def _text(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise CapabilityError(f"{value!r} is not a string")
+    return value
 
 
 def could_match(caps: Capabilities, need: Requirement) -> str | None:
@@ -198,4 +245,8 @@ def could_match(caps: Capabilities, need: Requirement) -> str | None:
         return f"no host with trait(s) {', '.join(missing)}"
     if need.flavor and need.flavor not in caps.flavors:
         return f"no host with room for flavor {need.flavor} (on one host at once)"
+    if need.image and need.image not in caps.images and ANY_IMAGE not in caps.images:
+        return f"no image {need.image}"
+    if need.zones is not None and not need.zones & caps.leaves:
+        return f"holds none of zone(s) {', '.join(sorted(need.zones))}"
     return None

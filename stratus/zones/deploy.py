@@ -6,6 +6,11 @@ Where things live by default (``[zones]`` options override each)::
     DATA_DIR/zones/keys/ZONE-SERVICE.pem   a service's Ed25519 private key (0600)
     DATA_DIR/zones/trust.json              every trusted public key
     DATA_DIR/zone-ZONE.db                  a zone manager's local store
+    DATA_DIR/zone-TOP-api.db               the top's compute API database (key pairs,
+                                           server groups, quotas of the tree's users)
+
+A key or trust store file that cannot be used stops start-up with one line naming it
+(:class:`stratus.zones.signing.KeyFileError`), never a failure per request.
 """
 
 from __future__ import annotations
@@ -57,14 +62,22 @@ def ensure_key(config: Config, zone: str, service: str) -> bool:
 
 
 def signed_bus(config: Config, zone: str, service: str, *, url: str | None = None,
-               timeout: float | None = None) -> Bus:
+               timeout: float | None = None, store: Engine | None = None) -> Bus:
     """The zones' bus as ``zone:<zone>/<service>``: every message out signed with its key,
-    every message in verified against the trust store."""
+    every message in verified against the trust store; ``store``: the zone manager's,
+    where the ids of accepted requests are kept (replays refused across restarts).
+    KeyFileError (one line) for a key or trust store that cannot be used."""
     signer = signing.FileSigner(signing.signer_name(zone, service),
                                 key_path(config, zone, service))
     trust = signing.TrustStore.load(trust_path(config))
+    seen = None
+    if store is not None:
+        from stratus.zones.store import SeenInStore
+
+        seen = SeenInStore(store)
     verifier = signing.Ed25519Verifier(trust, window=float(config.get("zones",
-                                                                      "message_window")))
+                                                                      "message_window")),
+                                       seen=seen)
     transport = url or str(config.get("zones", "transport_url"))
     if not transport:
         raise ValueError("no bus between zones: give --transport-url or [zones] "
@@ -83,6 +96,36 @@ def open_store(url: str) -> Engine:
     engine = db.create_engine(url)
     migrate.upgrade(engine, MIGRATIONS)
     return engine
+
+
+def top_api_url(config: Config, zone: str) -> str:
+    """The top's own API database: ``[api_database] connection`` if set, else a SQLite
+    file beside the zone's store."""
+    return str(config.get("api_database", "connection")) or \
+        f"sqlite:///{os.path.join(os.path.abspath(config.data_dir), f'zone-{zone}-api.db')}"
+
+
+def top_zone(config: Config, zone: str, *, url: str | None = None,
+             timeout: float = 30.0) -> Any:
+    """The top's compute API's view of the tree (``stratus.zones.api.TopZone``): its
+    bus to the top manager, signed as ``zone:<zone>/api``, and its own API database
+    (migrated to the compute API's schema)."""
+    from stratus.api.ops import quotas
+    from stratus.api.service import MIGRATIONS as API_MIGRATIONS
+    from stratus.zones.api import TopZone
+
+    bus = signed_bus(config, zone, "api", url=url)
+    try:
+        engine = db.create_engine(top_api_url(config, zone))
+        migrate.upgrade(engine, API_MIGRATIONS)
+    except BaseException:
+        bus.close()
+        raise
+    return TopZone(zone, bus, engine, timeout=timeout,
+                   quota_defaults={r: int(config.get("quota", r)) for r in quotas.RESOURCES},
+                   max_limit=int(config.get("api", "max_limit")),
+                   max_servers_per_request=int(config.get("api", "max_servers_per_request")),
+                   default_az=str(config.get("DEFAULT", "default_availability_zone")))
 
 
 def leaf_of_cloud(zone: str, cloud: Any, build_timeout: float) -> Any:

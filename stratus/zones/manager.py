@@ -9,28 +9,23 @@
    eu-1  eu-2            (leaves: a Stratus deployment each)
 
 Capabilities flow up: every ``capabilities_interval`` a zone merges its own hosts'
-capabilities (a leaf) with its children's fresh ones and posts the result to its parent.
-A child that has not posted for ``capabilities_ttl`` seconds is left out until it posts
-again.
+capabilities (a leaf) with its children's fresh ones and posts the result to its parent,
+with the weighers it ranks with. A child that has not posted for ``capabilities_ttl``
+seconds is left out until it posts again; a child whose weighers differ from this
+zone's is refused (a tree that weighs differently at two levels no longer picks what one
+scheduler would).
 
-Requests flow down, answers up: ``select`` asks every child whose capabilities could
-match, in parallel, within a budget (each level gives its children 80% of its own, so
-its answer is in before its parent stops waiting); a child that does not answer in time
-is left out of that answer and reported. Each zone merges its children's best N with
-its own and re-ranks (:mod:`stratus.zones.rank`).
+Requests flow down, answers up: a selection's two passes (``selection.py``), compute
+API requests routed to the leaf that holds a server (``api``) or sent to every leaf
+(``api_all``), lookups and counts. The origin of boots (the top, whose API takes them)
+is ``origin.py``.
 
-The origin (the zone whose API took the boot) records the boot in its local store
-before acknowledging it, then selects, records the ranked hosts, and asks the zone of
-each host in turn to build, passing the message down the route: each zone passes it
-only to its own child. It ends with the server placed (its route recorded, for lookups
-and deletes) or failed with every reason. A restarted origin resumes each pending boot
-at the attempt it had reached (builds are idempotent by server uuid).
-
-Who may ask what: the bus has verified each message's signature; here the verified
-sender's zone (``zone:<zone>/<service>``) must be the receiver's parent for the calls
-that flow down, a registered child speaking for itself for ``post_capabilities``, and
-the receiver's own zone for boots, deletes and changes to the tree. Anything else is
-refused with ``WrongZone`` and logged.
+Who may ask what (``WHO_MAY``): the bus has verified each message's signature and its
+arguments' types; here the verified sender (``zone:<zone>/<service>``) must be the
+receiver's parent's manager for what flows down, a registered child's manager for
+``post_capabilities`` (of itself), the zone's own API for boots and servers, the zone's
+own CLI for changes to the tree. Anything else is refused with ``WrongZone``, and every
+refusal is logged at WARNING with its sender.
 """
 
 from __future__ import annotations
@@ -47,37 +42,40 @@ from sqlalchemy.engine import Engine
 
 from stratus.bus import Bus, BusError, MessagingTimeout, WrongZone, current_sender
 from stratus.config import Config
-from stratus.scheduler.errors import NoValidHost
+from stratus.scheduler import weighers
 from stratus.storage import engine as db
-from stratus.zones import rank
 from stratus.zones import store as zstore
-from stratus.zones.capabilities import (
-    Capabilities,
-    CapabilityError,
-    Requirement,
-    could_match,
-    merge,
-)
+from stratus.zones import wire
+from stratus.zones.capabilities import Capabilities, CapabilityError, merge
 from stratus.zones.leaf import Leaf
 from stratus.zones.rpcapi import ZoneError, ZoneRPC
+from stratus.zones.selection import CHILD_SHARE, Selector
 from stratus.zones.signing import zone_of
 
 LOG = logging.getLogger(__name__)
-CHILD_SHARE = 0.8      # of a zone's select budget, what its children get
-HOP_SLACK = 5.0        # seconds each hop of a routed build adds to its caller's wait
+HOP_SLACK = 5.0        # seconds each hop of a routed call adds to its caller's wait
+
+# Who may send each message: "parent" (the parent zone's manager), "child" (a registered
+# child's manager), "api" / "cli" (this zone's own compute API / operators' CLI), "any"
+# (any verified zone service: describe is read-only).
+WHO_MAY: dict[str, frozenset[str]] = {
+    "post_capabilities": frozenset({"child"}),
+    **{m: frozenset({"parent"}) for m in ("survey", "rank", "api", "api_all", "settle",
+                                           "withdraw", "find", "usage")},
+    "flavors": frozenset({"parent", "api"}),
+    **{m: frozenset({"api"}) for m in ("boot", "server_api", "server_delete", "server_list",
+                                        "tree_usage")},
+    "status": frozenset({"api", "cli"}),
+    "describe": frozenset({"any"}),
+    "add_child": frozenset({"cli"}),
+    "remove_child": frozenset({"cli"}),
+}
 
 
 def parse_weights(items: list[str]) -> dict[str, float]:
-    """``["ram:1.0", "cpu:0.5"]`` -> {"ram": 1.0, "cpu": 0.5}; ValueError if unknown."""
-    out: dict[str, float] = {}
-    for item in items:
-        name, _, value = item.partition(":")
-        try:
-            out[name.strip()] = float(value) if value else 1.0
-        except ValueError:
-            raise ValueError(f"weight {item!r} is not NAME:MULTIPLIER") from None
-    rank.check_weighers(out)
-    return out
+    """The weighers a tree ranks with: ``[scheduler] weights``, declared once for a
+    zone's own scheduler and its ranking across the tree (ValueError if unknown)."""
+    return weighers.parse(items)
 
 
 @dataclass(frozen=True)
@@ -85,50 +83,37 @@ class ZoneOptions:
     name: str
     parent: str | None = None
     results: int = 10                       # N: the hosts each zone passes up
-    weights: Mapping[str, float] = field(default_factory=lambda: {"ram": 1.0, "cpu": 1.0})
-    select_timeout: float = 5.0             # the origin's budget for a select
+    weights: Mapping[str, float] = field(default_factory=lambda: dict(
+        weighers.DEFAULT_MULTIPLIERS))
+    select_timeout: float = 5.0             # the origin's budget for each pass
     capabilities_interval: float = 10.0
     capabilities_ttl: float = 30.0
     build_timeout: float = 120.0
 
     @classmethod
     def from_config(cls, config: Config) -> ZoneOptions:
+        if list(config.get("zones", "weights")):
+            raise ValueError("[zones] weights is gone: a zone tree ranks with the flat "
+                             "scheduler's weighers; set [scheduler] weights (the same in "
+                             "every zone) instead")
         return cls(name=str(config.get("zones", "name")),
                    parent=str(config.get("zones", "parent")) or None,
                    results=int(config.get("zones", "results")),
-                   weights=parse_weights(list(config.get("zones", "weights"))),
+                   weights=parse_weights(list(config.get("scheduler", "weights"))),
                    select_timeout=float(config.get("zones", "select_timeout")),
                    capabilities_interval=float(config.get("zones", "capabilities_interval")),
                    capabilities_ttl=float(config.get("zones", "capabilities_ttl")),
                    build_timeout=float(config.get("zones", "build_timeout")))
 
 
-@dataclass
-class Selection:
-    """What ``select`` found under one zone."""
+def same_weights(a: Mapping[str, float], b: Mapping[str, float]) -> bool:
+    """Whether two declarations weigh alike (a zero multiplier is no weigher)."""
+    return {k: float(v) for k, v in a.items() if v} == {k: float(v) for k, v in b.items()
+                                                        if v}
 
-    hosts: list[rank.Candidate]
-    rejected: dict[str, int] = field(default_factory=dict)     # "zone: reason" -> hosts
-    skipped: dict[str, str] = field(default_factory=dict)      # zone -> why not asked
-    unreachable: dict[str, str] = field(default_factory=dict)  # zone -> why no answer
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"hosts": [c.to_dict() for c in self.hosts], "rejected": self.rejected,
-                "skipped": self.skipped, "unreachable": self.unreachable}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Selection:
-        return cls([rank.Candidate.from_dict(c) for c in data.get("hosts") or ()],
-                   {str(k): int(v) for k, v in (data.get("rejected") or {}).items()},
-                   {str(k): str(v) for k, v in (data.get("skipped") or {}).items()},
-                   {str(k): str(v) for k, v in (data.get("unreachable") or {}).items()})
-
-    def reasons(self) -> list[str]:
-        """Why hosts or zones were left out, one line each."""
-        out = [f"zone {z} not asked: {why}" for z, why in sorted(self.skipped.items())]
-        out += [f"zone {z} left out: {why}" for z, why in sorted(self.unreachable.items())]
-        out += [f"{why}: {n} host(s)" for why, n in sorted(self.rejected.items())]
-        return out
+def shown_weights(weights: Mapping[str, float]) -> str:
+    return ", ".join(f"{k}:{v:g}" for k, v in sorted(weights.items()) if v) or "none"
 
 
 class ZoneManager:
@@ -140,27 +125,38 @@ class ZoneManager:
         self.client = bus.client(ZoneRPC, timeout=max(options.select_timeout, 1.0))
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._boots = concurrent.futures.ThreadPoolExecutor(32, f"zone-{self.name}-boot")
         # Calls to other zones in flight (fan-outs, lookups): kept, not made per request;
         # its threads only wait on replies.
         self._calls = concurrent.futures.ThreadPoolExecutor(64, f"zone-{self.name}-call")
         self._parent_ok: bool | None = None
         self._stale: set[str] = set()
+        # child -> why its last post was refused (left out of every request until fixed)
+        self.refused_children: dict[str, str] = {}
+        # child -> what it did not answer in time (left out until it posts again)
+        self.silent_children: dict[str, str] = {}
+        self.selector = Selector(self)
+        from stratus.zones.origin import Origin
+
+        self.origin = Origin(self)
+        if leaf is not None and not same_weights(leaf.weights, options.weights):
+            LOG.warning("zone %s: its deployment's scheduler weighs with %s but the zone "
+                        "with %s: give both the same [scheduler] weights", self.name,
+                        shown_weights(leaf.weights), shown_weights(options.weights))
+
+    @property
+    def weights(self) -> Mapping[str, float]:
+        return self.options.weights
 
     # ---- running ----------------------------------------------------------------------
 
     def start(self) -> None:
         """Serve ZoneRPC, post capabilities now and then periodically, resume boots."""
-        self.server = self.bus.serve(ZoneRPC, self, server=self.name)
+        self.server = self.bus.serve(ZoneRPC, self, server=self.name, max_inflight=64)
         thread = threading.Thread(target=self._post_loop, name=f"zone-{self.name}-caps",
                                   daemon=True)
         thread.start()
         self._threads.append(thread)
-        with db.read(self.engine) as conn:
-            pending = zstore.pending(conn)
-        for req in pending:
-            LOG.info("zone %s: resuming boot %s", self.name, req.uuid)
-            self._boots.submit(self._run_boot, req.uuid)
+        self.origin.resume()
 
     def stop(self) -> None:
         self._stop.set()
@@ -169,7 +165,7 @@ class ZoneManager:
             server.stop()
         for thread in self._threads:
             thread.join(timeout=10)
-        self._boots.shutdown(wait=True, cancel_futures=False)
+        self.origin.stop()
         self._calls.shutdown(wait=True, cancel_futures=True)
 
     def _post_loop(self) -> None:
@@ -204,26 +200,38 @@ class ZoneManager:
     # ---- capabilities -----------------------------------------------------------------
 
     def capabilities(self) -> Capabilities:
-        """This zone's own hosts and its fresh children's, merged."""
+        """This zone's own hosts and its fresh children's, merged, with its weighers."""
         now = self.clock()
         parts = [self.leaf.capabilities(now)] if self.leaf is not None else []
+        parts += [c for name, c in self.children_caps(fresh_at=now).items()
+                  if name not in self.refused_children]
+        return merge(self.name, parts, now, self.options.weights)
+
+    def children_caps(self, fresh_at: float | None = None) -> dict[str, Capabilities]:
+        """Each child's last capabilities (only fresh ones when ``fresh_at`` is given)."""
         with db.read(self.engine) as conn:
             children = zstore.children(conn)
-        parts += [c.capabilities for c in children
-                  if c.capabilities is not None and c.fresh(now, self.options.capabilities_ttl)]
-        return merge(self.name, parts, now)
+        return {c.name: c.capabilities for c in children if c.capabilities is not None
+                and (fresh_at is None or c.fresh(fresh_at, self.options.capabilities_ttl))}
 
     def post_capabilities(self, zone: str, capabilities: dict[str, Any]) -> bool:
-        sender = self._sender_zone("post_capabilities")
+        sender = self.check("post_capabilities")
         if sender != zone:
             self._refuse(f"capabilities for zone {zone} from a sender of zone {sender}")
         try:
             caps = Capabilities.from_dict(capabilities)
         except CapabilityError as exc:
-            raise ZoneError(f"zone {self.name}: capabilities from {zone} refused: {exc}") \
-                from None
+            raise self.bad(f"capabilities from {zone}: {exc}") from None
         if caps.zone != zone:
             self._refuse(f"zone {zone} posted capabilities naming zone {caps.zone}")
+        why = self._disagrees(zone, caps)
+        if why is not None:
+            if self.refused_children.get(zone) != why:
+                LOG.warning("zone %s: child %s refused: %s", self.name, zone, why)
+            self.refused_children[zone] = why
+            raise ZoneError(f"zone {self.name} refused the capabilities of {zone}: {why}")
+        if self.refused_children.pop(zone, None) is not None:
+            LOG.info("zone %s: child %s is taken again", self.name, zone)
         now = self.clock()
         try:
             with db.write(self.engine) as conn:
@@ -233,73 +241,62 @@ class ZoneManager:
                         "(stratus zone add %s --zone %s registers it)", self.name, zone, zone,
                         self.name)
             raise ZoneError(f"zone {zone} is not a child of zone {self.name}") from None
-        if zone in self._stale:
+        if zone in self._stale or self.silent_children.pop(zone, None) is not None:
             self._stale.discard(zone)
             LOG.info("zone %s: child %s is back (%d host(s))", self.name, zone, caps.hosts)
         return True
 
-    # ---- selecting --------------------------------------------------------------------
+    def _disagrees(self, zone: str, caps: Capabilities) -> str | None:
+        """Why a child's post cannot be taken as it is (None: it can)."""
+        if not same_weights(caps.weights, self.options.weights):
+            return (f"it weighs with {shown_weights(caps.weights)}, this zone with "
+                    f"{shown_weights(self.options.weights)}: give every zone of the tree "
+                    "the same [scheduler] weights")
+        if zone not in caps.leaves and caps.hosts and not caps.leaves:
+            return "it names no zone it holds"
+        mine = self.children_caps()
+        for other, theirs in mine.items():
+            if other != zone and caps.leaves & theirs.leaves:
+                return (f"it claims zone(s) {', '.join(sorted(caps.leaves & theirs.leaves))}"
+                        f" of child {other}")
+        if self.leaf is not None and self.name in caps.leaves:
+            return f"it claims zone {self.name} itself"
+        return None
 
-    def select(self, request: dict[str, Any], n: int, budget: float) -> dict[str, Any]:
-        self._from_parent("select")
-        return self.select_here(request, n, budget).to_dict()
+    def note_stale(self, child: str, age: float) -> None:
+        if child not in self._stale:
+            self._stale.add(child)
+            LOG.warning("zone %s: child %s has not posted for %.0fs; left out until it "
+                        "does", self.name, child, age)
 
-    def select_here(self, request: dict[str, Any], n: int, budget: float) -> Selection:
-        """The best ``n`` hosts under this zone, each routed from this zone."""
-        need = Requirement.from_dict(request.get("requirement") or {})
-        now = self.clock()
-        found = Selection([])
-        ask: list[str] = []
-        with db.read(self.engine) as conn:
-            children = zstore.children(conn)
-        for child in children:
-            if child.capabilities is None:
-                found.skipped[child.name] = "has not posted its capabilities"
-            elif not child.fresh(now, self.options.capabilities_ttl):
-                assert child.received_at is not None
-                found.skipped[child.name] = (f"no capabilities for "
-                                             f"{now - child.received_at:.0f}s")
-                if child.name not in self._stale:
-                    self._stale.add(child.name)
-                    LOG.warning("zone %s: child %s has not posted for %.0fs; left out until "
-                                "it does", self.name, child.name, now - child.received_at)
-            elif (why := could_match(child.capabilities, need)) is not None:
-                found.skipped[child.name] = why
-            else:
-                ask.append(child.name)
-        pending = self._scatter(ask, budget, "select", request=request, n=n,
-                                budget=budget * CHILD_SHARE)
-        hosts: list[rank.Candidate] = []
-        if self.leaf is not None:
-            own, rejected = self.leaf.candidates(request, n, dict(self.options.weights))
-            hosts += own
-            found.rejected.update(rejected)
-        if ask:
-            for name, outcome in self._gather(pending, budget).items():
-                if isinstance(outcome, MessagingTimeout):
-                    found.unreachable[name] = f"did not answer within {budget:g}s"
-                    LOG.warning("zone %s: child %s did not answer a select within %gs",
-                                self.name, name, budget)
-                elif isinstance(outcome, Exception):
-                    found.unreachable[name] = f"{type(outcome).__name__}: {outcome}"
-                else:
-                    answer = Selection.from_dict(outcome)
-                    hosts += [c.via(self.name) for c in answer.hosts]
-                    found.rejected.update(answer.rejected)
-                    found.skipped.update(answer.skipped)
-                    found.unreachable.update(answer.unreachable)
-        found.hosts = rank.best(hosts, self.options.weights, n)
-        return found
+    # ---- selecting (selection.py) -----------------------------------------------------
 
-    def _scatter(self, zones: list[str], timeout: float, method: str, **args: Any
-                 ) -> dict[str, concurrent.futures.Future[Any]]:
-        """Call ``method`` on each zone at once (answers: :meth:`_gather`)."""
+    def survey(self, selection: str, request: dict[str, Any], budget: float
+               ) -> dict[str, Any]:
+        self.check("survey")
+        return self.selector.survey(selection, request, self._budget(budget))
+
+    def rank(self, selection: str, bounds: dict[str, list[float]], n: int, budget: float
+             ) -> dict[str, Any]:
+        self.check("rank")
+        return self.selector.rank(selection, bounds, n, self._budget(budget))
+
+    def _budget(self, budget: float) -> float:
+        if not 0 < budget <= 600:
+            raise self.bad(f"a budget of {budget:g}s (0 to 600)")
+        return budget
+
+    # ---- fan-outs ---------------------------------------------------------------------
+
+    def scatter(self, zones: list[str], timeout: float, method: str, **args: Any
+                ) -> dict[str, concurrent.futures.Future[Any]]:
+        """Call ``method`` on each zone at once (answers: :meth:`gather`)."""
         client = self.client.prepare(timeout=timeout)
         return {zone: self._calls.submit(client.prepare(server=zone).call, method, **args)
                 for zone in zones}
 
-    def _gather(self, calls: dict[str, concurrent.futures.Future[Any]], timeout: float
-                ) -> dict[str, Any]:
+    def gather(self, calls: dict[str, concurrent.futures.Future[Any]], timeout: float,
+               method: str = "call") -> dict[str, Any]:
         """Each zone's answer, or the exception it raised (a timeout for one whose call
         could not even start in time)."""
         concurrent.futures.wait(calls.values(), timeout=timeout + 1.0)
@@ -307,76 +304,175 @@ class ZoneManager:
         for zone, future in calls.items():
             if not future.done():
                 future.cancel()
-                out[zone] = MessagingTimeout("zone", "zone", zone, "select", timeout)
+                out[zone] = MessagingTimeout("zone", "zone", zone, method, timeout)
             elif future.exception() is not None:
                 out[zone] = future.exception()
             else:
                 out[zone] = future.result()
         return out
 
-    # ---- routed to the leaf that holds a host or server -------------------------------
+    def fresh_children(self) -> list[str]:
+        return sorted(n for n in self.children_caps(fresh_at=self.clock())
+                      if n not in self.refused_children)
 
-    def build(self, request: dict[str, Any], host: str, route: list[str]) -> dict[str, Any]:
-        self._from_parent("build")
-        return self._build(request, host, route)
+    def distrust(self, child: str, what: str, why: str) -> str:
+        """A child answered something that cannot be true or is not the schema: left
+        out, and said at WARNING."""
+        LOG.warning("zone %s: child %s's %s answer refused: %s", self.name, child, what, why)
+        return f"answered what it cannot have: {why}"
 
-    def show(self, uuid: str, route: list[str]) -> dict[str, Any] | None:
-        self._from_parent("show")
-        return self._show(uuid, route)
+    # ---- routed to the leaf that holds a server ---------------------------------------
 
-    def delete(self, uuid: str, route: list[str]) -> bool:
-        self._from_parent("delete")
-        return self._delete(uuid, route)
+    def api(self, route: list[str], request: dict[str, Any]) -> dict[str, Any]:
+        self.check("api")
+        return self.route_api(route, request)
 
-    def servers(self, uuids: list[str], route: list[str]) -> list[dict[str, Any]]:
-        self._from_parent("servers")
-        return self._servers(uuids, route)
+    def route_api(self, route: list[str], request: dict[str, Any],
+                  timeout: float | None = None) -> dict[str, Any]:
+        try:
+            wire.check(request)
+        except wire.WireError as exc:
+            raise self.bad(str(exc)) from None
+        hop = self._next_hop(route)
+        if hop is None:
+            return self._my_leaf().api_call(request)
+        return dict(self.client.prepare(server=hop, timeout=timeout or self.client.timeout)
+                    .call("api", route=route[1:], request=request))
+
+    def api_all(self, request: dict[str, Any], budget: float) -> dict[str, Any]:
+        self.check("api_all")
+        return self.every_leaf(request, self._budget(budget))
+
+    def every_leaf(self, request: dict[str, Any], budget: float) -> dict[str, Any]:
+        """``request`` run by every leaf below: ``{"answers": {leaf: answer},
+        "unreachable": {zone: why}}``."""
+        try:
+            wire.check(request)
+        except wire.WireError as exc:
+            raise self.bad(str(exc)) from None
+        answers: dict[str, Any] = {}
+        unreachable: dict[str, str] = {}
+        calls = self.scatter(self.fresh_children(), budget, "api_all", request=request,
+                             budget=budget * CHILD_SHARE)
+        if self.leaf is not None:
+            answers[self.name] = self.leaf.api_call(request)
+        caps = self.children_caps()
+        for child, outcome in self.gather(calls, budget, "api_all").items():
+            if isinstance(outcome, Exception):
+                unreachable[child] = f"{type(outcome).__name__}: {outcome}"
+                continue
+            held = caps[child].leaves if child in caps else frozenset()
+            found = outcome.get("answers") if isinstance(outcome, dict) else None
+            lost = outcome.get("unreachable") if isinstance(outcome, dict) else None
+            if not isinstance(found, dict) or not isinstance(lost, dict) \
+                    or not set(found) <= held or not all(isinstance(v, str)
+                                                         for v in lost.values()):
+                unreachable[child] = self.distrust(child, "api_all",
+                                                   "answers for zones it does not hold, "
+                                                   "or not the schema")
+                continue
+            answers.update(found)
+            unreachable.update({str(k): v for k, v in lost.items()})
+        return {"answers": answers, "unreachable": unreachable}
+
+    def settle(self, route: list[str], uuid: str, deadline: float) -> dict[str, Any]:
+        self.check("settle")
+        return self.route_settle(route, uuid, deadline)
+
+    def route_settle(self, route: list[str], uuid: str, deadline: float) -> dict[str, Any]:
+        hop = self._next_hop(route)
+        if hop is None:
+            return self._my_leaf().settle(uuid, deadline)
+        wait = deadline - self.clock() + HOP_SLACK * len(route)
+        return dict(self.client.prepare(server=hop, timeout=max(wait, 1.0)).call(
+            "settle", route=route[1:], uuid=uuid, deadline=deadline))
+
+    def withdraw(self, route: list[str], uuid: str) -> bool:
+        self.check("withdraw")
+        return self.route_withdraw(route, uuid)
+
+    def route_withdraw(self, route: list[str], uuid: str) -> bool:
+        hop = self._next_hop(route)
+        if hop is None:
+            return self._my_leaf().withdraw(uuid)
+        return bool(self.client.prepare(server=hop).call("withdraw", route=route[1:],
+                                                         uuid=uuid))
+
+    def find(self, kind: str, ident: str, budget: float) -> list[dict[str, Any]]:
+        self.check("find")
+        return self.find_below(kind, ident, self._budget(budget))
+
+    def find_below(self, kind: str, ident: str, budget: float) -> list[dict[str, Any]]:
+        """Where below this zone a server, port or network is: ``[{"route", ...}]``."""
+        if kind not in ("server", "port", "network"):
+            raise self.bad(f"find of a {kind!r} (server, port or network)")
+        out: list[dict[str, Any]] = []
+        calls = self.scatter(self.fresh_children(), budget, "find", kind=kind, ident=ident,
+                             budget=budget * CHILD_SHARE)
+        if self.leaf is not None:
+            here = self.leaf.find(kind, ident)
+            if here is not None:
+                out.append(dict(here, route=[self.name]))
+        for child, outcome in self.gather(calls, budget, "find").items():
+            if isinstance(outcome, Exception):
+                LOG.info("zone %s: child %s could not look for %s %s: %s", self.name, child,
+                         kind, ident, outcome)
+                continue
+            if not isinstance(outcome, list) or not all(
+                    isinstance(f, dict) and isinstance(f.get("route"), list)
+                    and f["route"][:1] == [child] for f in outcome):
+                self.distrust(child, "find", "not a list of finds routed through it")
+                continue
+            out += [dict(f, route=[self.name, *f["route"]]) for f in outcome]
+        return out
+
+    def usage(self, project_id: str, budget: float) -> dict[str, int]:
+        self.check("usage")
+        return self.usage_below(project_id, self._budget(budget))
+
+    def usage_below(self, project_id: str, budget: float) -> dict[str, int]:
+        """The project's servers, cores and RAM in every leaf below (a child that does not
+        answer counts nothing, and is logged)."""
+        total = {"instances": 0, "cores": 0, "ram": 0}
+        calls = self.scatter(self.fresh_children(), budget, "usage", project_id=project_id,
+                             budget=budget * CHILD_SHARE)
+        parts: list[Any] = [self.leaf.usage(project_id)] if self.leaf is not None else []
+        for child, outcome in self.gather(calls, budget, "usage").items():
+            if isinstance(outcome, Exception):
+                LOG.warning("zone %s: child %s did not count project %s's servers: %s",
+                            self.name, child, project_id, outcome)
+                continue
+            if not isinstance(outcome, dict) or not all(
+                    type(outcome.get(k)) is int and outcome[k] >= 0 for k in total):
+                self.distrust(child, "usage", "not whole numbers of instances, cores, ram")
+                continue
+            parts.append(outcome)
+        for part in parts:
+            for key in total:
+                total[key] += int(part[key])
+        return total
 
     def _next_hop(self, route: list[str]) -> str | None:
         """The child to pass a routed message to; None if it is for this zone."""
         if not route or route[0] != self.name:
-            raise ZoneError(f"zone {self.name}: a message routed along "
-                            f"{'/'.join(route) or '(nothing)'} reached it")
-        return route[1] if len(route) > 1 else None
+            raise self.bad(f"a message routed along {'/'.join(route) or '(nothing)'} "
+                           f"reached zone {self.name}")
+        if len(route) > 1:
+            with db.read(self.engine) as conn:
+                children = {c.name for c in zstore.children(conn)}
+            if route[1] not in children:
+                raise self.bad(f"a message routed to {route[1]}, which is not a child of "
+                               f"zone {self.name}")
+            return route[1]
+        return None
 
     def _my_leaf(self) -> Leaf:
         if self.leaf is None:
             raise ZoneError(f"zone {self.name} has no hosts of its own")
         return self.leaf
 
-    def _build(self, request: dict[str, Any], host: str, route: list[str]) -> dict[str, Any]:
-        hop = self._next_hop(route)
-        if hop is None:
-            return self._my_leaf().build(request, host, deadline=request.get("deadline"))
-        wait = float(request.get("deadline") or 0) - self.clock() + HOP_SLACK * len(route)
-        return dict(self.client.prepare(server=hop, timeout=max(wait, 1.0)).call(
-            "build", request=request, host=host, route=route[1:]))
-
-    def _show(self, uuid: str, route: list[str]) -> dict[str, Any] | None:
-        hop = self._next_hop(route)
-        if hop is None:
-            return self._my_leaf().show(uuid)
-        found = self.client.prepare(server=hop).call("show", uuid=uuid, route=route[1:])
-        return dict(found) if found is not None else None
-
-    def _delete(self, uuid: str, route: list[str]) -> bool:
-        hop = self._next_hop(route)
-        if hop is None:
-            return self._my_leaf().delete(uuid)
-        return bool(self.client.prepare(server=hop).call("delete", uuid=uuid,
-                                                         route=route[1:]))
-
-    def _servers(self, uuids: list[str], route: list[str]) -> list[dict[str, Any]]:
-        hop = self._next_hop(route)
-        if hop is None:
-            return self._my_leaf().servers(uuids)
-        return list(self.client.prepare(server=hop).call("servers", uuids=uuids,
-                                                         route=route[1:]))
-
     def flavors(self) -> list[dict[str, Any]]:
-        sender = self._sender_zone("flavors")
-        if sender not in (self.name, self.options.parent):
-            self._refuse(f"flavors asked by zone {sender}")
+        self.check("flavors")
         return self.all_flavors()
 
     def all_flavors(self) -> list[dict[str, Any]]:
@@ -384,203 +480,53 @@ class ZoneManager:
         found: dict[str, dict[str, Any]] = {}
         if self.leaf is not None:
             found.update({f["flavorid"]: f for f in self.leaf.flavors()})
-        now = self.clock()
-        with db.read(self.engine) as conn:
-            ask = [c.name for c in zstore.children(conn)
-                   if c.fresh(now, self.options.capabilities_ttl)]
         timeout = self.client.timeout
-        answers = self._gather(self._scatter(ask, timeout, "flavors"), timeout)
+        answers = self.gather(self.scatter(self.fresh_children(), timeout, "flavors"),
+                              timeout, "flavors")
         for child, outcome in sorted(answers.items()):
             if isinstance(outcome, Exception):
                 LOG.warning("zone %s: no flavors from %s: %s", self.name, child, outcome)
                 continue
+            if not isinstance(outcome, list) or not all(
+                    isinstance(f, dict) and isinstance(f.get("flavorid"), str)
+                    and isinstance(f.get("name"), str) for f in outcome):
+                self.distrust(child, "flavors", "not a list of flavors")
+                continue
             for f in outcome:
                 found.setdefault(f["flavorid"], f)
-        return sorted(found.values(), key=lambda f: (f["memory_mb"], f["flavorid"]))
+        return sorted(found.values(), key=lambda f: (f.get("memory_mb", 0), f["flavorid"]))
 
-    # ---- the origin of boots ----------------------------------------------------------
+    # ---- the zone's own services (origin.py) -------------------------------------------
 
     def boot(self, request: dict[str, Any]) -> dict[str, Any]:
-        self._from_own_zone("boot")
-        return self.accept(request)
-
-    def accept(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Record a boot durably, start it, and say where it stands."""
-        missing = [k for k in ("uuid", "name", "flavor", "project_id") if not request.get(k)]
-        if missing:
-            raise ZoneError(f"a boot needs {', '.join(missing)}")
-        uuid = str(request["uuid"])
-        with db.write(self.engine) as conn:
-            new = zstore.accept(conn, uuid, dict(request))
-        if new:
-            self._boots.submit(self._run_boot, uuid)
-        out = self.status_of(uuid)
-        assert out is not None
-        return out
+        self.check("boot")
+        return self.origin.boot(request)
 
     def status(self, uuid: str) -> dict[str, Any] | None:
-        self._from_own_zone("status")
-        return self.status_of(uuid)
+        self.check("status")
+        return self.origin.status_of(uuid)
 
-    def status_of(self, uuid: str) -> dict[str, Any] | None:
-        with db.read(self.engine) as conn:
-            req = zstore.request(conn, uuid)
-        if req is None:
-            return None
-        return {"uuid": uuid, "state": req.state, "request": req.body,
-                "created_at": req.created_at.isoformat(), **req.result}
+    def server_api(self, uuid: str, request: dict[str, Any]) -> dict[str, Any]:
+        self.check("server_api")
+        return self.origin.server_api(uuid, request)
 
-    def _run_boot(self, uuid: str) -> None:
-        try:
-            self._walk(uuid)
-        except Exception as exc:  # never leave an acknowledged boot pending silently
-            LOG.exception("zone %s: boot %s failed", self.name, uuid)
-            with db.write(self.engine) as conn:
-                zstore.finish(conn, uuid, zstore.FAILED,
-                              {"reason": f"zone {self.name} could not boot it: {exc}"})
+    def server_delete(self, uuid: str, request: dict[str, Any]) -> dict[str, Any]:
+        self.check("server_delete")
+        return self.origin.server_delete(uuid, request)
 
-    def _walk(self, uuid: str) -> None:
-        with db.read(self.engine) as conn:
-            req = zstore.request(conn, uuid)
-        if req is None or req.state != zstore.PENDING:
-            return
-        reasons: list[str] = list(req.result.get("reasons") or [])
-        if req.plan is None:
-            chosen = self.select_here(req.body, self.options.results,
-                                      self.options.select_timeout)
-            reasons = chosen.reasons()
-            if not chosen.hosts:
-                self._fail(uuid, str(NoValidHost("No zone offered a host.")), reasons)
-                return
-            plan = [c.to_dict() for c in chosen.hosts]
-            with db.write(self.engine) as conn:
-                zstore.plan(conn, uuid, plan, reasons)
-            start = 0
-        else:
-            plan, start = req.plan, req.attempt
-        failures: list[str] = []
-        for index in range(start, len(plan)):
-            candidate = rank.Candidate.from_dict(plan[index])
-            if index > start:   # the plan (or the restart) already says where it is
-                with db.write(self.engine) as conn:
-                    zstore.attempt(conn, uuid, index, reasons + failures)
-            outcome = self._try(req.body, candidate)
-            if outcome.get("ok"):
-                self._placed(uuid, req.body, candidate, reasons + failures)
-                return
-            failures.append(str(outcome.get("reason") or "failed"))
-        self._fail(uuid, str(NoValidHost(f"Tried {len(plan)} host(s); none could build "
-                                         "it.")), reasons + failures)
+    def server_list(self, request: dict[str, Any], project_id: str | None
+                    ) -> dict[str, Any]:
+        self.check("server_list")
+        return self.origin.server_list(request, project_id)
 
-    def _try(self, body: dict[str, Any], candidate: rank.Candidate) -> dict[str, Any]:
-        request = dict(body, deadline=self.clock() + self.options.build_timeout)
-        where = f"{candidate.zone}/{candidate.host}"
-        try:
-            return self._build(request, candidate.host, list(candidate.route))
-        except MessagingTimeout:
-            # The leaf refuses a build past its deadline, so nothing is left behind once
-            # the delete below (or the leaf's own clean-up) has run.
-            self._quietly_delete(str(body["uuid"]), list(candidate.route))
-            late = candidate.route[1] if len(candidate.route) > 1 else candidate.zone
-            return {"ok": False, "reason": f"{where}: zone {late} did not answer in time"}
-        except (BusError, ZoneError) as exc:
-            return {"ok": False, "reason": f"{where}: {exc}"}
-
-    def _quietly_delete(self, uuid: str, route: list[str]) -> None:
-        try:
-            self._delete(uuid, route)
-        except Exception as exc:
-            LOG.warning("zone %s: could not clean up %s along %s: %s", self.name, uuid,
-                        "/".join(route), exc)
-
-    def _placed(self, uuid: str, body: dict[str, Any], c: rank.Candidate,
-                reasons: list[str]) -> None:
-        with db.write(self.engine) as conn:
-            cancelled = zstore.is_cancelled(conn, uuid)
-            if not cancelled:
-                zstore.place(conn, uuid, list(c.route), c.host, str(body["project_id"]))
-            zstore.finish(conn, uuid, zstore.FAILED if cancelled else zstore.DONE,
-                          {"zone": c.zone, "host": c.host, "route": list(c.route),
-                           "reasons": reasons}
-                          if not cancelled else {"reason": "deleted while building"})
-        if cancelled:
-            self._quietly_delete(uuid, list(c.route))
-        else:
-            LOG.info("zone %s: server %s is on %s in zone %s", self.name, uuid, c.host, c.zone)
-
-    def _fail(self, uuid: str, reason: str, reasons: list[str]) -> None:
-        LOG.warning("zone %s: boot %s failed: %s (%s)", self.name, uuid, reason,
-                    "; ".join(reasons) or "no detail")
-        with db.write(self.engine) as conn:
-            zstore.finish(conn, uuid, zstore.FAILED, {"reason": reason, "reasons": reasons})
-
-    # ---- servers, for the API ---------------------------------------------------------
-
-    def server_show(self, uuid: str) -> dict[str, Any] | None:
-        self._from_own_zone("server_show")
-        return self.find(uuid)
-
-    def find(self, uuid: str) -> dict[str, Any] | None:
-        """A server as the API shows it: ``{"state": "placed", "server"}`` from its leaf,
-        ``{"state": "pending" | "failed", ...}`` while the origin holds it, or
-        ``{"state": "unknown"}`` when its zone does not answer."""
-        with db.read(self.engine) as conn:
-            route = zstore.locate(conn, uuid)
-        if route is None:
-            status = self.status_of(uuid)
-            if status is None or status["state"] == zstore.DONE or \
-                    status.get("reason") == "deleted while building":
-                return None   # never booted here, or deleted
-            return status
-        try:
-            server = self._show(uuid, route)
-        except (BusError, ZoneError) as exc:
-            return {"uuid": uuid, "state": "unknown", "reason": str(exc)}
-        return {"uuid": uuid, "state": "placed", "server": server} if server else None
-
-    def server_delete(self, uuid: str) -> bool:
-        self._from_own_zone("server_delete")
-        return self.remove(uuid)
-
-    def remove(self, uuid: str) -> bool:
-        with db.read(self.engine) as conn:
-            route = zstore.locate(conn, uuid)
-        if route is not None:
-            self._delete(uuid, route)   # a zone that does not answer: the caller sees why
-            with db.write(self.engine) as conn:
-                zstore.forget(conn, uuid)
-                zstore.drop_request(conn, uuid)
-            return True
-        with db.write(self.engine) as conn:
-            if zstore.cancel(conn, uuid):
-                return True
-            return zstore.drop_request(conn, uuid)
-
-    def server_list(self, project_id: str | None) -> list[dict[str, Any]]:
-        self._from_own_zone("server_list")
-        return self.everything(project_id)
-
-    def everything(self, project_id: str | None) -> list[dict[str, Any]]:
-        with db.read(self.engine) as conn:
-            by_route = zstore.located(conn, project_id)
-            unplaced = zstore.unplaced(conn, project_id)
-        out: list[dict[str, Any]] = []
-        futures = {self._calls.submit(self._servers, uuids, route.split("/")): uuids
-                   for route, uuids in by_route.items()}
-        for future, uuids in futures.items():
-            try:
-                out += [{"uuid": s["uuid"], "state": "placed", "server": s}
-                        for s in future.result()]
-            except (BusError, ZoneError) as exc:
-                out += [{"uuid": u, "state": "unknown", "reason": str(exc)} for u in uuids]
-        out += [dict(r.result, uuid=r.uuid, state=r.state, request=r.body,
-                     created_at=r.created_at.isoformat()) for r in unplaced]
-        return out
+    def tree_usage(self, project_id: str) -> dict[str, int]:
+        self.check("tree_usage")
+        return self.origin.tree_usage(project_id)
 
     # ---- the tree ---------------------------------------------------------------------
 
     def describe(self) -> dict[str, Any]:
-        self._sender_zone("describe")
+        self.check("describe")
         return self.description()
 
     def description(self) -> dict[str, Any]:
@@ -589,16 +535,23 @@ class ZoneManager:
             children = zstore.children(conn)
             pending = len(zstore.pending(conn))
             placed = zstore.count_placed(conn)
+
+        def state(c: zstore.Child) -> str:
+            if c.name in self.refused_children:
+                return f"refused: {self.refused_children[c.name]}"
+            if c.name in self.silent_children:
+                return f"not answering ({self.silent_children[c.name]})"
+            if c.received_at is None:
+                return "never posted"
+            return "fresh" if c.fresh(now, self.options.capabilities_ttl) else "stale"
+
         return {
             "name": self.name, "parent": self.options.parent,
             "has_hosts": self.leaf is not None, "results": self.options.results,
             "weights": dict(self.options.weights),
             "capabilities": self.capabilities().to_dict(),
             "children": [{
-                "name": c.name,
-                "state": ("never posted" if c.received_at is None else
-                          "fresh" if c.fresh(now, self.options.capabilities_ttl) else
-                          "stale"),
+                "name": c.name, "state": state(c),
                 "age": None if c.received_at is None else round(now - c.received_at, 1),
                 "capabilities": c.capabilities.to_dict() if c.capabilities else None}
                 for c in children],
@@ -606,39 +559,58 @@ class ZoneManager:
         }
 
     def add_child(self, name: str) -> bool:
-        self._from_own_zone("add_child")
-        if name == self.name or not name:
-            raise ZoneError(f"zone {self.name} cannot be its own child")
+        self.check("add_child")
+        from stratus.zones.tree import check_zone_name
+
+        try:
+            check_zone_name(name)
+        except ValueError as exc:
+            raise self.bad(str(exc)) from None
+        if name == self.name:
+            raise self.bad(f"zone {self.name} cannot be its own child")
         with db.write(self.engine) as conn:
             return zstore.add_child(conn, name)
 
     def remove_child(self, name: str) -> bool:
-        self._from_own_zone("remove_child")
+        self.check("remove_child")
+        self.refused_children.pop(name, None)
         with db.write(self.engine) as conn:
             return zstore.remove_child(conn, name)
 
     # ---- who is asking ----------------------------------------------------------------
 
-    def _sender_zone(self, what: str) -> str:
+    def check(self, method: str) -> str:
+        """The verified sender's zone, if it may send ``method`` here (else refused)."""
         sender = current_sender() or ""
         zone = zone_of(sender)
         if zone is None:
-            self._refuse(f"{what} from '{sender}', which is no zone's service")
+            self._refuse(f"{method} from '{sender}', which is no zone's service")
         assert zone is not None
-        return zone
-
-    def _from_parent(self, what: str) -> None:
-        zone = self._sender_zone(what)
-        if zone != self.options.parent:
-            self._refuse(f"{what} from zone {zone}; only its parent "
+        service = sender.rsplit("/", 1)[1]
+        allowed = WHO_MAY.get(method, frozenset())
+        if "any" in allowed:
+            return zone
+        if "parent" in allowed and zone == self.options.parent and service == "manager":
+            return zone
+        if "child" in allowed and service == "manager" and zone != self.name \
+                and zone != self.options.parent:
+            return zone       # post_capabilities checks that it is a registered child
+        if zone == self.name and service in allowed:
+            return zone
+        if "parent" in allowed:
+            self._refuse(f"{method} from {sender}; only its parent's manager "
                          f"({self.options.parent or 'none: it is the top'}) may ask")
-
-    def _from_own_zone(self, what: str) -> None:
-        zone = self._sender_zone(what)
-        if zone != self.name:
-            self._refuse(f"{what} from zone {zone}; only zone {self.name}'s own services "
-                         "may ask")
+        self._refuse(f"{method} from {sender}; only zone {self.name}'s own "
+                     f"{' or '.join(sorted(allowed))} may ask")
+        raise AssertionError("unreachable")
 
     def _refuse(self, why: str) -> None:
         LOG.warning("zone %s refused %s (sender %s)", self.name, why, current_sender())
         raise WrongZone(f"zone {self.name} refused {why}")
+
+    def bad(self, why: str) -> ZoneError:
+        """A validly signed message whose arguments cannot be acted on: a declared
+        refusal, said at WARNING with its sender."""
+        LOG.warning("zone %s refused a message from %s: %s", self.name, current_sender(),
+                    why)
+        return ZoneError(f"zone {self.name} refused: {why}")

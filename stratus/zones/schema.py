@@ -7,7 +7,9 @@ other zone's tables (design document 003: local data stores, no shared database)
   failed with a reason), with the ranked hosts and the attempt in progress: a
   restarted manager finishes what it acknowledged;
 * ``server_locations``: which leaf zone holds each server booted through this zone
-  (as cell mappings say which cell holds a server), so lookups and deletes are routed.
+  (as cell mappings say which cell holds a server), so lookups and deletes are routed;
+* ``seen_messages``: the ids of the signed requests this zone accepted within the
+  freshness window, so a replay is refused across restarts too.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ requests = sa.Table(
     sa.Column("plan", sa.Text, nullable=True),                 # JSON: candidates
     sa.Column("attempt", sa.Integer, nullable=False, server_default="0"),
     sa.Column("cancelled", sa.Boolean, nullable=False, server_default=sa.false()),
+    # The boots of one API request (a multi-create) share a batch: they are placed
+    # together, all or none, and a retried request finds them by it.
+    sa.Column("batch", columns.name(64), nullable=True, index=True),
+    sa.Column("position", sa.Integer, nullable=False, server_default="0"),
     *columns.timestamps(),
 )
 
@@ -52,4 +58,12 @@ server_locations = sa.Table(
     sa.Column("host", columns.name(255), nullable=False),
     sa.Column("project_id", columns.name(255), nullable=False, index=True),
     *columns.timestamps(),
+)
+
+seen_messages = sa.Table(
+    "seen_messages",
+    metadata,
+    sa.Column("receiver", columns.name(255), primary_key=True),
+    sa.Column("msg_id", columns.name(64), primary_key=True),
+    sa.Column("sent_at", sa.Float, nullable=False, index=True),
 )

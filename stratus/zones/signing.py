@@ -13,9 +13,10 @@ A message is refused, and the refusal logged with why, when it is:
 * from a signer, or with a key, the trust store does not have (``UnknownSender``);
 * changed after it was signed (``InvalidSignature``);
 * sent outside the window around the receiver's clock, or signed with a key past its
-  end of life (``ExpiredMessage``);
+  end of life (``ExpiredMessage``; a retired key is refused from the receiver's clock,
+  whatever ``sent_at`` the message claims);
 * one the receiver already accepted (``ReplayedMessage``, by message id within the
-  window).
+  window; a zone manager remembers the ids in its store, so a restart forgets none).
 
 Whether a sender may speak for the zone a message names is the zone manager's check
 (``WrongZone``): the verified sender is known to the endpoint while it runs
@@ -33,12 +34,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from cryptography.exceptions import InvalidSignature as BadSignature
 from cryptography.hazmat.primitives import serialization
@@ -48,6 +51,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 
 from stratus.bus import envelope, errors
+
+LOG = logging.getLogger(__name__)
+
+
+class KeyFileError(ValueError):
+    """A key or trust store file that cannot be used (the message names the file and
+    what is wrong, in one line)."""
 
 
 def signer_name(zone: str, service: str = "manager") -> str:
@@ -98,9 +108,19 @@ def fingerprint(public_key: str) -> str:
 
 
 def load_private(path: Path) -> Ed25519PrivateKey:
-    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    """The private key in ``path``; KeyFileError (a ValueError) if it cannot be read or is
+    not an Ed25519 PEM key."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise KeyFileError(f"cannot read key file {path}: {exc.strerror or exc}") from None
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError) as exc:
+        raise KeyFileError(f"key file {path} is not a PEM private key without a password "
+                           f"({exc})") from None
     if not isinstance(key, Ed25519PrivateKey):
-        raise ValueError(f"{path} is not an Ed25519 private key")
+        raise KeyFileError(f"{path} is not an Ed25519 private key")
     return key
 
 
@@ -131,6 +151,10 @@ class TrustStore:
         return store
 
     def refresh(self) -> None:
+        """Re-read the file if it changed. A file that cannot be read is KeyFileError
+        the first time (start-up stops with one line naming it); later, the keys read
+        before are kept and the problem is logged, so a half-written copy never leaves a
+        running zone trusting nobody."""
         if self.path is None:
             return
         try:
@@ -139,12 +163,16 @@ class TrustStore:
             return
         if mtime == self._mtime:
             return
-        entries = json.loads(self.path.read_text() or "[]")
-        keys = {}
-        for e in entries:
-            public = Ed25519PublicKey.from_public_bytes(_unb64(e["public_key"]))
-            keys[(e["sender"], e["key_id"])] = TrustedKey(e["sender"], e["key_id"], public,
-                                                          e.get("not_after"))
+        try:
+            keys = parse_trust(self.path)
+        except KeyFileError as exc:
+            if not self._mtime and not self._keys:
+                raise
+            with self._lock:
+                warned, self._mtime = self._mtime, mtime
+            if warned != mtime:
+                LOG.warning("%s; keeping the %d key(s) read before", exc, len(self._keys))
+            return
         with self._lock:
             self._keys, self._mtime = keys, mtime
 
@@ -163,6 +191,36 @@ class TrustStore:
     def senders(self) -> list[str]:
         with self._lock:
             return sorted({s for s, _ in self._keys})
+
+
+def parse_trust(path: Path) -> dict[tuple[str, str], TrustedKey]:
+    """The keys of a trust store file; KeyFileError naming the file and the fault."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise KeyFileError(f"cannot read trust store {path}: {exc.strerror or exc}") from None
+    try:
+        entries = json.loads(text or "[]")
+    except ValueError as exc:
+        raise KeyFileError(f"trust store {path} is not JSON ({exc})") from None
+    if not isinstance(entries, list):
+        raise KeyFileError(f"trust store {path} must be a JSON list of keys")
+    keys = {}
+    for i, e in enumerate(entries):
+        try:
+            sender, key_id = str(e["sender"]), str(e["key_id"])
+            public = Ed25519PublicKey.from_public_bytes(_unb64(str(e["public_key"])))
+            not_after = e.get("not_after")
+            if not_after is not None and type(not_after) not in (int, float):
+                raise ValueError("not_after is not a number")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise KeyFileError(f"trust store {path}: entry {i + 1} is not "
+                               f'{{"sender", "key_id", "public_key", "not_after"?}} '
+                               f"({type(exc).__name__}: {exc})") from None
+        keys[(sender, key_id)] = TrustedKey(sender, key_id, public,
+                                            float(not_after) if not_after is not None
+                                            else None)
+    return keys
 
 
 def add_to_file(path: Path, sender: str, key_id: str, public_key: str,
@@ -225,15 +283,49 @@ class FileSigner:
         return signer.sign(message)
 
 
-class Ed25519Verifier:
-    def __init__(self, trust: TrustStore, window: float = 60.0,
-                 clock: Callable[[], float] = time.time) -> None:
-        if window <= 0:
-            raise ValueError("the replay window must be positive")
-        self.trust, self._window, self._clock = trust, window, clock
+class SeenMessages(Protocol):
+    """Where a verifier remembers the message ids it accepted (per receiver), for as long
+    as a message stays fresh."""
+
+    def remember(self, receiver: str, msg_id: str, sent_at: float, horizon: float) -> bool:
+        """Record the id; False if it was already recorded (a replay). Entries sent
+        before ``horizon`` may be forgotten."""
+
+
+class MemorySeen:
+    """Seen ids in this process only (what a client's replies need: a reply is matched
+    to its call anyway)."""
+
+    def __init__(self) -> None:
         self._seen: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
         self._next_prune = 0.0
+
+    def remember(self, receiver: str, msg_id: str, sent_at: float, horizon: float) -> bool:
+        with self._lock:
+            if horizon >= self._next_prune:
+                self._seen = {k: t for k, t in self._seen.items() if t >= horizon}
+                self._next_prune = horizon + 15.0
+            key = (receiver, msg_id)
+            if key in self._seen:
+                return False
+            self._seen[key] = sent_at
+            return True
+
+
+class Ed25519Verifier:
+    """Checks every message against the trust store. ``seen`` keeps the ids of accepted
+    requests (a zone manager's store: replays stay refused across restarts); replies
+    are remembered in memory."""
+
+    def __init__(self, trust: TrustStore, window: float = 60.0,
+                 clock: Callable[[], float] = time.time,
+                 seen: SeenMessages | None = None) -> None:
+        if window <= 0:
+            raise ValueError("the replay window must be positive")
+        self.trust, self._window, self._clock = trust, window, clock
+        self._replies = MemorySeen()
+        self._requests: SeenMessages = seen or self._replies
 
     def verify(self, message: envelope.Message, receiver: str) -> None:
         who = message.sender
@@ -251,20 +343,18 @@ class Ed25519Verifier:
                                           "match its signature (changed after signing)") \
                 from None
         now = self._clock()
-        if trusted.not_after is not None and message.sent_at > trusted.not_after:
+        # A retired key is judged by the receiver's clock: a message cannot bring an old
+        # key back by claiming to have been sent before it retired.
+        if trusted.not_after is not None and (now > trusted.not_after
+                                              or message.sent_at > trusted.not_after):
+            retired = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(trusted.not_after))
             raise errors.ExpiredMessage(f"message {message.msg_id} from '{who}' is signed "
-                                        f"with key '{key_id}', past its end of life")
+                                        f"with key '{key_id}', retired at {retired}")
         if abs(now - message.sent_at) > self._window:
             raise errors.ExpiredMessage(
                 f"message {message.msg_id} from '{who}' was sent {now - message.sent_at:.1f}s "
                 f"from now, outside the {self._window:g}s window")
-        with self._lock:
-            if now >= self._next_prune:
-                horizon = now - self._window
-                self._seen = {k: t for k, t in self._seen.items() if t >= horizon}
-                self._next_prune = now + self._window / 4
-            seen = (receiver, message.msg_id)
-            if seen in self._seen:
-                raise errors.ReplayedMessage(f"message {message.msg_id} from '{who}' was "
-                                             "already received")
-            self._seen[seen] = message.sent_at
+        seen = self._requests if isinstance(message, envelope.Request) else self._replies
+        if not seen.remember(receiver, message.msg_id, message.sent_at, now - self._window):
+            raise errors.ReplayedMessage(f"message {message.msg_id} from '{who}' was "
+                                         "already received")

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
+from stratus.storage import engine as db
 from stratus.zones import schema as s
 from stratus.zones.capabilities import Capabilities, CapabilityError
 
@@ -76,13 +78,22 @@ def save_capabilities(conn: Connection, name: str, caps: Capabilities, now: floa
 # ---- requests (the boots this zone is the origin of) -------------------------------------
 
 
-def accept(conn: Connection, uuid: str, body: dict[str, Any]) -> bool:
+def accept(conn: Connection, uuid: str, body: dict[str, Any], batch: str | None = None,
+           position: int = 0) -> bool:
     """Record a boot before it is acknowledged; False if this uuid was accepted before."""
     if conn.execute(sa.select(s.requests.c.uuid).where(s.requests.c.uuid == uuid)).first():
         return False
     conn.execute(sa.insert(s.requests).values(uuid=uuid, body=json.dumps(body, sort_keys=True),
-                                              state=PENDING, created_at=utcnow()))
+                                              state=PENDING, created_at=utcnow(),
+                                              batch=batch, position=position))
     return True
+
+
+def batch_of(conn: Connection, batch: str) -> list[str]:
+    """The servers (uuids) of one API request, in the order it named them."""
+    t = s.requests
+    return [r.uuid for r in conn.execute(sa.select(t.c.uuid).where(t.c.batch == batch)
+                                         .order_by(t.c.position))]
 
 
 def finish(conn: Connection, uuid: str, state: str, result: dict[str, Any]) -> None:
@@ -126,21 +137,26 @@ class Request:
     attempt: int
     cancelled: bool
     created_at: dt.datetime
+    batch: str | None = None
+    updated_at: dt.datetime | None = None
+
+
+def _request(row: Any) -> Request:
+    return Request(row.uuid, json.loads(row.body), row.state,
+                   json.loads(row.result) if row.result else {},
+                   json.loads(row.plan) if row.plan else None, row.attempt,
+                   bool(row.cancelled), row.created_at, row.batch, row.updated_at)
 
 
 def request(conn: Connection, uuid: str) -> Request | None:
     row = conn.execute(sa.select(s.requests).where(s.requests.c.uuid == uuid)).first()
-    if row is None:
-        return None
-    return Request(row.uuid, json.loads(row.body), row.state,
-                   json.loads(row.result) if row.result else {},
-                   json.loads(row.plan) if row.plan else None, row.attempt,
-                   bool(row.cancelled), row.created_at)
+    return _request(row) if row is not None else None
 
 
 def pending(conn: Connection) -> list[Request]:
-    rows = conn.execute(sa.select(s.requests.c.uuid).where(s.requests.c.state == PENDING))
-    return [r for r in (request(conn, row.uuid) for row in rows) if r is not None]
+    t = s.requests
+    return [_request(row) for row in conn.execute(
+        sa.select(t).where(t.c.state == PENDING).order_by(t.c.created_at, t.c.position))]
 
 
 # ---- where servers are ------------------------------------------------------------------
@@ -151,6 +167,26 @@ def locate(conn: Connection, server_uuid: str) -> list[str] | None:
     t = s.server_locations
     row = conn.execute(sa.select(t.c.route).where(t.c.server_uuid == server_uuid)).first()
     return str(row.route).split("/") if row else None
+
+
+def placement(conn: Connection, server_uuid: str) -> tuple[list[str], str] | None:
+    """(route, host) of a server this zone placed (host "" if it found it instead)."""
+    t = s.server_locations
+    row = conn.execute(sa.select(t.c.route, t.c.host)
+                       .where(t.c.server_uuid == server_uuid)).first()
+    return (str(row.route).split("/"), str(row.host)) if row else None
+
+
+def located_in(conn: Connection, project_id: str | None) -> list[dict[str, Any]]:
+    """Every server this zone knows the place of (of ``project_id``; None: all):
+    ``{"uuid", "zone", "project_id", "created_at"}``, oldest first."""
+    t = s.server_locations
+    query = sa.select(t).order_by(t.c.created_at)
+    if project_id is not None:
+        query = query.where(t.c.project_id == project_id)
+    return [{"uuid": r.server_uuid, "zone": str(r.route).rsplit("/", 1)[-1],
+             "project_id": r.project_id, "created_at": r.created_at.isoformat()}
+            for r in conn.execute(query)]
 
 
 def place(conn: Connection, server_uuid: str, route: list[str], host: str,
@@ -179,21 +215,63 @@ def located(conn: Connection, project_id: str | None) -> dict[str, list[str]]:
     return out
 
 
-def drop_request(conn: Connection, uuid: str) -> bool:
-    """Forget a boot that ended without a server (its user deleted it)."""
-    return bool(conn.execute(sa.delete(s.requests).where(
-        s.requests.c.uuid == uuid, s.requests.c.state != PENDING)).rowcount)
+def drop_request(conn: Connection, uuid: str, any_state: bool = False) -> bool:
+    """Forget a boot that ended (its user deleted the server); ``any_state``: one in
+    flight too (a request refused before it was acknowledged)."""
+    t = s.requests
+    query = sa.delete(t).where(t.c.uuid == uuid)
+    if not any_state:
+        query = query.where(t.c.state != PENDING)
+    return bool(conn.execute(query).rowcount)
 
 
 def unplaced(conn: Connection, project_id: str | None) -> list[Request]:
-    """Boots not (yet) on a host: pending, or failed and not deleted by their user."""
-    rows = conn.execute(sa.select(s.requests.c.uuid).where(s.requests.c.state != DONE)
-                        .order_by(s.requests.c.created_at))
-    found = [r for r in (request(conn, row.uuid) for row in rows) if r is not None]
+    """Boots the origin shows itself: in flight (wherever their try is), or failed
+    before any leaf kept them, and not deleted by their user."""
+    t = s.requests
+    found = [_request(row) for row in conn.execute(
+        sa.select(t).where(t.c.state != DONE).order_by(t.c.created_at, t.c.position))]
     return [r for r in found if not r.cancelled
             and (project_id is None or r.body.get("project_id") == project_id)]
+
+
+def located_set(conn: Connection, uuids: list[str]) -> set[str]:
+    """Which of ``uuids`` a leaf holds now (as this zone knows)."""
+    t = s.server_locations
+    return {r.server_uuid for r in conn.execute(
+        sa.select(t.c.server_uuid).where(t.c.server_uuid.in_(uuids)))}
 
 
 def count_placed(conn: Connection) -> int:
     return int(conn.execute(sa.select(sa.func.count()).select_from(s.server_locations))
                .scalar_one())
+
+
+# ---- replay memory ----------------------------------------------------------------------
+
+
+class SeenInStore:
+    """The ids of signed requests this zone accepted, kept in its store for the freshness
+    window (:class:`stratus.zones.signing.SeenMessages`): a replay is refused across a
+    restart too. Old ids are pruned at most every few seconds."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._lock = threading.Lock()
+        self._next_prune = 0.0
+
+    def remember(self, receiver: str, msg_id: str, sent_at: float, horizon: float) -> bool:
+        t = s.seen_messages
+        prune = False
+        with self._lock:
+            if horizon >= self._next_prune:
+                prune, self._next_prune = True, horizon + 5.0
+        try:
+            with db.write(self.engine) as conn:
+                if prune:
+                    conn.execute(sa.delete(t).where(t.c.sent_at < horizon))
+                conn.execute(sa.insert(t).values(receiver=receiver[:255], msg_id=msg_id[:64],
+                                                 sent_at=sent_at))
+        except sa.exc.IntegrityError:
+            return False
+        return True

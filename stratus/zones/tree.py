@@ -7,7 +7,9 @@ in-process Stratus deployment (its own Placement, API and cell databases under
 own. Every zone has its zone manager with its own local store; they talk over one bus
 (``inproc://zones`` unless given), every message signed with the sending service's
 Ed25519 key (made on first start, with the trust store, under ``DATA_DIR/zones/``). The
-top zone's compute API is the only HTTP endpoint.
+top zone's compute API is the tree's HTTP endpoint for its users; an in-process bus is
+also reachable from ``stratus zone ...`` through a gateway on 127.0.0.1
+(``stratus.zones.gateway``, written to ``DATA_DIR/zones/bus.json``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import logging
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from stratus.config import Config
@@ -31,6 +33,15 @@ ZONE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 class TreeError(ValueError):
     """A tree spec that cannot be run (one line for the CLI)."""
+
+
+def check_zone_name(name: str) -> str:
+    """``name`` if it can name a zone (a bus server name, a file name, a route part);
+    TreeError saying what a name may be otherwise."""
+    if not isinstance(name, str) or not ZONE_NAME.fullmatch(name):
+        raise TreeError(f"zone name {name!r}: 1 to 64 letters, digits, '_', '.', '-', "
+                        "starting with a letter or digit")
+    return name
 
 
 @dataclass(frozen=True)
@@ -65,8 +76,7 @@ def parse_spec(text: str) -> TreeSpec:
         if not sep or not names:
             raise TreeError(f"zone spec part {part!r} is not PARENT=CHILD,CHILD...")
         for name in (parent.strip(), *names):
-            if not ZONE_NAME.fullmatch(name):
-                raise TreeError(f"zone name {name!r}: letters, digits, '_', '.', '-' only")
+            check_zone_name(name)
         if parent.strip() in children:
             raise TreeError(f"zone {parent.strip()} is given children twice")
         children[parent.strip()] = names
@@ -100,6 +110,7 @@ class LocalTree:
     clouds: dict[str, Any] = field(default_factory=dict)
     managers: dict[str, ZoneManager] = field(default_factory=dict)
     api_url: str = ""
+    bus_url: str = ""
     _closers: list[Callable[[], None]] = field(default_factory=list)
 
     def start(self, progress: Callable[[str], None] = lambda line: None) -> None:
@@ -136,6 +147,7 @@ class LocalTree:
             self.managers[zone].post_now()
         top = self.managers[self.spec.top]
         self._api(top)
+        self._gateway()
         progress(f"zone {self.spec.top}: {top.capabilities().hosts} host(s) below")
 
     def _manager(self, zone: str) -> None:
@@ -145,11 +157,13 @@ class LocalTree:
         with db.write(engine) as conn:
             for child in self.spec.children.get(zone, ()):
                 zstore.add_child(conn, child)
-        options = ZoneOptions(name=zone, parent=self.spec.parent(zone), **self.options)
+        base = ZoneOptions.from_config(self.config.with_overrides({("zones", "name"): zone}))
+        options = replace(base, parent=self.spec.parent(zone), **self.options)
         leaf = None
         if zone in self.clouds:
             leaf = deploy.leaf_of_cloud(zone, self.clouds[zone], options.build_timeout)
-        bus = deploy.signed_bus(self.config, zone, "manager", url=self.transport_url)
+        bus = deploy.signed_bus(self.config, zone, "manager", url=self.transport_url,
+                                store=engine)
         self._closers.append(bus.close)
         manager = ZoneManager(options, engine, bus, leaf)
         manager.start()
@@ -158,11 +172,10 @@ class LocalTree:
 
     def _api(self, top: ZoneManager) -> None:
         from stratus.allinone.http import ThreadedServer
-        from stratus.zones.api import TopZone, build_wsgi
+        from stratus.zones.api import build_wsgi
 
-        bus = deploy.signed_bus(self.config, self.spec.top, "api", url=self.transport_url)
-        self._closers.append(bus.close)
-        self.top_zone = TopZone(self.spec.top, bus)
+        self.top_zone = deploy.top_zone(self.config, self.spec.top, url=self.transport_url)
+        self._closers.append(self.top_zone.close)
         if self.api_port < 0:
             return   # tests call the app directly
         server = ThreadedServer("compute-api", build_wsgi(self.top_zone), self.listen,
@@ -170,6 +183,23 @@ class LocalTree:
         server.start()
         self._closers.append(server.stop)
         self.api_url = server.url + "/v2.1"
+
+    def _gateway(self) -> None:
+        """The in-process bus, reachable by ``stratus zone`` (an amqp:// bus already is)."""
+        if not self.transport_url.startswith("inproc://") or self.api_port < 0:
+            return
+        from stratus.allinone.http import ThreadedServer
+        from stratus.bus.transport import get_transport
+        from stratus.zones.gateway import Gateway, bus_file, write_bus_file
+
+        transport = get_transport(self.transport_url)
+        self._closers.append(transport.close)
+        server = ThreadedServer("zones-bus", Gateway(transport), "127.0.0.1", 0, threads=4)
+        server.start()
+        self._closers.append(server.stop)
+        write_bus_file(self.config, server.url, self.spec.top)
+        self._closers.append(lambda: bus_file(self.config).unlink(missing_ok=True))
+        self.bus_url = server.url
 
     def stop(self) -> None:
         closers, self._closers = self._closers, []

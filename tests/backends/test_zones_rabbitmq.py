@@ -129,7 +129,7 @@ def run_scenario(tree: Tree) -> None:
     us.kill()
     fourth = tree.boot("vm3")
     assert fourth["status"] == "ACTIVE" and fourth["stratus:zone"] == "eu"
-    assert f"child us did not answer a select within {SELECT_TIMEOUT}s" in \
+    assert f"child us did not answer a survey within {SELECT_TIMEOUT}s" in \
         tree.procs["top"].output()
     lost = tree.api.get(f"/servers/{first[2]['id']}").json()["server"]
     assert lost["status"] == "UNKNOWN"

@@ -183,3 +183,45 @@ def test_a_flavor_placement_cannot_parse_is_no_valid_host_with_its_words(make_cl
     with pytest.raises(NoValidHost, match=r"Placement refused the request: .*"
                        r"CUSTOM_NO_SUCH_CLASS"):
         cloud.scheduler().select_destinations(bad, new_uuids(1))
+
+
+def _servers_on(cloud: Cloud, host: str, project: str, n: int) -> None:
+    """``n`` live instance rows of ``project`` on ``host`` in its cell (what the host
+    manager counts for the weighers that read them)."""
+    import datetime as dt
+    import uuid as uuidlib
+
+    import sqlalchemy as sa
+
+    from stratus.cells import schema as cs
+
+    now = dt.datetime(2026, 1, 1)
+    with cloud.cell_engine(cloud.cell_of(host)).begin() as conn:
+        for _ in range(n):
+            conn.execute(sa.insert(cs.instances).values(
+                uuid=str(uuidlib.uuid4()), name="s", project_id=project, user_id="u",
+                host=host, node=host, flavor="{}", vm_state="active", created_at=now))
+
+
+@pytest.mark.parametrize("columnar", [True, False])
+def test_project_spread_prefers_hosts_without_the_projects_servers(make_cloud, columnar):
+    # Design document 003's example weigher: a's host is the emptiest, but it holds two of
+    # this project's servers; b holds another project's; c holds one of this project's.
+    cloud = make_cloud([Host("a"), Host("b"), Host("c")])
+    _servers_on(cloud, "a", "proj", 2)
+    _servers_on(cloud, "b", "someone-else", 3)
+    _servers_on(cloud, "c", "proj", 1)
+    weights = {"project_spread": 1.0}
+    scheduler = cloud.scheduler(weights=weights, columnar=columnar)
+    [picks] = scheduler.select_destinations(spec(project="proj"), new_uuids(1))
+    assert picks[0]["host"] == "b"
+    # num_instances reads every project's servers: packing on the fewest picks c.
+    packed = cloud.scheduler(weights={"num_instances": -1.0}, columnar=columnar)
+    [picks] = packed.select_destinations(spec(project="other"), new_uuids(1))
+    assert picks[0]["host"] == "c"
+    # A batch counts its own servers as the project's: a new project's three servers go
+    # to three hosts.
+    spread = cloud.scheduler(weights={"project_spread": 10.0, "ram": 1.0}, columnar=columnar)
+    placed = [p[0]["host"] for p in spread.select_destinations(spec(project="new"),
+                                                               new_uuids(3))]
+    assert sorted(placed) == ["a", "b", "c"]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import time
@@ -18,6 +19,7 @@ from stratus.storage import engine as db
 from stratus.zones import store as zstore
 from stratus.zones.tree import LocalTree, parse_spec
 from tests.functional import cli_helpers
+from tests.functional.zones_world import api_request
 
 ADMIN = {"X-Auth-Token": "admin", "OpenStack-API-Version": "compute 2.91"}
 
@@ -49,6 +51,9 @@ def test_boots_spread_over_the_leaves_and_are_found_where_they_went(tree: LocalT
     api = httpx.Client(base_url=tree.api_url, headers=ADMIN, timeout=30)
     flavors = api.get("/flavors/detail").json()["flavors"]
     assert "m1.xlarge" in [f["name"] for f in flavors]
+    # Quotas are the tree's: four xlarge servers need more than Nova's default 20 cores.
+    raised = api.put("/os-quota-sets/admin", json={"quota_set": {"cores": 64, "ram": -1}})
+    assert raised.status_code == 200, raised.text
     large = next(f["id"] for f in flavors if f["name"] == "m1.xlarge")
     uuids = []
     for i in range(4):
@@ -90,6 +95,8 @@ def test_a_flavor_no_host_can_take_fails_with_the_reason(tree: LocalTree) -> Non
             flavor_store.create(conn, name="huge", vcpus=64, memory_mb=1024, root_gb=1,
                                 flavorid="huge")
     api = httpx.Client(base_url=tree.api_url, headers=ADMIN, timeout=30)
+    assert api.put("/os-quota-sets/admin", json={"quota_set": {"cores": -1}}).status_code \
+        == 200
     tree.top_zone._flavors = (0.0, [])   # the top's API caches the flavor list for 10 s
     resp = api.post("/servers", json={"server": {"name": "big", "flavorRef": "huge"}})
     assert resp.status_code == 202, resp.text
@@ -148,6 +155,23 @@ def test_serve_zones_runs_a_tree_the_cli_uses(tmp_path: Path) -> None:
         assert data["stratus:zone"] in ("eu", "us")
         gone = cli_helpers.run("stratus", "server", "delete", "vm1", env=cli)
         assert gone.returncode == 0, gone.stderr
+        # stratus zone reaches the tree's in-process bus through serve's gateway: nothing
+        # but the data directory to give.
+        data = ["--data-dir", str(tmp_path / "data")]
+        listed = cli_helpers.run("stratus", "zone", "list", "--json", *data, env=env)
+        assert listed.returncode == 0, listed.stderr
+        rows = {r["zone"]: r for r in json.loads(listed.stdout)}
+        assert set(rows) == {"top", "eu", "us"} and rows["top"]["hosts"] == 4
+        assert rows["eu"]["state"] == "fresh"
+        shown = cli_helpers.run("stratus", "zone", "show", "eu", *data, env=env)
+        assert shown.returncode == 0 and "hosts of its own" in shown.stdout, shown.stderr
+        caps = cli_helpers.run("stratus", "zone", "capabilities", "--json", *data, env=env)
+        assert json.loads(caps.stdout)["hosts"] == 4
+        bad = cli_helpers.run("stratus", "zone", "add", "bad name!", *data, env=env)
+        assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+        assert "zone name 'bad name!'" in bad.stderr
+        empty = cli_helpers.run("stratus", "zone", "keygen", "--zone", "", *data, env=env)
+        assert empty.returncode == 2 and "zone name ''" in empty.stderr
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -185,18 +209,52 @@ def test_a_leaf_of_separate_services_schedules_and_builds_there(tmp_path: Path) 
         try:
             caps = leaf.capabilities(time.time())
             assert caps.hosts == 2 and "m1.tiny" in caps.flavors
-            found, _ = leaf.candidates({"flavor": "m1.tiny", "project_id": "p"}, 5,
-                                       {"ram": 1.0})
+            bounds, passed, _ = leaf.survey("s1", {"flavor": "m1.tiny", "project_id": "p"},
+                                            {"ram": 1.0})
+            assert passed == 2
+            found = leaf.rank("s1", bounds, 5, {"ram": 1.0})
             assert [c.host for c in found] == ["compute0001", "compute0002"]
             uuid = str(uuidlib.uuid4())
-            built = leaf.build({"uuid": uuid, "name": "svc", "flavor": "m1.tiny",
-                                "project_id": "p", "user_id": "u"}, "compute0002",
-                               deadline=time.time() + 60)
-            assert built["ok"], built
-            assert built["server"]["host"] == "compute0002"
-            assert leaf.show(uuid)["zone"] == "solo"
-            assert leaf.delete(uuid) is True
+            made = leaf.api_call(api_request(
+                "POST", "/v2.1/servers", {"server": {"name": "svc", "flavorRef": "1"}},
+                project="p", zone={"build": {"uuid": uuid, "host": "compute0002"}}))
+            assert made["status"] == 202, made
+            assert leaf.settle(uuid, time.time() + 60) == {"ok": True, "host": "compute0002"}
+            shown = leaf.api_call(api_request("GET", f"/v2.1/servers/{uuid}", project="p"))
+            server = json.loads(base64.b64decode(shown["body"]))["server"]
+            assert server["id"] == uuid and server["name"] == "svc"
+            assert leaf.find("server", uuid) == {"project_id": "p"}
+            assert leaf.withdraw(uuid) is True
+            assert leaf.find("server", uuid) is None
         finally:
             close()
     finally:
         cloud.stop()
+
+
+def test_a_leafs_survey_and_rank_are_the_same_in_columns_and_per_host(tree: LocalTree
+                                                                      ) -> None:
+    import dataclasses
+
+    api = httpx.Client(base_url=tree.api_url, headers=ADMIN, timeout=30)
+    for flavor in ("1", "2", "1"):   # hosts of eu and us loaded differently
+        made = api.post("/servers", json={"server": {"name": "load", "flavorRef": flavor}})
+        assert made.status_code == 202, made.text
+        _wait_active(api, made.json()["server"]["id"])
+    leaf = tree.managers["eu"].leaf
+    assert leaf is not None
+    weights = {"ram": 1.0, "cpu": 0.5, "num_instances": -1.0, "project_spread": 2.0}
+    request = {"flavor": "m1.tiny", "project_id": "admin",
+               "pending": [{"uuid": str(uuidlib.uuid4()), "zone": "eu",
+                            "host": "compute0002", "vcpus": 2, "memory_mb": 4096,
+                            "disk_gb": 5}]}
+    answers = []
+    for columnar in (True, False):
+        leaf.scheduler.options = dataclasses.replace(leaf.scheduler.options,
+                                                     columnar=columnar)
+        bounds, passed, _ = leaf.survey(f"s-{columnar}", request, weights)
+        assert passed == 2
+        wide = {k: (lo - 1.0, hi + 1.0) for k, (lo, hi) in bounds.items()}
+        answers.append((bounds, leaf.rank(f"s-{columnar}", wide, 5, weights)))
+    assert answers[0] == answers[1]
+    assert {c.host for c in answers[0][1]} == {"compute0001", "compute0002"}

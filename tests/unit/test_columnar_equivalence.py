@@ -24,7 +24,7 @@ from stratus.scheduler import columns, filters, host_cache, weighers
 from stratus.scheduler.host_cache import NodeRecord
 from stratus.scheduler.host_manager import Located, positions
 from stratus.scheduler.host_state import HostState
-from stratus.scheduler.manager import HostColumnPool, HostList, _apply_usage
+from stratus.scheduler.manager import HostColumnPool, HostList, _apply_usage, count_instances
 from stratus.scheduler.pipeline import run_column_filters, run_filters
 from stratus.scheduler.request import Flavor, RequestSpec, ServerGroup
 
@@ -71,6 +71,9 @@ def hosts(draw: st.DrawFn) -> list[dict]:
             "placement": placement,
             "zone": draw(st.sampled_from([None, *ZONES])),
             "requests": draw(st.integers(1, 3)),
+            # Servers already there (all projects, and of them the request's project's).
+            "counts": draw(st.tuples(st.integers(0, 6), st.integers(0, 6)).map(
+                lambda t: (max(t), min(t)))),
         })
     return out
 
@@ -137,6 +140,10 @@ def _per_host(table: candidate_table.CandidateTable, located: Located, zones: di
     return out
 
 
+def _counts_of(fleet: list[dict]) -> dict:
+    return {(h["cell"], h["record"].host): h["counts"] for h in fleet}
+
+
 def _usage_of(fleet: list[dict]) -> dict:
     return {h["record"].uuid: {rc: list(v) for rc, v in h["placement"].items()}
             for h in fleet if h["placement"]}
@@ -148,7 +155,7 @@ def _fields(state: HostState) -> tuple:
             state.service_version, state.hypervisor_type, state.vcpus_total,
             state.vcpus_used, state.memory_mb_total, state.memory_mb_used,
             state.disk_gb_total, state.disk_gb_used, state.instances,
-            state.allocation_requests)
+            state.num_instances, state.project_instances, state.allocation_requests)
 
 
 @settings(max_examples=300, deadline=None)
@@ -164,6 +171,8 @@ def test_both_paths_pass_count_and_rank_the_same_hosts(fleet, spec, weights, bat
     assert [cols.uuid[i] for i in np.flatnonzero(mask)] == [h.uuid for h in passed]
     assert column_report.rejected == report.rejected
     assert Counter(column_report.rejected).total() + len(passed) == len(plain_hosts)
+    count_instances(passed, _counts_of(fleet))
+    cols.count_instances(_counts_of(fleet))
 
     plain = HostList(passed, spec, weights)
     fast = HostColumnPool(cols, np.flatnonzero(mask), spec, weights)
@@ -190,6 +199,8 @@ def test_the_weights_themselves_are_equal_to_the_last_bit(fleet, spec, weights):
     table, located, zones = _inputs(fleet)
     plain_hosts = _per_host(table, located, zones, _usage_of(fleet))
     cols = columns.build(table, located, zones, "nova")
+    count_instances(plain_hosts, _counts_of(fleet))
+    cols.count_instances(_counts_of(fleet))
     expected = {w.host.uuid: w.weight for w in weighers.weigh(plain_hosts, spec, weights)}
     everyone = np.arange(len(cols))
     for name, multiplier in weights.items():

@@ -189,7 +189,7 @@ def test_from_dict_rejects_anything_but_an_object(data: object) -> None:
         Capabilities.from_dict(data)
 
 
-@pytest.mark.parametrize("version", [None, 0, 2, "1"])
+@pytest.mark.parametrize("version", [None, 0, 1, 3, "2"])
 def test_from_dict_rejects_another_schema_version(version: object) -> None:
     data = valid_dict(schema=version)
     if version is None:
@@ -334,3 +334,27 @@ def test_merging_children_equals_summarising_all_their_hosts(
     merged = merge("top", children, now=2.0)
     flat = from_hosts("top", [figures for figures, _ in fleet], PROP_FLAVORS, now=3.0)
     assert comparable(merged) == comparable(flat)
+
+
+def test_images_leaves_and_weights_travel_and_merge() -> None:
+    a = from_hosts("a", [host("h", {"VCPU": 4}, {"VCPU": 4})], {}, 1.0, images=["img-1"])
+    b = from_hosts("b", [host("h", {"VCPU": 4}, {"VCPU": 4})], {}, 1.0, images=["img-2"])
+    top = merge("top", [a, b], 2.0, {"ram": 1.0})
+    assert top.images == {"img-1", "img-2"} and top.leaves == {"a", "b"}
+    assert Capabilities.from_dict(top.to_dict()) == top
+    assert could_match(a, Requirement(image="img-2")) == "no image img-2"
+    assert could_match(top, Requirement(image="img-2")) is None
+    assert "holds none of zone(s) b" in str(could_match(a, Requirement(zones=frozenset({"b"}))))
+    assert could_match(top, Requirement(zones=frozenset({"b"}))) is None
+
+
+@pytest.mark.parametrize("weights", [[1], {"ram": "1"}, {"ram": float("nan")}])
+def test_from_dict_rejects_weights_that_are_not_numbers(weights: object) -> None:
+    with pytest.raises(CapabilityError, match="weights"):
+        Capabilities.from_dict(valid_dict(weights=weights))
+
+
+@pytest.mark.parametrize("data", [None, [], {"resources": {"VCPU": "ten"}}, {"flavor": 3}])
+def test_a_requirement_that_is_not_one_is_refused(data: object) -> None:
+    with pytest.raises(CapabilityError):
+        Requirement.from_dict(data)

@@ -166,8 +166,43 @@ def test_a_replay_is_refused_until_the_window_has_passed_and_then_it_has_expired
 
 def test_a_key_past_its_end_of_life_is_refused(keys: Keys) -> None:
     keys.trust.add(SENDER, "1", signing.public_of(keys.private["1"]), not_after=NOW - 10)
-    with pytest.raises(errors.ExpiredMessage, match="end of life"):
+    with pytest.raises(errors.ExpiredMessage, match="retired at"):
         keys.verifier().verify(keys.sign(request()), "zones.us")
+
+
+def test_a_retired_key_is_refused_at_once_whatever_sent_at_says(keys: Keys) -> None:
+    # Retired 10 s ago; the message claims to be 30 s old, from before the retirement and
+    # well within the window: still refused, by the receiver's clock.
+    keys.trust.add(SENDER, "1", signing.public_of(keys.private["1"]), not_after=NOW - 10)
+    backdated = keys.sign(request(sent_at=NOW - 30))
+    with pytest.raises(errors.ExpiredMessage, match="retired at"):
+        keys.verifier().verify(backdated, "zones.us")
+
+
+class Remembered:
+    """A stand-in for a store that outlives a verifier (what a zone's store does)."""
+
+    def __init__(self) -> None:
+        self.ids: set[tuple[str, str]] = set()
+
+    def remember(self, receiver: str, msg_id: str, sent_at: float, horizon: float) -> bool:
+        if (receiver, msg_id) in self.ids:
+            return False
+        self.ids.add((receiver, msg_id))
+        return True
+
+
+def test_a_replay_is_refused_by_a_new_verifier_sharing_the_seen_ids(keys: Keys) -> None:
+    seen = Remembered()
+    message = keys.sign(request())
+    signing.Ed25519Verifier(keys.trust, clock=Clock(), seen=seen).verify(message, "zones.us")
+    restarted = signing.Ed25519Verifier(keys.trust, clock=Clock(), seen=seen)
+    with pytest.raises(errors.ReplayedMessage):
+        restarted.verify(message, "zones.us")
+    # Replies are remembered by the verifier itself (a reply is matched to its call).
+    reply = keys.sign(Reply(in_reply_to="abc", sender=SENDER, result=1, sent_at=NOW))
+    restarted.verify(reply, "reply:x")
+    assert len(seen.ids) == 1
 
 
 def test_a_key_still_within_its_life_is_accepted(keys: Keys) -> None:
@@ -223,6 +258,31 @@ def test_add_to_file_replaces_a_key_with_the_same_id(tmp_path: Path) -> None:
                         "not_after": NOW + 5}]
     trusted = signing.TrustStore.load(path).get(SENDER, "1")
     assert trusted is not None and trusted.not_after == NOW + 5
+
+
+@pytest.mark.parametrize("text, words", [
+    ('[{"sender": "zone:a/manager"', "is not JSON"),
+    ('{"sender": "x"}', "must be a JSON list"),
+    ('[{"sender": "zone:a/manager", "key_id": "1"}]', "entry 1 is not"),
+    ('[{"sender": "s", "key_id": "1", "public_key": "not-a-key"}]', "entry 1 is not"),
+])
+def test_a_trust_store_that_cannot_be_read_is_one_line_naming_it(tmp_path: Path, text: str,
+                                                                 words: str) -> None:
+    path = tmp_path / "trust.json"
+    path.write_text(text)
+    with pytest.raises(signing.KeyFileError) as caught:
+        signing.TrustStore.load(path)
+    assert str(path) in str(caught.value) and words in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_key_file_that_cannot_be_read_names_it(tmp_path: Path) -> None:
+    path = tmp_path / "key.pem"
+    path.write_text("-----BEGIN PRIVATE KEY-----\ntruncated")
+    with pytest.raises(signing.KeyFileError, match=str(path)):
+        signing.FileSigner("zone:a/manager", path)
+    with pytest.raises(signing.KeyFileError, match="cannot read key file"):
+        signing.load_private(tmp_path / "absent.pem")
 
 
 def test_a_trust_store_file_that_is_missing_is_empty(tmp_path: Path) -> None:

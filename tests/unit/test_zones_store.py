@@ -258,3 +258,37 @@ def test_a_failed_write_leaves_nothing_behind(engine: Engine) -> None:
         raise RuntimeError("crash before commit")
     with db.read(engine) as conn:
         assert store.request(conn, "u1") is None
+
+
+# ---- batches and seen messages ---------------------------------------------------------------
+
+
+def test_a_batch_lists_its_servers_in_order(engine: Engine) -> None:
+    with db.write(engine) as conn:
+        for i, uuid in enumerate(["u2", "u1", "u3"]):
+            store.accept(conn, uuid, {"project_id": "p"}, batch="p/req-1", position=i)
+        store.accept(conn, "other", {"project_id": "p"}, batch="p/req-2")
+    with db.read(engine) as conn:
+        assert store.batch_of(conn, "p/req-1") == ["u2", "u1", "u3"]
+        assert store.batch_of(conn, "p/req-9") == []
+
+
+def test_seen_message_ids_outlive_the_engine_and_age_out(tmp_path: Path) -> None:
+    url = "sqlite:///" + str(tmp_path / "seen.db")
+    first = open_store(url)
+    assert store.SeenInStore(first).remember("zone.a", "m1", 100.0, 40.0) is True
+    assert store.SeenInStore(first).remember("zone.a", "m1", 100.0, 40.0) is False
+    # Another receiver may take the same id (a fan-out delivers one message to many).
+    assert store.SeenInStore(first).remember("zone.b", "m1", 100.0, 40.0) is True
+    first.dispose()
+    again = open_store(url)   # a restart: the ids are still there
+    assert store.SeenInStore(again).remember("zone.a", "m1", 100.0, 40.0) is False
+    # Once the window has passed them they are pruned (the verifier refuses such old
+    # messages by their time anyway).
+    assert store.SeenInStore(again).remember("zone.a", "m2", 200.0, 150.0) is True
+    with db.read(again) as conn:
+        from stratus.zones import schema
+
+        left = {r.msg_id for r in conn.execute(schema.seen_messages.select())}
+    again.dispose()
+    assert left == {"m2"}

@@ -7,6 +7,12 @@ handler. The legacy ``/v2`` prefix is served as 2.1 without microversion headers
 Nova serves it; ``/``, ``/v2/`` and ``/v2.1/`` are the version documents. Typed
 errors become Compute API faults; an unexpected exception is logged with its
 traceback and answered 500 with the request id, never the traceback.
+
+A zone tree's leaf runs requests its top authenticated (``stratus.zones.leaf``): it
+calls the app in-process with the caller in ``environ["stratus.context"]``, the top's
+request id in ``environ["stratus.request_id"]`` and the tree's directives in
+``environ["stratus.zone"]`` (``Req.zone``). No HTTP request can set these: a WSGI
+server puts headers only under ``HTTP_*`` keys.
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ _PREFIX = re.compile(r"^/v2(?P<minor>\.1)?(?:/[0-9a-fA-F-]{32,36})?(?=/|$)")
 # The paths that answer without a microversion (Nova's unversioned resources).
 _UNVERSIONED = frozenset({"/", "/v2"})
 MAX_BODY_BYTES = 1_048_576
+# Set only by an in-process caller (a zone tree's leaf running its top's requests).
+TRUSTED_CONTEXT, TRUSTED_REQUEST_ID = "stratus.context", "stratus.request_id"
 
 
 class ComputeApp:
@@ -55,7 +63,7 @@ class ComputeApp:
         self._router: Router[Handler] = Router(routes if routes is not None else ROUTES)
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        request_id = "req-" + str(uuid.uuid4())
+        request_id = environ.get(TRUSTED_REQUEST_ID) or "req-" + str(uuid.uuid4())
         environ["openstack.request_id"] = request_id
         request = webob.Request(environ)
         want: microversion.Version | None = None
@@ -135,6 +143,9 @@ class ComputeApp:
         return handler(req)
 
     def _authenticate(self, request: webob.Request, path: str, request_id: str) -> Context:
+        trusted = request.environ.get(TRUSTED_CONTEXT)
+        if isinstance(trusted, Context):
+            return trusted
         if path in ("/", "/v2.1", "/v2") or path.rstrip("/") in CONSOLE_FILES:
             # Version discovery, and the console's page and files (they hold no data).
             return Context(None, None, [], request_id=request_id)

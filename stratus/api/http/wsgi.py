@@ -42,6 +42,14 @@ class Req:
     def arg(self, name: str) -> str:
         return self.path_args[name]
 
+    @property
+    def zone(self) -> dict[str, Any] | None:
+        """What a zone tree's top asks of this leaf beyond the request itself (the uuid
+        and host of a build, where a page of servers starts); None for every request
+        from a client (set in-process only, see ``app.py``)."""
+        found = self.webob.environ.get("stratus.zone")
+        return found if isinstance(found, dict) else None
+
     def authorize(self, action: str) -> None:
         policy.authorize(self.ctx, action)
 

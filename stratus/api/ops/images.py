@@ -46,6 +46,10 @@ def image_id(ref: str) -> str:
         raise BadRequest(f"Invalid imageRef provided: {ref!r} is not an image id.") from None
 
 
+def image_missing(image_id: str) -> BadRequest:
+    return BadRequest(f"Image {image_id} could not be found.")
+
+
 def look_up(client: ImageClient | None, ref: str) -> BootImage:
     """The image ``ref`` names; 400 if there is none or it is not active."""
     wanted = image_id(ref)
@@ -56,7 +60,7 @@ def look_up(client: ImageClient | None, ref: str) -> BootImage:
     except ImageClientError as exc:
         raise ServiceUnavailable(f"Cannot read image {wanted}: {exc}") from None
     if found is None:
-        raise BadRequest(f"Image {wanted} could not be found.")
+        raise image_missing(wanted)
     if found.get("status") != "active":
         raise BadRequest(f"Image {wanted} is not active (it is {found.get('status')}).")
     return from_document(found)

@@ -64,6 +64,14 @@ def parse(value: Any) -> list[NetworkRequest] | str:
     return out
 
 
+def port_missing(port_id: str) -> BadRequest:
+    return BadRequest(f"Port id {port_id} could not be found.")
+
+
+def network_missing(network_id: str) -> BadRequest:
+    return BadRequest(f"Network {network_id} could not be found.")
+
+
 def network(api: ComputeAPIDeps) -> nc.NetworkClient:
     if api.network is None:
         raise BadRequest("This cloud has no network service ([network_client] endpoint is "
@@ -94,10 +102,7 @@ def claim_for_boot(api: ComputeAPIDeps, requests: list[NetworkRequest] | str,
     if requests == AUTO:
         requests = [NetworkRequest(network_id=pick_network(client, project_id))]
     assert not isinstance(requests, str)
-    if len(instance_uuids) > 1 and any(r.port_id for r in requests):
-        raise BadRequest("Failed to launch instances: Unable to launch multiple instances "
-                         "with a single configured port ID. Please launch your instance one "
-                         "by one with different ports.")
+    check_count(requests, len(instance_uuids))
     claimed: list[tuple[str, str]] = []
     try:
         wanted = []
@@ -118,6 +123,14 @@ def claim_for_boot(api: ComputeAPIDeps, requests: list[NetworkRequest] | str,
         give_back(api, [p for _, p in claimed])
         raise
     return Claimed(claimed, wanted)
+
+
+def check_count(requests: list[NetworkRequest] | str, count: int) -> None:
+    """A port can be given to one server only: 400 for a multi-create naming one."""
+    if count > 1 and not isinstance(requests, str) and any(r.port_id for r in requests):
+        raise BadRequest("Failed to launch instances: Unable to launch multiple instances "
+                         "with a single configured port ID. Please launch your instance one "
+                         "by one with different ports.")
 
 
 def pick_network(client: nc.NetworkClient, project_id: str) -> str:
@@ -142,11 +155,11 @@ def check_network(client: nc.NetworkClient, network_id: str, project_id: str,
     try:
         net = client.get_network(network_id)
     except nc.NotFound:
-        raise BadRequest(f"Network {network_id} could not be found.") from None
+        raise network_missing(network_id) from None
     except nc.NetworkClientError as exc:
         raise _unavailable(exc) from None
     if not is_admin and net["project_id"] != project_id and not net.get("shared"):
-        raise BadRequest(f"Network {network_id} could not be found.")
+        raise network_missing(network_id)
     if not net.get("subnets"):
         raise BadRequest(f"Network {network_id} requires a subnet in order to boot "
                          "instances on.")
@@ -157,11 +170,11 @@ def claim_port(client: nc.NetworkClient, port_id: str, instance_uuid: str, owner
     try:
         port = client.get_port(port_id)
     except nc.NotFound:
-        raise BadRequest(f"Port id {port_id} could not be found.") from None
+        raise port_missing(port_id) from None
     except nc.NetworkClientError as exc:
         raise _unavailable(exc) from None
     if not is_admin and port["project_id"] != project_id:
-        raise BadRequest(f"Port id {port_id} could not be found.")
+        raise port_missing(port_id)
     if port.get("device_id"):
         raise Conflict(f"Port {port_id} is still in use.")
     if port_groups(port) and not supports_port_requests:

@@ -13,8 +13,8 @@ sees the project over its limit and is undone, so they never both stay.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
 from sqlalchemy.engine import Connection, Engine
 
@@ -40,6 +40,11 @@ RESOURCES = tuple(NOVA_DEFAULTS)
 NETWORK = ("fixed_ips", "floating_ips", "security_group_rules", "security_groups")
 # The resources a boot or a resize is checked against (and counted for).
 COUNTED = ("instances", "cores", "ram")
+
+
+# Who counts a project's servers, cores and RAM when the API database does not hold them
+# (a zone tree's top: its leaves do): project id -> {"instances", "cores", "ram"}.
+ServerCounter = Callable[[str], Mapping[str, int]]
 
 
 def unlimited_defaults() -> dict[str, int]:
@@ -69,14 +74,20 @@ def limits(engine: Engine, defaults: Mapping[str, int], project_id: str | None
 
 
 def state(engine: Engine, defaults: Mapping[str, int], project_id: str,
-          shown: bool = False) -> tuple[dict[str, int], store.Usage]:
+          shown: bool = False, servers: ServerCounter | None = None
+          ) -> tuple[dict[str, int], store.Usage]:
     """(limits, usage) of ``project_id``, read in one transaction. For a check (not
     ``shown``) the servers are counted only if one of their limits is not unlimited:
-    a project without server quotas boots without its servers being read each time."""
+    a project without server quotas boots without its servers being read each time.
+    ``servers`` counts them elsewhere (a zone tree's top)."""
     with db.read(engine) as conn:
         found = limits_in(conn, defaults, project_id)
         counted = shown or any(found[r] >= 0 for r in COUNTED)
-        return found, store.usage(conn, project_id, servers=counted)
+        used = store.usage(conn, project_id, servers=counted and servers is None)
+    if counted and servers is not None:
+        used = replace(used, **{r: int(n) for r, n in servers(project_id).items()
+                                if r in COUNTED})
+    return found, used
 
 
 def _room(limit: int, used: int) -> int | None:
@@ -112,11 +123,12 @@ def _overs(limit: Mapping[str, int], used: store.Usage, need: Mapping[str, int],
 
 
 def check_boot(engine: Engine, defaults: Mapping[str, int], project_id: str,
-               vcpus: int, ram: int, min_count: int, max_count: int) -> int:
+               vcpus: int, ram: int, min_count: int, max_count: int,
+               servers: ServerCounter | None = None) -> int:
     """How many servers (``min_count`` to ``max_count``) of a flavor with ``vcpus`` and
     ``ram`` the project may boot now: as many as fit, up to ``max_count``; 403 if
     fewer than ``min_count`` fit (Nova's ``_check_num_instances_quota``)."""
-    limit, used = state(engine, defaults, project_id)
+    limit, used = state(engine, defaults, project_id, servers=servers)
     fits = max_count
     for resource, each in (("instances", 1), ("cores", vcpus), ("ram", ram)):
         room = _room(limit[resource], used.of(resource))
@@ -131,11 +143,12 @@ def check_boot(engine: Engine, defaults: Mapping[str, int], project_id: str,
 
 
 def recheck_boot(engine: Engine, defaults: Mapping[str, int], project_id: str,
-                 vcpus: int, ram: int, count: int) -> None:
+                 vcpus: int, ram: int, count: int,
+                 servers: ServerCounter | None = None) -> None:
     """After a boot of ``count`` servers is committed: 403 if the project is now over a
     limit (a concurrent boot took the room; the caller undoes its own). The message
     counts the boot's servers as requested, everything else as already used."""
-    limit, used = state(engine, defaults, project_id)
+    limit, used = state(engine, defaults, project_id, servers=servers)
     mine = {"instances": count, "cores": vcpus * count, "ram": ram * count}
     # What the others hold is counted up to the limit: beyond it are boots racing this
     # one, which their own recheck undoes ("already used 11 of 10" was never true).

@@ -9,10 +9,11 @@ wherever the server is, are where the next page starts in every source.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import heapq
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sqlalchemy as sa
@@ -32,25 +33,57 @@ class Listing:
     keys: tuple[q.SortKey, ...]
     limit: int
     marker: str | None = None
+    # Where the page starts, as sort values (a zone tree's top found its marker in
+    # another leaf); instead of ``marker``.
+    start: list[Any] | None = None
 
 
-# ---- one page ---------------------------------------------------------------------------
+_TIMES = frozenset({"created_at", "updated_at", "launched_at"})
 
 
-def _compare(keys: Sequence[q.SortKey], a: Server, b: Server) -> int:
-    for key in keys:
-        x, y = getattr(a, key.attr), getattr(b, key.attr)
+def wire_values(values: Sequence[Any], keys: Sequence[q.SortKey]) -> list[Any]:
+    """Sort values as JSON carries them (times as ISO 8601)."""
+    return [v.isoformat() if isinstance(v, dt.datetime) else v for v in values]
+
+
+def from_wire(values: Any, keys: Sequence[q.SortKey]) -> list[Any]:
+    """Sort values sent by :func:`wire_values`; BadRequest if they are not."""
+    if not isinstance(values, list) or len(values) != len(keys):
+        raise BadRequest("Invalid page start: one value per sort key.")
+    try:
+        return [dt.datetime.fromisoformat(v) if k.attr in _TIMES and v is not None else v
+                for v, k in zip(values, keys, strict=True)]
+    except (TypeError, ValueError):
+        raise BadRequest("Invalid page start: times are ISO 8601.") from None
+
+
+def after(listing: Listing, start: Any) -> Listing:
+    """``listing`` starting after these sort values (none: from the first server)."""
+    return replace(listing, marker=None,
+                   start=from_wire(start, listing.keys) if start is not None else None)
+
+
+def compare_values(keys: Sequence[q.SortKey], a: Sequence[Any], b: Sequence[Any]) -> int:
+    """-1, 0 or 1: ``a`` before, with or after ``b`` in the order ``keys`` give."""
+    for key, x, y in zip(keys, a, b, strict=True):
         if x != y:
             before = x < y
             return (1 if before else -1) if key.descending else (-1 if before else 1)
     return 0
 
 
+# ---- one page ---------------------------------------------------------------------------
+
+
+def _compare(keys: Sequence[q.SortKey], a: Server, b: Server) -> int:
+    return compare_values(keys, sort_values(a, keys), sort_values(b, keys))
+
+
 def sort_values(server: Server, keys: Sequence[q.SortKey]) -> list[Any]:
     return [getattr(server, k.attr) for k in keys]
 
 
-def _marker_values(api: ComputeAPIDeps, listing: Listing) -> list[Any]:
+def marker_values(api: ComputeAPIDeps, listing: Listing) -> list[Any]:
     """The marker's sort values: it may be anywhere (a cell, a build request) and may be
     deleted since (a page of changes-since ended on it). 400 if there is no such server."""
     marker = listing.marker
@@ -71,7 +104,8 @@ def page(api: ComputeAPIDeps, listing: Listing) -> list[Server]:
     answer is left out (logged), as the rest of the API reads cells."""
     if listing.limit == 0:
         return []
-    after = _marker_values(api, listing) if listing.marker else None
+    after = listing.start if listing.start is not None else (
+        marker_values(api, listing) if listing.marker else None)
     f, keys = listing.filters, listing.keys
     # One more than a page from each source: a server caught moving from its build
     # request into a cell may be in both, and is shown once.

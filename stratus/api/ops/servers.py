@@ -90,8 +90,8 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     check_extra_specs(flavor.extra_specs)
     if boot.image is not None:
         images.check_fits(boot.image, boot.flavor)
-    # A zone tree's build is not counted here: quotas are per deployment, and a zone
-    # tree has none yet (docs/ops/quotas.md).
+    # A zone tree's build is not counted here: the tree's top counted it against the
+    # tree's quotas (docs/ops/quotas.md).
     counted = boot.uuid is None
     if counted:
         count = quota_ops.check_boot(api.dbs.api, api.quota_defaults, boot.project_id,
@@ -163,9 +163,13 @@ def _check_zone(api: ComputeAPIDeps, zone: str | None) -> str | None:
     with db.read(api.dbs.api) as conn:
         zones = agg_store.zone_names(conn)
     if zone not in zones and zone != api.default_az:   # the default: hosts in no zone
-        raise BadRequest(f"The requested availability zone {zone} is not available "
-                         f"(zones: {', '.join(sorted(zones)) or 'none defined'}).")
+        raise zone_unavailable(zone, zones)
     return zone
+
+
+def zone_unavailable(zone: str, zones: set[str] | frozenset[str]) -> BadRequest:
+    return BadRequest(f"The requested availability zone {zone} is not available "
+                      f"(zones: {', '.join(sorted(zones)) or 'none defined'}).")
 
 
 def group_state(api: ComputeAPIDeps, uuid: str | None, project_id: str,

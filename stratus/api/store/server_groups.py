@@ -67,8 +67,9 @@ def list_all(conn: Connection, project_id: str | None) -> list[ServerGroup]:
 
 
 def create(conn: Connection, *, name: str, policy: str, project_id: str, user_id: str,
-           max_server_per_host: int | None = None) -> ServerGroup:
-    uuid = str(uuidlib.uuid4())
+           max_server_per_host: int | None = None, uuid: str | None = None) -> ServerGroup:
+    """A new group (``uuid``: a zone tree's leaf keeps its top's group under its id)."""
+    uuid = uuid or str(uuidlib.uuid4())
     conn.execute(sa.insert(s.server_groups).values(
         uuid=uuid, name=name, policy=policy, max_server_per_host=max_server_per_host,
         project_id=project_id, user_id=user_id, created_at=utcnow()))

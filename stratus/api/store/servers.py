@@ -202,7 +202,31 @@ def forget(conn: Connection, uuid: str) -> None:
                  .where(s.server_group_members.c.instance_uuid == uuid))
 
 
+def purge(conn: Connection, uuid: str) -> None:
+    """Every API-database row of a server, as if it had never been accepted: a zone
+    tree's leaf, asked to build a server its earlier try on another host failed, takes
+    the same uuid again (the tree keeps the failed try's reason)."""
+    for table in (s.instance_ports, s.server_group_members, s.build_requests,
+                  s.request_specs, s.instance_mappings):
+        conn.execute(sa.delete(table).where(table.c.instance_uuid == uuid))
+
+
 # ---- a cell database --------------------------------------------------------------
+
+
+def purge_cell_rows(conn: Connection, uuid: str) -> None:
+    """Every cell row of a server (its record, metadata, tags, actions and moves): see
+    :func:`purge`."""
+    for table in (cs.instance_metadata, cs.instance_tags):
+        conn.execute(sa.delete(table).where(table.c.instance_uuid == uuid))
+    actions = sa.select(cs.instance_actions.c.id).where(
+        cs.instance_actions.c.instance_uuid == uuid)
+    conn.execute(sa.delete(cs.instance_actions_events)
+                 .where(cs.instance_actions_events.c.action_id.in_(actions)))
+    conn.execute(sa.delete(cs.instance_actions)
+                 .where(cs.instance_actions.c.instance_uuid == uuid))
+    conn.execute(sa.delete(cs.migrations).where(cs.migrations.c.instance_uuid == uuid))
+    conn.execute(sa.delete(cs.instances).where(cs.instances.c.uuid == uuid))
 
 
 def _json(text: str | None) -> dict[str, Any]:

@@ -108,7 +108,8 @@ def show_quota_set(req: Req) -> webob.Response:
 
 def show_quota_set_detail(req: Req) -> webob.Response:
     project_id = _target(req, "os_compute_api:os-quota-sets:detail")
-    limits, used = ops.state(req.api.dbs.api, req.api.quota_defaults, project_id, shown=True)
+    limits, used = ops.state(req.api.dbs.api, req.api.quota_defaults, project_id, shown=True,
+                             servers=req.api.count_servers)
     body: dict[str, Any] = {r: {"in_use": used.of(r), "limit": limits[r], "reserved": 0}
                             for r in _shown(req)}
     body["id"] = project_id
@@ -140,9 +141,12 @@ def update_quota_set(req: Req) -> webob.Response:
     force = boolean(data.get("force", False))
     wanted = _parsed(data)
     engine = req.api.dbs.api
+    counted = ops.state(engine, req.api.quota_defaults, project_id, shown=True,
+                        servers=req.api.count_servers)[1] \
+        if req.api.count_servers is not None else None
     with db.write(engine) as conn:
         if not force:
-            used = store.usage(conn, project_id)
+            used = counted or store.usage(conn, project_id)
             for resource, limit in sorted(wanted.items()):
                 if 0 <= limit < used.of(resource):
                     raise BadRequest(f"Quota limit {limit} for {resource} must be greater "
@@ -189,7 +193,8 @@ def show_limits(req: Req) -> webob.Response:
     if other is not None and other != project_id:
         req.authorize("os_compute_api:limits:other_project")
         project_id = other
-    limits, used = ops.state(req.api.dbs.api, req.api.quota_defaults, project_id, shown=True)
+    limits, used = ops.state(req.api.dbs.api, req.api.quota_defaults, project_id, shown=True,
+                             servers=req.api.count_servers)
     shown = _shown(req)
     absolute: dict[str, int] = {name: limits[r] for r in shown
                                 for name in _LIMIT_NAMES.get(r, ())}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlencode
 
 import webob
@@ -46,7 +48,10 @@ def create_server(req: Req) -> webob.Response:
     max_count = int(data.get("max_count", min_count))
     if min_count < 1 or max_count < 1:
         raise BadRequest("min_count and max_count must be at least 1.")
-    boot = ops.Boot(name=data["name"], flavor=_flavor(req, data["flavorRef"]),
+    # A zone tree's top chose the server's uuid and host (one server per request).
+    build = (req.zone or {}).get("build") or {}
+    boot = ops.Boot(uuid=build.get("uuid"), force_host=build.get("host"), name=data["name"],
+                    flavor=_flavor(req, data["flavorRef"]),
                     min_count=min_count, max_count=max_count, project_id=req.project_id,
                     user_id=req.ctx.user_id or "",
                     availability_zone=data.get("availability_zone"), group=hints.get("group"),
@@ -164,26 +169,64 @@ def _project_filter(req: Req) -> str | None:
     return req.project_id
 
 
+class _MarkerValues(Exception):
+    """A zone tree's top asked where its marker's page starts (``Req.zone``)."""
+
+    def __init__(self, values: list[object]) -> None:
+        super().__init__(values)
+        self.values = values
+
+
 def _listed(req: Req) -> list[Server]:
-    return server_list.page(req.api, server_params.listing(req, _project_filter(req)))
+    listing = server_params.listing(req, _project_filter(req))
+    asked = (req.zone or {}).get("list")
+    if isinstance(asked, dict):
+        # A zone tree's top merges this leaf's page with the others': it asks where the
+        # marker (a server here or elsewhere) puts the page's start, or gives it.
+        if asked.get("marker"):
+            raise _MarkerValues(server_list.wire_values(
+                server_list.marker_values(req.api, listing), listing.keys))
+        listing = server_list.after(listing, asked.get("after"))
+    return server_list.page(req.api, listing)
 
 
-def _links(req: Req, servers: list[Server]) -> dict[str, object]:
+def _zone_list(req: Req, rendered: Callable[[list[Server]], list[dict[str, Any]]]
+               ) -> webob.Response:
+    """The page, or the marker's values, for a zone tree's top; each server with its
+    sort values (``stratus:sort``), which the top merges on and drops."""
+    try:
+        servers = _listed(req)
+    except _MarkerValues as found:
+        return json_response({"stratus:marker": found.values})
+    keys = server_params.listing(req, None).keys
+    return json_response({"servers": [
+        dict(body, **{"stratus:sort": server_list.wire_values(
+            server_list.sort_values(s, keys), keys)})
+        for s, body in zip(servers, rendered(servers), strict=True)]})
+
+
+def next_links(req: Req, count: int, last: str | None) -> dict[str, object]:
     """``servers_links`` as Nova writes it: a "next" link, with the last server as the
     marker, whenever the page is full (the next page may then be empty)."""
     limit = server_params.parse_limit(req.query("limit"), req.api.max_limit)
-    if not limit or len(servers) != limit:
+    if not limit or count != limit or last is None:
         return {}
     # Sorted by name as Nova's; repeated parameters (sort_key) keep their order.
     pairs = sorted(((k, v) for k, v in req.query_pairs if k != "marker"),
                    key=lambda pair: pair[0])
-    pairs.append(("marker", servers[-1].uuid))
+    pairs.append(("marker", last))
     url = req.webob.host_url + req.webob.script_name + req.webob.path_info
     return {"servers_links": [{"rel": "next", "href": f"{url}?{urlencode(pairs)}"}]}
 
 
+def _links(req: Req, servers: list[Server]) -> dict[str, object]:
+    return next_links(req, len(servers), servers[-1].uuid if servers else None)
+
+
 def list_servers(req: Req) -> webob.Response:
     req.authorize("os_compute_api:servers:index")
+    if req.zone is not None:
+        return _zone_list(req, lambda found: [views.server_brief(req, s) for s in found])
     servers = _listed(req)
     return json_response({"servers": [views.server_brief(req, s) for s in servers],
                           **_links(req, servers)})
@@ -201,6 +244,8 @@ def _addresses(req: Req, servers: list[Server]) -> dict[str, dict[str, object]]:
 
 def list_servers_detail(req: Req) -> webob.Response:
     req.authorize("os_compute_api:servers:detail")
+    if req.zone is not None:
+        return _zone_list(req, lambda found: shown_all(req, found))
     servers = _listed(req)
     return json_response({"servers": shown_all(req, servers), **_links(req, servers)})
 
