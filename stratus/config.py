@@ -132,7 +132,7 @@ OPTIONS: list[Option] = [
           ("server_groups", 10, "Server groups"),
           ("server_group_members", 10, "Servers in one server group"),
           ("key_pairs", 100, "Key pairs of each user"),
-          ("metadata_items", 128, "Metadata items of a server (shown, not enforced)"),
+          ("metadata_items", 128, "Metadata items of one server"),
           ("injected_files", 5, "Injected files (shown before 2.57, not enforced)"),
           ("injected_file_content_bytes", 10240,
            "Bytes of an injected file (shown before 2.57, not enforced)"),
@@ -167,6 +167,15 @@ OPTIONS: list[Option] = [
            "Seconds a shelved server stays on its host before it is offloaded (Nova's "
            "option): 0 offloads at once, -1 never (shelveOffload does it); Stratus "
            "offloads either at once or on request.", minimum=-1),
+    Option("DEFAULT", "reclaim_instance_interval", int, 0,
+           "Seconds a deleted server is kept (SOFT_DELETED, powered off, holding what "
+           "it held; restore brings it back, forceDelete ends it) before the conductor "
+           "reclaims it (Nova's option); 0 deletes at once."),
+    Option("api", "enable_instance_password", bool, True,
+           "Answer a boot, rebuild or rescue with the server's admin password "
+           "(adminPass), generated when the request gives none (Nova's option)."),
+    Option("DEFAULT", "password_length", int, 12,
+           "Length of generated admin passwords (Nova's option).", minimum=1),
     Option("upgrade_levels", "compute", str, "",
            "Pin the ComputeRPC version the API and the conductor send (e.g. 1.3) during a "
            "rolling upgrade, or 'auto' for the oldest compute's; empty: the newest. A "
@@ -260,9 +269,10 @@ OPTIONS: list[Option] = [
     Option("image", "max_image_size", int, 268_435_456, "Largest image upload in bytes.",
            minimum=0),
     Option("glance", "api_servers", list, [], "The image API(s) the compute API looks "
-           "boots' imageRef up in (the first is used; empty: imageRef is not checked)."),
-    Option("glance", "token", str, "admin", "Token the compute API sends to the image "
-           "API (noauth2: 'admin' is admin)."),
+           "boots' imageRef up in and a compute uploads snapshots to (the first is used; "
+           "empty: imageRef is not checked and createImage fails on the compute)."),
+    Option("glance", "token", str, "admin", "Token the compute API and the computes send "
+           "to the image API (noauth2: 'admin' is admin)."),
     Option("catalog", "identity", str, "", "The identity endpoint in the catalog "
            "(e.g. http://127.0.0.1:5000/v3)."),
     Option("catalog", "compute", str, "", "The compute endpoint in the catalog "

@@ -63,7 +63,7 @@ from stratus.conductor.build import ConductorContext
 from stratus.conductor.build_recovery import recover_builds
 from stratus.conductor.recovery import recover_moves
 from stratus.identity import service as identity_service
-from stratus.image.client import ImageClient
+from stratus.image.client import ImageClient, ImageWriter
 from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
 from stratus.storage import engine as db
@@ -195,6 +195,11 @@ class AllInOne:
         seed_image(deps)
         self.image_deps = deps
         self.image_wsgi = image_service.make_app(self.config, deps)
+
+    def image_writer(self) -> ImageWriter:
+        writer = ImageWriter("http://image.allinone", wsgi_app=self.image_wsgi)
+        self.started.closers.append(writer.close)
+        return writer
 
     def network_client(self) -> NetworkClient:
         client = NetworkClient("http://network.allinone",
@@ -354,6 +359,7 @@ class AllInOne:
         config = self.config
         placement = self.placement_client()
         network = self.network_client()
+        images = self.image_writer()
         beats = Heartbeats(float(config.get("compute", "report_interval")))
         total = sum(len(v) for v in by_cell.values())
         done = 0
@@ -365,7 +371,8 @@ class AllInOne:
                 svc = FleetCompute(driver.host, driver, bus, engine, placement,
                                    tracker_interval=config.get("compute",
                                                                "resource_tracker_interval"),
-                                   first_pass_done=driver.host in skip, network=network)
+                                   first_pass_done=driver.host in skip, network=network,
+                                   image=images)
                 svc.start()
                 self.started.computes.append(svc)
                 beats.add(engine, svc)
@@ -380,7 +387,8 @@ class AllInOne:
 
         deps = make_deps(self.config, bus=api_bus, placement=self.placement_client(),
                          network=self.network_client(),
-                         image=ImageClient("http://image.allinone", wsgi_app=self.image_wsgi))
+                         image=ImageClient("http://image.allinone", wsgi_app=self.image_wsgi),
+                         images=self.image_writer())
         self.started.closers.append(deps.close)
         self.compute_deps = deps
         if not self.http:

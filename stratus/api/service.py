@@ -22,7 +22,7 @@ from stratus.api.ops import quotas
 from stratus.api.store.cells import CellDBs
 from stratus.bus import Bus
 from stratus.cells.engines import CellEngines
-from stratus.image.client import ImageClient
+from stratus.image.client import ImageClient, ImageWriter
 from stratus.metrics.wsgi import database_probe, instrument
 from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
@@ -44,8 +44,8 @@ def api_db_url(config: configuration.Config) -> str:
 def make_deps(config: configuration.Config, *, bus: Bus | None = None,
               placement: PlacementClient | None = None,
               network: NetworkClient | None = None, sync: bool = False,
-              identity: str | None = None, image: ImageClient | None = None
-              ) -> ComputeAPIDeps:
+              identity: str | None = None, image: ImageClient | None = None,
+              images: ImageWriter | None = None) -> ComputeAPIDeps:
     """Everything the API needs; ``bus`` and ``placement`` may be passed in (all-in-one)."""
     engine = db.create_engine(api_db_url(config))
     if sync:
@@ -72,8 +72,13 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
     servers = config.get("glance", "api_servers")
     if image is None and servers:
         image = ImageClient(str(servers[0]), token=str(config.get("glance", "token")))
+    if images is None and servers:
+        images = ImageWriter(str(servers[0]), token=str(config.get("glance", "token")))
     return ComputeAPIDeps(
-        network=network, image=image,
+        network=network, image=image, images=images,
+        reclaim_instance_interval=int(config.get("DEFAULT", "reclaim_instance_interval")),
+        enable_instance_password=bool(config.get("api", "enable_instance_password")),
+        password_length=int(config.get("DEFAULT", "password_length")),
         dbs=CellDBs(engine, CellEngines(), timeout=float(config.get("scheduler",
                                                                     "cell_timeout"))),
         placement=placement, bus=bus,

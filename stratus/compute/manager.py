@@ -19,8 +19,11 @@ from stratus.cells import actions, services
 from stratus.compute import cell_records
 from stratus.compute.drivers import Driver, Instance
 from stratus.compute.drivers.errors import DriverError, InstanceNotFound
+from stratus.compute.lifecycle import LifecycleSteps
 from stratus.compute.moves import MoveSteps
 from stratus.compute.resource_tracker import ResourceTracker
+from stratus.compute.snapshot import SnapshotSteps
+from stratus.image.client import ImageWriter
 from stratus.metrics import events
 from stratus.network import client as nc
 from stratus.network.model import binding_allocation
@@ -36,14 +39,15 @@ class Rescheduler(Protocol):
     def reschedule(self, instance_uuid: str, failed_host: str, reason: str) -> None: ...
 
 
-class ComputeManager(MoveSteps):
+class ComputeManager(MoveSteps, SnapshotSteps, LifecycleSteps):
     def __init__(self, host: str, driver: Driver, tracker: ResourceTracker,
                  cell_engine: Engine, conductor: Rescheduler | None, *,
                  clock: Callable[[], dt.datetime] = services.utcnow,
-                 network: nc.NetworkClient | None = None) -> None:
+                 network: nc.NetworkClient | None = None,
+                 image: ImageWriter | None = None) -> None:
         self.host, self.driver, self.tracker = host, driver, tracker
         self.cell_engine, self.conductor, self.clock = cell_engine, conductor, clock
-        self.network = network
+        self.network, self.image = network, image
 
     def set_host_enabled(self, enabled: bool) -> str:
         """The disabled trait on this host's root providers, in Placement before answering.

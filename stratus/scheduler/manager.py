@@ -48,6 +48,7 @@ from stratus.scheduler import (
     evidence,
     filters,
     no_valid_host_category,
+    rebuild,
     request_filters,
     weighers,
 )
@@ -199,6 +200,16 @@ class SchedulerManager:
         counts.update(report.rejected)
         pool = HostColumnPool(cols, np.flatnonzero(passed), spec, self.options.weights)
         return self._place_all(spec, instance_uuids, pool, counts, return_alternates)
+
+    def check_rebuild(self, request_spec: dict[str, Any], instance_uuid: str,
+                      node_uuid: str) -> None:
+        """May the server be rebuilt where it is with its new image (``rebuild.py``)?"""
+        try:
+            spec = RequestSpec.from_dict(request_spec)
+        except InvalidRequest as exc:
+            raise NoValidHost(f"The request cannot be scheduled: {exc}") from None
+        rebuild.check(self.placement, self.host_manager, spec, self.options.host_filters,
+                      instance_uuid, node_uuid)
 
     def dry_run(self, request_spec: dict[str, Any], count: int = 1) -> dict[str, Any]:
         """Would ``count`` servers of ``request_spec`` fit now, where, and if not why;

@@ -8,8 +8,6 @@ from stratus.api.http.views.flavors import flavor  # noqa: F401 (re-exported)
 from stratus.api.http.views.hypervisors import hypervisor  # noqa: F401 (re-exported)
 from stratus.api.http.views.server_groups import server_group  # noqa: F401 (re-exported)
 from stratus.api.http.views.servers import (  # noqa: F401 (re-exported)
-    STATUS,
-    TASK_STATUS,
     Extras,
     server,
     server_brief,

@@ -184,3 +184,14 @@ def check_key_pairs(conn: Connection, defaults: Mapping[str, int], project_id: s
     limit = limits_in(conn, defaults, project_id)["key_pairs"]
     if 0 <= limit <= store.key_pairs_of(conn, user_id):
         raise QuotaExceeded("Quota exceeded, too many key pairs.")
+
+
+def check_metadata_items(engine: Engine, defaults: Mapping[str, int], project_id: str,
+                         count: int) -> None:
+    """403 if a server of ``project_id`` may not have ``count`` metadata items (Nova's
+    MetadataLimitExceeded; the limit is per server)."""
+    if not count:
+        return
+    limit = limits(engine, defaults, project_id)["metadata_items"]
+    if 0 <= limit < count:
+        raise QuotaExceeded(f"Maximum number of metadata items exceeds {limit}")

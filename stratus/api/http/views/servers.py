@@ -21,23 +21,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from stratus.api import status as server_status
 from stratus.api.http.wsgi import Req, timestamp_z
 from stratus.api.store.servers import Server
-from stratus.cells import moves
 
-STATUS = {"building": "BUILD", "active": "ACTIVE", "error": "ERROR", "deleted": "DELETED",
-          "stopped": "SHUTOFF", "paused": "PAUSED", "suspended": "SUSPENDED",
-          "resized": "VERIFY_RESIZE", "shelved": "SHELVED", "shelved_offloaded":
-          "SHELVED_OFFLOADED", "rescued": "RESCUE", "soft-delete": "SOFT_DELETED"}
-# Tasks that show as a status of their own (Nova's state map): clients such as
-# `openstack server resize --wait` poll for these to end.
-TASK_STATUS = {("active", moves.RESIZE_PREP): "RESIZE",
-               ("active", moves.RESIZE_MIGRATING): "RESIZE",
-               ("active", moves.RESIZE_MIGRATED): "RESIZE",
-               (moves.RESIZED, moves.RESIZE_REVERTING): "REVERT_RESIZE",
-               ("active", moves.LIVE_MIGRATING): "MIGRATING",
-               **{(vm, task): "REBUILD" for vm in ("active", "stopped", "error")
-                  for task in (moves.REBUILDING, moves.REBUILD_SPAWNING)}}
 # Nova shows ``progress`` in these statuses only, and ``fault`` in these.
 PROGRESS_STATUSES = frozenset({"ACTIVE", "BUILD", "REBUILD", "RESIZE", "VERIFY_RESIZE",
                                "MIGRATING"})
@@ -50,8 +37,7 @@ def status(s: Server) -> str:
     """The API status of a server: its vm_state, or the task it is in the middle of."""
     if s.deleted_at is not None:
         return "DELETED"
-    return TASK_STATUS.get((s.vm_state, s.task_state or "")) or \
-        STATUS.get(s.vm_state, s.vm_state.upper())
+    return server_status.status(s.vm_state, s.task_state)
 
 
 @dataclass
