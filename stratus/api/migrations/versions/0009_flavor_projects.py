@@ -1,16 +1,16 @@
 """flavor_projects: the projects that may use a private flavor (os-flavor-access);
 flavors.rxtx_factor (shown by the compute API until 2.102).
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0009
+Revises: 0008
 """
 
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import mysql
 
-revision = "0010"
-down_revision = "0009"
+revision = "0009"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 
