@@ -65,7 +65,10 @@ def _get(req: Req, image_id: str) -> dict[str, Any]:
 
 
 def properties(image: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in image.items() if k not in CORE}
+    """An image's own properties: not Glance's attributes, nor what Glance alone writes
+    (its stores, the ``os_glance_*`` namespace), which no metadata call may change."""
+    return {k: v for k, v in image.items()
+            if k not in CORE and k != "stores" and not k.startswith("os_glance")}
 
 
 def _when(text: str | None) -> dt.datetime | None:
