@@ -27,7 +27,7 @@ from stratus.conductor.build import ConductorContext
 from stratus.conductor.manager import CellBuses, ConductorManager
 from stratus.conductor.rpcapi import ConductorRPC
 from stratus.image import service as image_service
-from stratus.image.client import ImageClient
+from stratus.image.client import ImageClient, ImageWriter
 from stratus.network import service as network_service
 from stratus.network.client import NetworkClient
 from stratus.network.http.app import NetworkDeps
@@ -85,7 +85,7 @@ class World:
                  cells: tuple[str, ...] = ("cell1",), network_db: str | None = None,
                  legacy_resource_request: bool = False, compute_cap: str | None = None,
                  allow_resize_to_same_host: bool = False,
-                 shelved_offload_time: int = 0) -> None:
+                 shelved_offload_time: int = 0, reclaim_instance_interval: int = 0) -> None:
         self.cloud = Cloud(tmp_path, placement_app, database_url, cells=cells)
         self.placement = self.cloud.placement
         self.network_engine = db.create_engine(network_db or f"sqlite:///{tmp_path}/network.db")
@@ -121,8 +121,10 @@ class World:
             placement=self.cloud.client(), bus=self.bus, rpc_timeout=5.0,
             network=self.network_client(),
             image=ImageClient("http://image.test", wsgi_app=self.image_app),
+            images=ImageWriter("http://image.test", wsgi_app=self.image_app),
             allow_resize_to_same_host=allow_resize_to_same_host,
             shelved_offload_time=shelved_offload_time,
+            reclaim_instance_interval=reclaim_instance_interval,
             clock=lambda: dt.datetime.now(dt.UTC).replace(tzinfo=None) + self.now_offset)
         self.http = httpx.Client(transport=httpx.WSGITransport(app=build_wsgi(self.api)),
                                  base_url="http://compute.test")
@@ -159,7 +161,9 @@ class World:
         if rpc_version:
             kwargs["rpc_version"] = rpc_version
         svc = ComputeService(name, driver, self.bus, self.cloud.cell_engine(cell),
-                             self.cloud.client(), network=self.network_client(), **kwargs)
+                             self.cloud.client(), network=self.network_client(),
+                             image=ImageWriter("http://image.test", wsgi_app=self.image_app),
+                             **kwargs)
         svc.start()
         with db.write(self.cloud.api_engine) as conn:
             mappings.map_host(conn, name, cell_uuid)

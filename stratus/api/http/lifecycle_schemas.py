@@ -70,6 +70,14 @@ CREATE_IMAGE = action("createImage", {
     "properties": {"name": _name(), "metadata": METADATA},
     "required": ["name"], "additionalProperties": False})
 
+CREATE_BACKUP = action("createBackup", {
+    "type": "object",
+    "properties": {"name": _name(), "backup_type": {"type": "string"},
+                   "rotation": {"anyOf": [{"type": "integer", "minimum": 0},
+                                          {"type": "string", "pattern": "^[0-9]+$"}]},
+                   "metadata": METADATA},
+    "required": ["name", "backup_type", "rotation"], "additionalProperties": False})
+
 _REBUILD_PROPERTIES: dict[str, Any] = {
     "name": _name(), "imageRef": IMAGE_ID, "adminPass": {"type": "string"},
     "metadata": METADATA, "preserve_ephemeral": BOOLEAN,

@@ -21,7 +21,8 @@ from stratus.scheduler import request as rq
 from stratus.storage import engine as db
 
 WHY = "shelving"
-SHELVABLE = ("active", moves.STOPPED)
+# Nova shelves a server that is active, stopped, paused or suspended.
+SHELVABLE = ("active", moves.STOPPED, "paused", "suspended")
 
 
 def _win(api: ComputeAPIDeps, server: Server, task: str, action: str,

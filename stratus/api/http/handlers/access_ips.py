@@ -8,7 +8,8 @@ from stratus.api.store.errors import BadRequest
 
 
 def access_ip(value: str, version: int, field: str) -> str:
-    """The address if it is one of IP ``version`` (400 naming ``field`` otherwise)."""
+    """The address, in its canonical form (an IPv6 one compressed, as Nova stores it), if
+    it is one of IP ``version``; 400 naming ``field`` otherwise."""
     try:
         parsed = ipaddress.ip_address(value)
     except ValueError:
@@ -16,4 +17,4 @@ def access_ip(value: str, version: int, field: str) -> str:
     if parsed is None or parsed.version != version:
         raise BadRequest(f"Invalid input for field/attribute {field}. Value: {value}. "
                          f"'{value}' is not a 'ipv{version}'")
-    return value
+    return str(parsed)

@@ -16,7 +16,8 @@ lock, unlock           202     ops.locking (``locked_reason`` 2.73)
 os-resetState          202     ops.locking (admin)
 forceDelete, restore   202     ops.soft_delete
 os-getConsoleOutput    200     the compute's console log, ``{"output"}``
-rebuild, createImage           handlers.rebuild_image
+rebuild, createImage,          handlers.rebuild_image
+createBackup
 =====================  ======  ===================================================
 """
 
@@ -164,4 +165,5 @@ ACTIONS: dict[str, ActionHandler] = {
     "os-getConsoleOutput": console_output,
     "rebuild": rebuild_image.rebuild,
     "createImage": rebuild_image.create_image,
+    "createBackup": rebuild_image.create_backup,
 }

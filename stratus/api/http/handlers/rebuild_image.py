@@ -1,8 +1,9 @@
-"""The two actions that take an image: ``rebuild`` (202 with the server as it now is, and
-its admin password) and ``createImage`` (202; the image's Location before 2.45,
-``{"image_id"}`` from it). Also what update and rebuild answer: before 2.75 Nova
-answers them with a reduced server (no availability zone, usage times, extended
-status or attributes, security groups...); from 2.75 with the whole one."""
+"""The actions that take or make an image: ``rebuild`` (202 with the server as it now is,
+and its admin password), ``createImage`` and ``createBackup`` (202; the image's
+Location before 2.45, ``{"image_id"}`` from it). Also what update and rebuild
+answer: before 2.75 Nova answers them with a reduced server (no availability zone,
+usage times, extended status or attributes, security groups...); from 2.75 with the
+whole one."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ _FULL_ONLY = ("config_drive", "key_name", "security_groups", "host_status")
 
 def answered(req: Req, server: Server, *, rebuilt: bool = False) -> dict[str, Any]:
     """The server as ``PUT /servers/{id}`` (or rebuild, ``rebuilt``) answers it."""
-    body = shown(req, server)
+    body: dict[str, Any] = dict(shown(req, server))
     if req.want.supports("full_server_answers"):
         if rebuilt:   # Nova's rebuild adds user_data itself (2.57), not the view
             body.pop("OS-EXT-SRV-ATTR:user_data", None)
@@ -41,6 +42,10 @@ def answered(req: Req, server: Server, *, rebuilt: bool = False) -> dict[str, An
                 continue
             if key.startswith(_FULL_ONLY_PREFIXES) or key in _FULL_ONLY:
                 body.pop(key)
+        # Addresses without their extended attributes (Nova's extend_address=False).
+        addresses: dict[str, Any] = body.get("addresses") or {}
+        body["addresses"] = {net: [{"version": a["version"], "addr": a["addr"]}
+                                   for a in addrs] for net, addrs in addresses.items()}
         if rebuilt and req.want.supports("rebuild_key_name"):
             body["key_name"] = server.key_name
     if not req.want.supports("server_groups_in_server"):
@@ -107,9 +112,27 @@ def create_image(req: Req, body: dict[str, Any]) -> webob.Response:
         req.api, req.arg("server_id"), None if req.is_admin else req.project_id,
         data["name"], data.get("metadata") or {}, req.caller, tuple(req.ctx.roles),
         is_admin=req.is_admin)
+    return _image_answer(req, str(image["id"]))
+
+
+def _image_answer(req: Req, image_id: str) -> webob.Response:
     if req.want.supports("create_image_body"):
-        return json_response({"image_id": image["id"]}, status=202)
+        return json_response({"image_id": image_id}, status=202)
     resp = empty_response(202)
     base = req.webob.host_url + req.webob.script_name
-    resp.headers["Location"] = f"{base}/v2.1/images/{image['id']}"
+    resp.headers["Location"] = f"{base}/v2.1/images/{image_id}"
     return resp
+
+
+def create_backup(req: Req, body: dict[str, Any]) -> webob.Response:
+    validate(body, schemas.CREATE_BACKUP)
+    req.authorize("os_compute_api:os-create-backup")
+    data = body["createBackup"]
+    rotation = int(data["rotation"])
+    image = snapshot.create_backup(
+        req.api, req.arg("server_id"), None if req.is_admin else req.project_id,
+        data["name"], data["backup_type"], rotation, data.get("metadata") or {},
+        req.caller, tuple(req.ctx.roles), is_admin=req.is_admin)
+    if rotation == 0:   # Nova: nothing to point at, the backup is rotated out
+        return empty_response(202)
+    return _image_answer(req, str(image["id"]))
