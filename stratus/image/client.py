@@ -88,6 +88,7 @@ class ImageWriter:
         (Stratus's image service); False sends every request with ``token`` (a real
         Glance, which would refuse a made-up token)."""
         self.forward_callers = forward_callers
+        self.base_url = base_url.rstrip("/")
         if wsgi_app is not None:
             transport = httpx.WSGITransport(app=wsgi_app)
         self._http = httpx.Client(base_url=base_url.rstrip("/"), transport=transport,

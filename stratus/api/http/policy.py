@@ -52,6 +52,9 @@ RULES: dict[str, str] = {
     "os_compute_api:os-lock-server:unlock:unlock_override": ADMIN,
     "os_compute_api:os-admin-actions:reset_state": ADMIN,
     "os_compute_api:os-server-diagnostics": ADMIN,
+    # The image proxy: the image service decides what each caller may see and change.
+    "os_compute_api:images": ANY,
+    "os_compute_api:image-metadata": ANY,
     "os_compute_api:os-extended-server-attributes": ADMIN,
     **{f"os_compute_api:os-server-groups:{a}": ANY for a in ("create", "index", "show",
                                                              "delete")},
