@@ -23,8 +23,10 @@ BUS = "amqp://stratus:RABBIT_PASSWORD@rabbit.example:5672/stratus"
 POLICY = [("oslo_policy", n) for n in ("policy_file", "enforce_scope", "enforce_new_defaults")]
 CORS = [("cors", n) for n in ("allowed_origin", "allow_credentials", "expose_headers",
                               "max_age", "allow_methods", "allow_headers")]
-CLIENTS = [("placement_client", "endpoint"), ("placement_client", "token")]
-NETWORK_CLIENT = [("network_client", "endpoint"), ("network_client", "token")]
+CLIENTS = [("placement_client", "endpoint"), ("placement_client", "token"),
+           ("placement_client", "retry_seconds")]
+NETWORK_CLIENT = [("network_client", "endpoint"), ("network_client", "token"),
+                  ("network_client", "retry_seconds")]
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,8 @@ ROLES = (
          "stratus network-api --config-file /etc/stratus/network-api.conf --host 0.0.0.0",
          (("DEFAULT", "debug"), ("network_database", "connection"),
           ("network_database", "sync_on_startup"), ("network", "legacy_resource_request"),
-          ("api", "auth_strategy"), ("api_server", "max_body_bytes"), ("metrics", "enabled"),
+          ("network", "binding_extended"), ("api", "auth_strategy"),
+          ("api_server", "max_body_bytes"), ("metrics", "enabled"),
           *POLICY),
          {("network_database", "connection"): f"{DB}_network"}),
     Role("scheduler.conf", "a scheduler",
@@ -120,7 +123,8 @@ ROLES += (
     Role("image-api.conf", "the image API (Glance v2)",
          "stratus image-api --config-file /etc/stratus/image-api.conf --host 0.0.0.0",
          (("DEFAULT", "debug"), ("image_database", "connection"), ("image", "store_dir"),
-          ("image", "max_image_size"), ("api", "auth_strategy"), ("metrics", "enabled")),
+          ("image", "max_image_size"), ("image", "max_json_body_bytes"),
+          ("api", "auth_strategy"), ("metrics", "enabled")),
          {("image_database", "connection"): f"{DB}_image"}),
 )
 

@@ -26,6 +26,7 @@ from stratus.image.client import ImageClient, ImageWriter
 from stratus.metrics.wsgi import database_probe, instrument
 from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
+from stratus.retry import RetryPolicy
 from stratus.storage import engine as db
 from stratus.storage import migrate
 
@@ -64,11 +65,15 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
         bus = Bus(url, identity=identity or f"api-{socket.gethostname()}:{os.getpid()}",
                   timeout=timeout)
     if placement is None:
-        placement = PlacementClient(str(config.get("placement_client", "endpoint")),
-                                    token=str(config.get("placement_client", "token")))
+        placement = PlacementClient(
+            str(config.get("placement_client", "endpoint")),
+            token=str(config.get("placement_client", "token")),
+            retry=RetryPolicy(float(config.get("placement_client", "retry_seconds"))))
     if network is None and config.get("network_client", "endpoint"):
-        network = NetworkClient(str(config.get("network_client", "endpoint")),
-                                token=str(config.get("network_client", "token")))
+        network = NetworkClient(
+            str(config.get("network_client", "endpoint")),
+            token=str(config.get("network_client", "token")),
+            retry=RetryPolicy(float(config.get("network_client", "retry_seconds"))))
     servers = config.get("glance", "api_servers")
     if image is None and servers:
         image = ImageClient(str(servers[0]), token=str(config.get("glance", "token")))

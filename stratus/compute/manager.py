@@ -117,7 +117,8 @@ class ComputeManager(MoveSteps, SnapshotSteps, LifecycleSteps):
                    mappings: dict[str, list[str]]) -> list[dict]:
         """Bind the instance's ports here, each with the provider Placement's ``mappings``
         name for its groups (``binding:profile.allocation``). All or none: a failure
-        unbinds what this call bound, and raises."""
+        unbinds what this call bound, and raises. A port that is no longer the
+        instance's by the time it is written (the server's delete freed it) is skipped."""
         if not port_ids:
             return []
         if self.network is None:
@@ -129,7 +130,10 @@ class ComputeManager(MoveSteps, SnapshotSteps, LifecycleSteps):
         try:
             for port in ports:
                 allocation = binding_allocation(port, mappings)
-                bound.append(self.network.bind_port(port, self.host, allocation))
+                done = self.network.bind_server_port(port, instance_uuid, self.host,
+                                                     allocation)
+                if done is not None:
+                    bound.append(done)
         except Exception:
             self.unbind_ports(bound)
             raise
@@ -153,9 +157,15 @@ class ComputeManager(MoveSteps, SnapshotSteps, LifecycleSteps):
         LOG.info("%s: port %s left instance %s", self.host, port_id, instance_uuid)
 
     def terminate_instance(self, instance_uuid: str) -> None:
-        try:
-            self.driver.destroy(instance_uuid)
-        except InstanceNotFound:
+        # The running copy, and one a shelve (or a move) keeps powered off here.
+        gone = 0
+        for drop in (self.driver.destroy, self.driver.confirm_migration):
+            try:
+                drop(instance_uuid)
+                gone += 1
+            except InstanceNotFound:
+                pass
+        if not gone:
             LOG.info("%s: instance %s was not on this host", self.host, instance_uuid)
         with db.write(self.cell_engine) as conn:
             cell_records.instance_deleted(conn, instance_uuid, self.clock())

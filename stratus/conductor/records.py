@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stratus.api import schema as api
-from stratus.cells import instance_meta
+from stratus.cells import instance_meta, moves
 from stratus.cells import schema as cs
 from stratus.cells.mappings import CellMapping, get_cell
 from stratus.scheduler.request import persistable
@@ -189,13 +189,26 @@ def create_instance(conn: Connection, instance: dict[str, Any], flavor: dict[str
 
 def update_instance(conn: Connection, instance_uuid: str, *, live_only: bool = False,
                     **values: Any) -> bool:
-    """Write ``values``; with ``live_only``, only if the instance is not deleted. True if
-    a row was written."""
+    """Write ``values``; with ``live_only``, only if the instance is neither deleted nor
+    being deleted (the API's delete marked it first: its record is the delete's now).
+    True if a row was written."""
     values.setdefault("updated_at", utcnow())
     query = sa.update(cs.instances).where(cs.instances.c.uuid == instance_uuid)
     if live_only:
-        query = query.where(cs.instances.c.deleted_at.is_(None))
+        query = query.where(*_live(cs.instances))
     return bool(conn.execute(query.values(**values)).rowcount)
+
+
+def _live(t: sa.Table) -> tuple[sa.ColumnElement[bool], ...]:
+    return (t.c.deleted_at.is_(None),
+            sa.or_(t.c.task_state.is_(None), t.c.task_state != moves.DELETING))
+
+
+def is_live(conn: Connection, instance_uuid: str) -> bool:
+    """Whether the cell still has the instance, neither deleted nor being deleted."""
+    t = cs.instances
+    return conn.execute(sa.select(t.c.id).where(t.c.uuid == instance_uuid, *_live(t))
+                        ).first() is not None
 
 
 def stuck_building(conn: Connection, before: dt.datetime) -> list[dict[str, Any]]:

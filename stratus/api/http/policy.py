@@ -19,6 +19,9 @@ RULES: dict[str, str] = {
     **{f"os_compute_api:os-flavor-extra-specs:{a}": ADMIN
        for a in ("create", "update", "delete")},
     "os_compute_api:flavors": ANY,
+    "os_compute_api:os-flavor-access": ADMIN,
+    "os_compute_api:os-flavor-access:add_tenant_access": ADMIN,
+    "os_compute_api:os-flavor-access:remove_tenant_access": ADMIN,
     **{f"os_compute_api:os-aggregates:{a}": ADMIN
        for a in ("index", "create", "show", "update", "delete", "add_host", "remove_host",
                  "set_metadata")},

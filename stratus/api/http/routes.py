@@ -39,6 +39,8 @@ ROUTES: list[tuple[str, Mapping[str, Handler]]] = [
     ("/flavors/detail", {"GET": flavors.list_flavors_detail}),
     ("/flavors/{flavor_id}", {"GET": flavors.show_flavor, "PUT": flavors.update_flavor,
                               "DELETE": flavors.delete_flavor}),
+    ("/flavors/{flavor_id}/os-flavor-access", {"GET": flavors.list_access}),
+    ("/flavors/{flavor_id}/action", {"POST": flavors.flavor_action}),
     ("/flavors/{flavor_id}/os-extra_specs", {"GET": flavors.list_extra_specs,
                                              "POST": flavors.create_extra_specs}),
     ("/flavors/{flavor_id}/os-extra_specs/{key}", {

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 from stratus.api import schema as s
 from stratus.cells import instance_meta
 from stratus.cells import schema as cs
+from stratus.cells.moves import DELETING
 
 # vm_state values as the conductor and computes write them.
 BUILDING, ACTIVE, ERROR, DELETED = "building", "active", "error", "deleted"
@@ -249,6 +250,15 @@ def cell_servers(conn: Connection, cell_uuid: str, uuids: list[str]) -> dict[str
                 server = replace(server, vm_state=DELETED)
             found.append(server)
     return {srv.uuid: srv for srv in with_details(conn, found)}
+
+
+def mark_deleting(conn: Connection, uuid: str) -> bool:
+    """The delete starts: the server's task is ``deleting`` whatever it was, so a move under
+    way writes nothing more to its record and clears what it made (Nova's task state)."""
+    t = cs.instances
+    result = conn.execute(sa.update(t).where(t.c.uuid == uuid, t.c.deleted_at.is_(None))
+                          .values(task_state=DELETING, updated_at=utcnow()))
+    return bool(result.rowcount)
 
 
 def mark_deleted(conn: Connection, uuid: str, now: dt.datetime | None = None) -> bool:

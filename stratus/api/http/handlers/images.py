@@ -17,7 +17,7 @@ from stratus.api.http.errors import HTTPError
 from stratus.api.http.wsgi import Req, empty_response, json_response
 from stratus.api.ops import server_update
 from stratus.api.store.errors import BadRequest, Forbidden, NotFound, ServiceUnavailable
-from stratus.image.client import CORE, Caller, ImageClientError, ImageWriter
+from stratus.image.client import Caller, ImageClientError, ImageWriter, is_property
 
 STATUS = {"active": "ACTIVE", "queued": "SAVING", "saving": "SAVING",
           "deleted": "DELETED", "pending_delete": "DELETED", "killed": "ERROR"}
@@ -54,7 +54,7 @@ def _proxied(req: Req, last: str = "no_proxy_apis") -> None:
 
 
 def properties(doc: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in doc.items() if k not in CORE}
+    return {k: v for k, v in doc.items() if is_property(k)}
 
 
 def _links(req: Req, image_id: str) -> list[dict[str, str]]:

@@ -32,9 +32,10 @@ def _flavor(req: Req, ref: str | int) -> flavor_store.Flavor:
     try:
         with db.read(req.api.dbs.api) as conn:
             flavor = flavor_store.get(conn, flavor_id)
+            usable = req.is_admin or flavor_store.has_access(conn, flavor, req.project_id)
     except NotFound:
         raise BadRequest(f"Flavor {flavor_id} could not be found.") from None
-    if not flavor.is_public and not req.is_admin:
+    if not usable:
         raise BadRequest(f"Flavor {flavor_id} could not be found.")
     return flavor
 
