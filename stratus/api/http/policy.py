@@ -88,6 +88,13 @@ RULES: dict[str, str] = {
     **{f"os_compute_api:os-quota-sets:{a}": ADMIN for a in ("update", "delete")},
     **{f"os_compute_api:os-quota-class-sets:{a}": ADMIN for a in ("show", "update")},
     "os_compute_api:limits": ANY,
+    "os_compute_api:os-instance-usage-audit-log:list": ADMIN,
+    "os_compute_api:os-instance-usage-audit-log:show": ADMIN,
+    **{f"os_compute_api:os-hosts:{a}": ADMIN
+       for a in ("list", "show", "update", "start", "shutdown", "reboot")},
+    "os_compute_api:os-simple-tenant-usage:list": ADMIN,
+    # Any caller for their own project (the handler checks), admins any project.
+    "os_compute_api:os-simple-tenant-usage:show": ANY,
     "os_compute_api:limits:other_project": ADMIN,
 }
 

@@ -11,9 +11,11 @@ from collections.abc import Mapping
 
 from stratus.api.http.handlers import (
     aggregates,
+    audit_log,
     console,
     dry_run,
     flavors,
+    hosts,
     hypervisors,
     images,
     instance_actions,
@@ -25,6 +27,7 @@ from stratus.api.http.handlers import (
     server_groups,
     servers,
     services,
+    usage,
 )
 from stratus.api.http.handlers import server_details as details
 from stratus.api.http.wsgi import Handler
@@ -122,4 +125,13 @@ ROUTES: list[tuple[str, Mapping[str, Handler]]] = [
     ("/os-quota-class-sets/{class_name}", {"GET": quotas.show_quota_class_set,
                                            "PUT": quotas.update_quota_class_set}),
     ("/limits", {"GET": quotas.show_limits}),
+    ("/os-instance_usage_audit_log", {"GET": audit_log.list_audit_logs}),
+    ("/os-instance_usage_audit_log/{before_timestamp}", {"GET": audit_log.show_audit_log}),
+    ("/os-hosts", {"GET": hosts.list_hosts}),
+    ("/os-hosts/{host_name}", {"GET": hosts.show_host, "PUT": hosts.update_host}),
+    ("/os-hosts/{host_name}/startup", {"GET": hosts.startup_host}),
+    ("/os-hosts/{host_name}/shutdown", {"GET": hosts.shutdown_host}),
+    ("/os-hosts/{host_name}/reboot", {"GET": hosts.reboot_host}),
+    ("/os-simple-tenant-usage", {"GET": usage.list_usage}),
+    ("/os-simple-tenant-usage/{tenant_id}", {"GET": usage.show_usage}),
 ]

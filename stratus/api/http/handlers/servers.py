@@ -21,7 +21,7 @@ from stratus.api.store import flavors as flavor_store
 from stratus.api.store import keypairs as keypair_store
 from stratus.api.store import server_groups as group_store
 from stratus.api.store.cells import COMPUTE_BINARY, list_services
-from stratus.api.store.errors import BadRequest, NotFound
+from stratus.api.store.errors import BadRequest, NotFound, ServiceUnavailable
 from stratus.api.store.servers import BUILDING, Server
 from stratus.storage import engine as db
 
@@ -190,14 +190,39 @@ def shown_all(req: Req, servers: list[Server]) -> list[dict[str, object]]:
 
 
 def _project_filter(req: Req) -> str | None:
+    """Whose servers: the caller's project; with ``all_tenants`` (admins) every
+    project's, or the one ``tenant_id``/``project_id`` names."""
     if req.query_bool("all_tenants") or req.query_bool("all_projects"):
         req.authorize("os_compute_api:servers:index:get_all_tenants")
-        return None
+        return req.query("tenant_id") or req.query("project_id") or None
     return req.project_id
 
 
+def _ip_filter(req: Req, project_id: str | None) -> server_params.IpFilter | None:
+    """The fixed IPs of the servers an ``ip``/``ip6`` filter looks at (ports of the
+    project's servers, or of all), asked of the network service only when filtering."""
+    if req.query("ip") is None and req.query("ip6") is None:
+        return None
+    if req.api.network is None:
+        return server_params.IpFilter({})
+    try:
+        ports = req.api.network.list_ports(**({"project_id": project_id}
+                                               if project_id else {}))
+    except Exception as exc:
+        raise ServiceUnavailable(f"The network service did not answer ({exc}); try "
+                                 "again.") from None
+    addresses: dict[str, list[str]] = {}
+    for port in ports:
+        if port.get("device_id"):
+            addresses.setdefault(port["device_id"], []).extend(
+                ip["ip_address"] for ip in port.get("fixed_ips") or ())
+    return server_params.IpFilter(addresses)
+
+
 def _listed(req: Req) -> list[Server]:
-    return server_list.page(req.api, server_params.listing(req, _project_filter(req)))
+    project = _project_filter(req)
+    listing = server_params.listing(req, project, _ip_filter(req, project))
+    return [] if listing is None else server_list.page(req.api, listing)
 
 
 def _links(req: Req, servers: list[Server]) -> dict[str, object]:
