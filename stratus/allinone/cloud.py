@@ -324,7 +324,7 @@ class AllInOne:
                                compute=buses.compute_client,
                                max_attempts=config.get("scheduler", "max_attempts"),
                                claim_retries=config.get("scheduler", "claim_retries"),
-                               network=self.network_client(),
+                               network=self.network_client(), image=self.image_writer(),
                                service_down_time=config.get("compute", "service_down_time"))
         conductor = ConductorManager(ctx)
         api_bus.serve(ConductorRPC, conductor, server="allinone")

@@ -45,6 +45,7 @@ def cmd_conductor(args: argparse.Namespace) -> int:
     from stratus.bus import Bus
     from stratus.cells.engines import CellEngines
     from stratus.cells.heartbeat import CONDUCTOR_BINARY
+    from stratus.cli.compute_cmd import image_writer
     from stratus.conductor.build import ConductorContext
     from stratus.conductor.build_recovery import recover_builds
     from stratus.conductor.manager import CellBuses, ConductorManager, compute_cap
@@ -68,7 +69,7 @@ def cmd_conductor(args: argparse.Namespace) -> int:
                            scheduler=bus.client(SchedulerRPC), compute=buses.compute_client,
                            max_attempts=config.get("scheduler", "max_attempts"),
                            claim_retries=config.get("scheduler", "claim_retries"),
-                           network=network,
+                           network=network, image=image_writer(config),
                            service_down_time=config.get("compute", "service_down_time"))
     heartbeat = control_heartbeat(config, engine, engines, CONDUCTOR_BINARY,
                                   ConductorRPC.version)

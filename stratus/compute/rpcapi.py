@@ -240,6 +240,12 @@ class ComputeRPC(RPCInterface):
         """A snapshot as a backup (task image_backup ...), then the oldest backups of
         ``backup_type`` beyond ``rotation`` deleted."""
 
+    @rpc_method(since=LIFECYCLE_SINCE)
+    def snapshot_for_shelve(self, instance_uuid: str, image_id: str) -> None:
+        """Copy the disk into the queued image ``image_id`` before a shelve (no task
+        state: the conductor's); deletes the image and raises if that fails."""
+        raise NotImplementedError
+
     @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
     def soft_delete_instance(self, instance_uuid: str) -> None:
         """Power off and keep: task soft-deleting -> none, SOFT_DELETED."""

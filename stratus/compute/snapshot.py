@@ -49,6 +49,15 @@ class SnapshotSteps(_Base):
                           st.IMAGE_BACKUP):
             self._rotate(instance_uuid, backup_type, rotation)
 
+    def snapshot_for_shelve(self, instance_uuid: str, image_id: str) -> None:
+        """Shelve's copy of the disk (the conductor drives the task): the image active
+        on return, or deleted and the failure raised."""
+        try:
+            self._upload(instance_uuid, image_id)
+        except (ImageClientError, DriverError, RuntimeError) as exc:
+            self._delete_image(instance_uuid, image_id)
+            raise RuntimeError(f"the shelved image could not be written: {exc}") from None
+
     def _rotate(self, uuid: str, backup_type: str, rotation: int) -> None:
         if self.image is None:
             return
@@ -89,29 +98,41 @@ class SnapshotSteps(_Base):
         return False
 
     def _snapshot(self, uuid: str, image_id: str) -> None:
+        self._upload(uuid, image_id, (st.IMAGE_PENDING_UPLOAD, st.IMAGE_UPLOADING))
+        self._set(uuid, SNAPSHOT_TASKS, task_state=None, updated_at=self.clock())
+        LOG.info("%s: snapshot of %s uploaded as image %s", self.host, uuid, image_id)
+
+    def _upload(self, uuid: str, image_id: str, tasks: tuple[str, str] | None = None
+                ) -> None:
+        """Copy the disk into the image (already active: done); ``tasks``: the task
+        states to pass through (pending upload, uploading)."""
         if self.image is None:
             raise RuntimeError(f"compute {self.host} has no image service configured "
                                "([glance] api_servers)")
         image = self.image.get(image_id)
-        if image.get("status") != "active":
-            data = self.driver.snapshot(uuid)
-            self._set(uuid, SNAPSHOT_TASKS, task_state=st.IMAGE_PENDING_UPLOAD)
-            if image.get("status") == "queued":
-                self.image.update(image_id, {"disk_format": DISK_FORMAT,
-                                             "container_format": CONTAINER_FORMAT})
-                self._set(uuid, SNAPSHOT_TASKS, task_state=st.IMAGE_UPLOADING)
-                self.image.upload(image_id, data)
-        self._set(uuid, SNAPSHOT_TASKS, task_state=None, updated_at=self.clock())
-        LOG.info("%s: snapshot of %s uploaded as image %s", self.host, uuid, image_id)
+        if image.get("status") == "active":
+            return
+        data = self.driver.snapshot(uuid)
+        if tasks:
+            self._set(uuid, SNAPSHOT_TASKS, task_state=tasks[0])
+        if image.get("status") == "queued":
+            self.image.update(image_id, {"disk_format": DISK_FORMAT,
+                                         "container_format": CONTAINER_FORMAT})
+            if tasks:
+                self._set(uuid, SNAPSHOT_TASKS, task_state=tasks[1])
+            self.image.upload(image_id, data)
 
-    def _snapshot_failed(self, uuid: str, image_id: str, reason: str) -> None:
-        LOG.warning("%s: snapshot of %s failed: %s", self.host, uuid, reason)
+    def _delete_image(self, uuid: str, image_id: str) -> None:
         if self.image is not None:
             try:
                 self.image.delete(image_id)
             except ImageClientError as exc:
                 if exc.status != 404:
-                    LOG.warning("%s: could not delete image %s of a failed snapshot: %s",
-                                self.host, image_id, exc)
+                    LOG.warning("%s: could not delete image %s of a failed snapshot of "
+                                "%s: %s", self.host, image_id, uuid, exc)
+
+    def _snapshot_failed(self, uuid: str, image_id: str, reason: str) -> None:
+        LOG.warning("%s: snapshot of %s failed: %s", self.host, uuid, reason)
+        self._delete_image(uuid, image_id)
         self._set(uuid, SNAPSHOT_TASKS, task_state=None,
                   fault=f"createImage: {reason}")

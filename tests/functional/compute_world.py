@@ -118,7 +118,8 @@ class World:
             api_engine=self.cloud.api_engine, engines=self.cloud.engines,
             placement=self.cloud.client(), scheduler=self.bus.client(SchedulerRPC),
             compute=self.buses.compute_client, max_attempts=3,
-            network=self.network_client())
+            network=self.network_client(),
+            image=ImageWriter("http://image.test", wsgi_app=self.image_app))
         self.bus.serve(ConductorRPC, ConductorManager(self.conductor_ctx), server="conductor-1")
         self.computes: dict[str, ComputeService] = {}
         self.now_offset = dt.timedelta(0)

@@ -203,3 +203,19 @@ def test_backups_rotate_out_the_oldest_of_their_type(world):
     assert backups() == ["b2", "b3"]
     assert image_doc(world, first) is None
     assert last_action(world, sid)["action"] == "createBackup"
+
+
+def test_shelve_leaves_a_named_image_that_the_unshelve_deletes(world):
+    flavor, image = ready(world)
+    sid = booted(world, flavor, image, name="keep")["id"]
+    assert act(world, sid, {"pause": None}).status_code == 202
+    settle(world, sid, "PAUSED")   # Nova shelves paused servers too
+    assert act(world, sid, {"shelve": {}}).status_code == 202
+    settle(world, sid, "SHELVED_OFFLOADED")
+    found = world.images.get("/v2/images", params={"name": "keep-shelved"}).json()["images"]
+    assert [(i["status"], i["instance_uuid"]) for i in found] == [("active", sid)]
+    assert held(world, sid) == {}
+    assert act(world, sid, {"unshelve": None}).status_code == 202
+    settle(world, sid, "ACTIVE")
+    assert image_doc(world, found[0]["id"]) is None
+    clean(world)

@@ -123,6 +123,23 @@ def _start(api: ComputeAPIDeps, server: Server, name: str, metadata: Mapping[str
     return image
 
 
+def shelved_image(api: ComputeAPIDeps, server: Server, caller: Caller) -> str | None:
+    """Nova's shelve snapshot: a queued ``<name>-shelved`` image the conductor has the
+    compute fill before it powers the server off; None without an image service."""
+    if api.images is None:
+        return None
+    as_caller = ImageCaller(str(caller.user_id or ""), str(caller.project_id or ""))
+    doc = image_document(server, f"{server.name}-shelved", {}, caller)
+    try:
+        return str(api.images.create(doc, as_caller)["id"])
+    except ImageClientError as exc:
+        raise ServiceUnavailable(f"Cannot create the shelved image: {exc}") from None
+
+
+def forget_image(api: ComputeAPIDeps, image_id: str) -> None:
+    _forget(api, image_id)
+
+
 def _forget(api: ComputeAPIDeps, image_id: str) -> None:
     assert api.images is not None
     with contextlib.suppress(ImageClientError):   # else it stays queued: its owner's
