@@ -28,6 +28,7 @@ from stratus.compute.rpcapi import PORTS_SINCE
 from stratus.conductor import ports, records
 from stratus.conductor.action_events import caller_of
 from stratus.conductor.selection import select_destinations
+from stratus.image.client import ImageWriter
 from stratus.metrics import events
 from stratus.network import client as nc
 from stratus.placement import client as pc
@@ -57,6 +58,8 @@ class ConductorContext:
     claim_retries: int = 3
     network: nc.NetworkClient | None = None
     service_down_time: int = services.DEFAULT_SERVICE_DOWN_TIME
+    # The image service (a shelved server's image is deleted after its unshelve).
+    image: ImageWriter | None = None
 
     def cell(self, uuid: str) -> CellMapping:
         with db.read(self.api_engine) as conn:

@@ -155,7 +155,8 @@ def listing(req: Req, project_id: str | None, ip_uuids: IpFilter | None = None
         only_deleted=only_deleted, user_id=one("user_id") or None,
         image_ref=image.rstrip("/").rsplit("/", 1)[-1] if image else None,
         flavorid=one("flavor") or None, patterns=patterns,
-        uuids=ip_uuids.find(one("ip"), one("ip6")) if ip_uuids else None)
+        uuids=ip_uuids.find(one("ip"), one("ip6")) if ip_uuids else None,
+        reservation_id=one("reservation_id") or None)
     return Listing(filters, parse_sort(values.get("sort_key", []), values.get("sort_dir", []),
                                        req.is_admin),
                    parse_limit(one("limit"), req.api.max_limit), one("marker") or None)

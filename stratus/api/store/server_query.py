@@ -29,6 +29,7 @@ from stratus.api.store.servers import (
     with_details,
 )
 from stratus.cells import schema as cs
+from stratus.cells.states import SOFT_DELETED
 
 # The sort keys a caller may ask for (Nova's names) and the Server attribute (and
 # column) behind each.
@@ -73,6 +74,7 @@ class Filters:
     changes_before: dt.datetime | None = None
     with_deleted: bool = False                 # changes-since and status=DELETED see them
     only_deleted: bool = False                 # an admin's deleted=true
+    reservation_id: str | None = None          # the servers one multi-create made
     user_id: str | None = None
     image_ref: str | None = None
     flavorid: str | None = None
@@ -165,7 +167,10 @@ def cell_page(conn: Connection, cell_uuid: str, filters: Filters, keys: Sequence
     if filters.only_deleted:
         query = query.where(t.c.deleted_at.is_not(None))
     elif not filters.with_deleted:
-        query = query.where(t.c.deleted_at.is_(None))
+        # Soft-deleted servers are left out too, as Nova's default listing does.
+        query = query.where(t.c.deleted_at.is_(None), t.c.vm_state != SOFT_DELETED)
+    if filters.reservation_id is not None:
+        query = query.where(t.c.reservation_id == filters.reservation_id)
     if filters.user_id is not None:
         query = query.where(t.c.user_id == filters.user_id)
     if filters.image_ref is not None:
@@ -234,6 +239,10 @@ def build_request_page(conn: Connection, filters: Filters, keys: Sequence[SortKe
         query = query.where(name_clause(b.c.name, filters.name))
     if filters.changes_since is not None:
         query = query.where(_changed_since(b, filters.changes_since))
+    if filters.reservation_id is not None:
+        # The build request keeps it in its JSON (sorted keys, json.dumps's separators).
+        query = query.where(b.c.instance.like(
+            f'%"reservation_id": "{_like_escape(filters.reservation_id)}"%', escape="\\"))
     if filters.changes_before is not None:
         query = query.where(_changed_before(b, filters.changes_before))
     if filters.uuids is not None:
