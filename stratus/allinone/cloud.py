@@ -117,6 +117,7 @@ class AllInOne:
         self.timings: dict[str, float] = {}
         # What the start-up recovery pass did with builds a stop interrupted.
         self.recovered_builds: dict[str, str] = {}
+        self._reclaim_pass: Callable[[], None] = lambda: None
         # The data directory's deployment id (deployment.json), once recorded.
         self.deployment_id: str | None = None
 
@@ -170,6 +171,7 @@ class AllInOne:
         # every compute answers (one process: nothing else is driving it).
         recover_moves(conductor_ctx, older_than=dt.timedelta(0))
         self.recovered_builds = recover_builds(conductor_ctx, older_than=dt.timedelta(0))
+        self._reclaim_pass = self._reclaimer(conductor_ctx)
 
         self._http(api_bus)
         self.timings["total"] = time.monotonic() - t0
@@ -322,7 +324,7 @@ class AllInOne:
                                compute=buses.compute_client,
                                max_attempts=config.get("scheduler", "max_attempts"),
                                claim_retries=config.get("scheduler", "claim_retries"),
-                               network=self.network_client(),
+                               network=self.network_client(), image=self.image_writer(),
                                service_down_time=config.get("compute", "service_down_time"))
         conductor = ConductorManager(ctx)
         api_bus.serve(ConductorRPC, conductor, server="allinone")
@@ -447,8 +449,21 @@ class AllInOne:
 
     # ---- running ----------------------------------------------------------------------
 
+    def _reclaimer(self, ctx: ConductorContext) -> Callable[[], None]:
+        """The conductor's reclaim of soft-deleted servers, as a main-loop tick: a pass
+        every ``reclaim_instance_interval`` seconds (at most a minute apart)."""
+        from stratus.cli.scheduler_cmd import periodically
+        from stratus.conductor.reclaim import reclaim
+
+        interval = int(self.config.get("DEFAULT", "reclaim_instance_interval"))
+        if interval <= 0:
+            return lambda: None
+        return periodically(min(interval, 60), lambda: reclaim(ctx, interval))
+
     def tick(self) -> None:
-        """Called from the main loop: reload the cell list now if SIGHUP asked for it."""
+        """Called from the main loop: reload the cell list now if SIGHUP asked for it,
+        reclaim soft-deleted servers when it is time."""
+        self._reclaim_pass()
         if self.cache is not None:
             try:
                 self.cache.all()

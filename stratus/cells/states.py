@@ -26,6 +26,7 @@ PAUSING, UNPAUSING, SUSPENDING, RESUMING = "pausing", "unpausing", "suspending",
 RESCUING, UNRESCUING = "rescuing", "unrescuing"
 IMAGE_SNAPSHOT_PENDING, IMAGE_SNAPSHOT = "image_snapshot_pending", "image_snapshot"
 IMAGE_PENDING_UPLOAD, IMAGE_UPLOADING = "image_pending_upload", "image_uploading"
+IMAGE_BACKUP = "image_backup"
 REBUILDING, REBUILD_BLOCK_DEVICE_MAPPING = moves.REBUILDING, "rebuild_block_device_mapping"
 REBUILD_SPAWNING = moves.REBUILD_SPAWNING
 SOFT_DELETING, RESTORING, DELETING = "soft-deleting", "restoring", "deleting"
@@ -73,6 +74,7 @@ ACCEPTS: dict[str, Accepts] = {
     "rebuild": Accepts((ACTIVE, STOPPED, ERROR)),
     # A snapshot is not refused for a locked server (Nova: a lock guards against change).
     "createImage": Accepts((ACTIVE, STOPPED, PAUSED, SUSPENDED), locked=False),
+    "createBackup": Accepts((ACTIVE, STOPPED, PAUSED, SUSPENDED), locked=False),
     "trigger_crash_dump": Accepts((ACTIVE, PAUSED, RESCUED, RESIZED, ERROR)),
     "soft_delete": Accepts(ANY, ANY, host=False),
     "restore": Accepts((SOFT_DELETED,), host=False),

@@ -45,10 +45,12 @@ def cmd_conductor(args: argparse.Namespace) -> int:
     from stratus.bus import Bus
     from stratus.cells.engines import CellEngines
     from stratus.cells.heartbeat import CONDUCTOR_BINARY
+    from stratus.cli.compute_cmd import image_writer
     from stratus.conductor.build import ConductorContext
     from stratus.conductor.build_recovery import recover_builds
     from stratus.conductor.leases import BuildLeases
     from stratus.conductor.manager import CellBuses, ConductorManager, compute_cap
+    from stratus.conductor.reclaim import reclaim
     from stratus.conductor.recovery import recover_moves
     from stratus.conductor.rpcapi import ConductorRPC
     from stratus.scheduler.rpcapi import SchedulerRPC
@@ -69,7 +71,7 @@ def cmd_conductor(args: argparse.Namespace) -> int:
                            scheduler=bus.client(SchedulerRPC), compute=buses.compute_client,
                            max_attempts=config.get("scheduler", "max_attempts"),
                            claim_retries=config.get("scheduler", "claim_retries"),
-                           network=network,
+                           network=network, image=image_writer(config),
                            service_down_time=config.get("compute", "service_down_time"),
                            leases=leases)
     heartbeat = control_heartbeat(config, engine, engines, CONDUCTOR_BINARY,
@@ -86,11 +88,14 @@ def cmd_conductor(args: argparse.Namespace) -> int:
         stuck_after = dt.timedelta(seconds=config.get("conductor", "stuck_build_after"))
         interval = float(config.get("conductor", "recovery_interval"))
 
+        reclaim_after = int(config.get("DEFAULT", "reclaim_instance_interval"))
+
         def recover() -> None:
             taken = recover_builds(ctx, stuck_after)
             if taken:
                 print(f"conductor {name}: took over {len(taken)} unfinished build(s)",
                       flush=True)
+            reclaim(ctx, reclaim_after)
 
         def recover_all() -> None:   # at each pass, moves too: a conductor died mid-move
             recover()

@@ -27,7 +27,7 @@ Versions:
 - 1.5: the server lifecycle on the host (casts unless said): reboot_instance,
   stop_instance, start_instance, pause_instance, unpause_instance, suspend_instance,
   resume_instance, rescue_instance, unrescue_instance, rebuild_in_place,
-  snapshot_instance, soft_delete_instance, restore_instance, trigger_crash_dump;
+  snapshot_instance, backup_instance, soft_delete_instance, restore_instance, trigger_crash_dump;
   get_console_output and get_diagnostics (calls). Each cast finds the task state the
   API (or the conductor) set and does nothing otherwise, so a repeated delivery is
   harmless (:mod:`stratus.compute.lifecycle`).
@@ -233,6 +233,18 @@ class ComputeRPC(RPCInterface):
     def snapshot_instance(self, instance_uuid: str, image_id: str) -> None:
         """Copy the disk into the queued image ``image_id``: task image_snapshot_pending ->
         image_snapshot -> image_pending_upload -> image_uploading -> none."""
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def backup_instance(self, instance_uuid: str, image_id: str, backup_type: str,
+                        rotation: int) -> None:
+        """A snapshot as a backup (task image_backup ...), then the oldest backups of
+        ``backup_type`` beyond ``rotation`` deleted."""
+
+    @rpc_method(since=LIFECYCLE_SINCE)
+    def snapshot_for_shelve(self, instance_uuid: str, image_id: str) -> None:
+        """Copy the disk into the queued image ``image_id`` before a shelve (no task
+        state: the conductor's); deletes the image and raises if that fails."""
+        raise NotImplementedError
 
     @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
     def soft_delete_instance(self, instance_uuid: str) -> None:

@@ -29,6 +29,7 @@ from stratus.conductor import ports, records
 from stratus.conductor.action_events import caller_of
 from stratus.conductor.leases import BuildLeases
 from stratus.conductor.selection import select_destinations
+from stratus.image.client import ImageWriter
 from stratus.metrics import events
 from stratus.network import client as nc
 from stratus.placement import client as pc
@@ -60,6 +61,8 @@ class ConductorContext:
     service_down_time: int = services.DEFAULT_SERVICE_DOWN_TIME
     # The leases this conductor renews while it builds (None: taken, never renewed).
     leases: BuildLeases | None = None
+    # The image service (a shelved server's image is deleted after its unshelve).
+    image: ImageWriter | None = None
 
     def cell(self, uuid: str) -> CellMapping:
         with db.read(self.api_engine) as conn:

@@ -144,10 +144,11 @@ class ConductorManager:
             judge(step, task.outcome)
         LOG.info("evacuation of %s: %s", instance_uuid, task.outcome or "ignored")
 
-    def shelve_instance(self, instance_uuid: str, offload: bool) -> None:
+    def shelve_instance(self, instance_uuid: str, offload: bool,
+                        image_id: str | None = None) -> None:
         with task_step(self.ctx, instance_uuid, actions.SHELVE,
                        "conductor_shelve_instance") as step:
-            outcome = shelve.shelve(self.ctx, instance_uuid, offload)
+            outcome = shelve.shelve(self.ctx, instance_uuid, offload, image_id)
             judge(step, outcome)
         LOG.info("shelve of %s: %s", instance_uuid, outcome)
 

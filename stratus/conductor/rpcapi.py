@@ -3,7 +3,7 @@
 Versions: 1.0 build_instances, reschedule; 1.1 resize_instance, confirm_resize,
 revert_resize (the API records the migration first and casts these); 1.2
 live_migrate_instance, evacuate_instance, shelve_instance, shelve_offload_instance,
-unshelve_instance; 1.3 rebuild_server (a rebuild in place).
+unshelve_instance; 1.3 rebuild_server (a rebuild in place), shelve_instance's image_id.
 """
 
 from __future__ import annotations
@@ -66,9 +66,12 @@ class ConductorRPC(RPCInterface):
         """Rebuild the server of a down host elsewhere (migration ``accepted``)."""
         raise NotImplementedError
 
-    @rpc_method(since="1.2", kind="cast")
-    def shelve_instance(self, instance_uuid: str, offload: bool) -> None:
-        """Power the server off and keep it on its host (``offload``: then offload it)."""
+    @rpc_method(since="1.2", kind="cast", arg_since={"image_id": "1.3"})
+    def shelve_instance(self, instance_uuid: str, offload: bool,
+                        image_id: str | None = None) -> None:
+        """Power the server off and keep it on its host (``offload``: then offload it);
+        ``image_id``: the queued image its disk is copied into first (Nova's
+        ``<name>-shelved`` snapshot, deleted once the server is unshelved)."""
         raise NotImplementedError
 
     @rpc_method(since="1.2", kind="cast")

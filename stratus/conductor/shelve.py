@@ -19,7 +19,7 @@ from typing import Any
 from stratus.bus import BusError
 from stratus.cells import moves
 from stratus.cells.mappings import CellMapping
-from stratus.conductor import leftovers, port_moves, ports, records
+from stratus.conductor import leftovers, port_moves, ports, records, shelved_image
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.resize import drop_copy_if_any
 from stratus.conductor.selection import select_destinations
@@ -51,19 +51,22 @@ def _set(ctx: ConductorContext, cell: CellMapping, uuid: str, **values: Any) -> 
         return records.update_instance(conn, uuid, live_only=True, **values)
 
 
-def shelve(ctx: ConductorContext, uuid: str, offload: bool) -> str:
+def shelve(ctx: ConductorContext, uuid: str, offload: bool,
+           image_id: str | None = None) -> str:
     found = _instance(ctx, uuid, moves.SHELVING)
     if found is None:
         return "ignored"
     cell, row = found
+    compute = ctx.compute(cell).prepare(server=row["host"])
     try:
-        ctx.compute(cell).prepare(server=row["host"]).call("shelve_instance",
-                                                           instance_uuid=uuid)
+        if image_id is not None:   # the disk into the <name>-shelved image first
+            compute.call("snapshot_for_shelve", instance_uuid=uuid, image_id=image_id)
+        compute.call("shelve_instance", instance_uuid=uuid)
     except Exception as exc:
         _set(ctx, cell, uuid, task_state=None, fault=f"Shelve failed: {exc}")
         return f"error: {exc}"
     _set(ctx, cell, uuid, vm_state=moves.SHELVED, task_state=None, power_state=SHUTDOWN,
-         fault=None)
+         fault=None, **shelved_image.remember(row, image_id))
     if not offload:
         return "shelved"
     _set(ctx, cell, uuid, task_state=moves.SHELVING_OFFLOADING)
@@ -101,7 +104,7 @@ def unshelve(ctx: ConductorContext, uuid: str, spec: dict[str, Any]) -> str:
             _set(ctx, cell, uuid, task_state=None, fault=f"Unshelve failed: {exc}")
             return f"error: {exc}"
         _set(ctx, cell, uuid, vm_state=records.ACTIVE, task_state=None, power_state=RUNNING,
-             fault=None)
+             fault=None, **shelved_image.forget(ctx, row))
         return f"running again on {row['host']}"
     hosts: set[str] = set()
     try:
@@ -146,7 +149,8 @@ def _unshelve_offloaded(ctx: ConductorContext, cell: CellMapping, row: dict[str,
             drop_copy_if_any(compute, pick["host"], uuid)
             continue
         if not _set(ctx, cell, uuid, vm_state=records.ACTIVE, task_state=None,
-                    host=pick["host"], node=str(node), power_state=RUNNING, fault=None):
+                    host=pick["host"], node=str(node), power_state=RUNNING, fault=None,
+                    **shelved_image.forget(ctx, row)):
             compute.prepare(server=pick["host"]).call("terminate_instance", instance_uuid=uuid)
             claims.unclaim(ctx.placement, uuid)
             return "deleted during its unshelve"

@@ -71,11 +71,18 @@ class ImageClient:
         return out
 
 PATCH_TYPE = "application/openstack-images-v2.1-json-patch"
+# Glance's own attributes of an image document; every other key is a property.
 CORE = frozenset({"id", "name", "status", "visibility", "protected", "os_hidden", "checksum",
                   "os_hash_algo", "os_hash_value", "size", "virtual_size", "min_disk",
                   "min_ram", "disk_format", "container_format", "owner", "created_at",
                   "updated_at", "tags", "self", "file", "schema", "locations",
-                  "direct_url"})
+                  "direct_url", "stores", "location", "deleted", "deleted_at"})
+RESERVED_PREFIX = "os_glance"   # the image service's own properties (import state...)
+
+
+def is_property(key: str) -> bool:
+    """Whether ``key`` of an image document is a user's property."""
+    return key not in CORE and not key.startswith(RESERVED_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,7 @@ class ImageWriter:
         (Stratus's image service); False sends every request with ``token`` (a real
         Glance, which would refuse a made-up token)."""
         self.forward_callers = forward_callers
+        self.base_url = base_url.rstrip("/")
         if wsgi_app is not None:
             transport = httpx.WSGITransport(app=wsgi_app)
         self._http = httpx.Client(base_url=base_url.rstrip("/"), transport=transport,

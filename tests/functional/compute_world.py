@@ -27,7 +27,7 @@ from stratus.conductor.build import ConductorContext
 from stratus.conductor.manager import CellBuses, ConductorManager
 from stratus.conductor.rpcapi import ConductorRPC
 from stratus.image import service as image_service
-from stratus.image.client import ImageClient
+from stratus.image.client import ImageClient, ImageWriter
 from stratus.network import service as network_service
 from stratus.network.client import NetworkClient
 from stratus.network.http.app import NetworkDeps
@@ -86,7 +86,8 @@ class World:
                  legacy_resource_request: bool = False, compute_cap: str | None = None,
                  allow_resize_to_same_host: bool = False,
                  shelved_offload_time: int = 0, binding_extended: bool = True,
-                 db_url: Callable[[str], str] | None = None) -> None:
+                 db_url: Callable[[str], str] | None = None,
+                 reclaim_instance_interval: int = 0) -> None:
         """``db_url``: the URL of the API, cell and network databases by name ("api",
         "cell0", "cell1", "network"); SQLite files under ``tmp_path`` by default."""
         self.cloud = Cloud(tmp_path, placement_app, database_url, cells=cells, db_url=db_url)
@@ -117,7 +118,8 @@ class World:
             api_engine=self.cloud.api_engine, engines=self.cloud.engines,
             placement=self.cloud.client(), scheduler=self.bus.client(SchedulerRPC),
             compute=self.buses.compute_client, max_attempts=3,
-            network=self.network_client())
+            network=self.network_client(),
+            image=ImageWriter("http://image.test", wsgi_app=self.image_app))
         self.bus.serve(ConductorRPC, ConductorManager(self.conductor_ctx), server="conductor-1")
         self.computes: dict[str, ComputeService] = {}
         self.now_offset = dt.timedelta(0)
@@ -126,8 +128,10 @@ class World:
             placement=self.cloud.client(), bus=self.bus, rpc_timeout=5.0,
             network=self.network_client(),
             image=ImageClient("http://image.test", wsgi_app=self.image_app),
+            images=ImageWriter("http://image.test", wsgi_app=self.image_app),
             allow_resize_to_same_host=allow_resize_to_same_host,
             shelved_offload_time=shelved_offload_time,
+            reclaim_instance_interval=reclaim_instance_interval,
             clock=lambda: dt.datetime.now(dt.UTC).replace(tzinfo=None) + self.now_offset)
         self.http = httpx.Client(transport=httpx.WSGITransport(app=build_wsgi(self.api)),
                                  base_url="http://compute.test")
@@ -164,7 +168,9 @@ class World:
         if rpc_version:
             kwargs["rpc_version"] = rpc_version
         svc = ComputeService(name, driver, self.bus, self.cloud.cell_engine(cell),
-                             self.cloud.client(), network=self.network_client(), **kwargs)
+                             self.cloud.client(), network=self.network_client(),
+                             image=ImageWriter("http://image.test", wsgi_app=self.image_app),
+                             **kwargs)
         svc.start()
         with db.write(self.cloud.api_engine) as conn:
             mappings.map_host(conn, name, cell_uuid)

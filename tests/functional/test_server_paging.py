@@ -272,10 +272,18 @@ def test_projects_page_only_their_servers(cloud):
     walked, _ = _walk(demo, "/servers", {"limit": 1})
     assert walked == mine[::-1]
     fault(demo.get("/servers", params={"marker": theirs}), 400, "badRequest")
-    fault(demo.get("/servers", params={"host": "h2"}), 403, "forbidden")
+    # An admin's filter is dropped for other callers, as Nova drops it (before 2.75; a
+    # parameter Nova knows is still taken from 2.75).
+    assert _ids(demo.get("/servers", params={"host": "h2"})) == mine[::-1]
+    assert _ids(demo.get("/servers", params={"host": "h2"}, version="2.75")) == mine[::-1]
+    assert _ids(cloud.client.get("/servers", params={"host": "h2", "all_tenants": "1"})) \
+        == [mine[0]]
     fault(demo.get("/servers", params={"status": "DELETED"}), 403, "forbidden")
     all_projects = _ids(cloud.client.get("/servers", params={"all_tenants": "1"}))
     assert all_projects == [theirs, *mine[::-1]]
+    # all_tenants with tenant_id: that project's servers only.
+    assert _ids(cloud.client.get("/servers", params={"all_tenants": "1",
+                                                     "tenant_id": "demo"})) == mine[::-1]
     assert _ids(cloud.client.get("/servers")) == [theirs]
 
 

@@ -38,6 +38,26 @@ RULES: dict[str, str] = {
     "os_compute_api:os-migrate-server:migrate": ADMIN,
     "os_compute_api:os-migrate-server:migrate:host": ADMIN,
     "os_compute_api:servers:index:get_all_tenants": ADMIN,
+    # The server lifecycle: the owner's (handlers scope to the project) or an admin's.
+    **{f"os_compute_api:servers:{a}": ANY for a in (
+        "update", "reboot", "stop", "start", "rebuild", "create_image",
+        "trigger_crash_dump")},
+    **{f"os_compute_api:{a}": ANY for a in (
+        "os-pause-server:pause", "os-pause-server:unpause", "os-suspend-server:suspend",
+        "os-suspend-server:resume", "os-rescue", "os-unrescue", "os-lock-server:lock",
+        "os-lock-server:unlock", "os-deferred-delete:force", "os-deferred-delete:restore",
+        "os-console-output", "ips:index", "ips:show", "os-server-password:show",
+        "os-server-password:clear", "os-create-backup")},
+    **{f"os_compute_api:server-metadata:{a}": ANY for a in (
+        "index", "show", "create", "update", "update_all", "delete")},
+    **{f"os_compute_api:os-server-tags:{a}": ANY for a in (
+        "index", "show", "update", "update_all", "delete", "delete_all")},
+    "os_compute_api:os-lock-server:unlock:unlock_override": ADMIN,
+    "os_compute_api:os-admin-actions:reset_state": ADMIN,
+    "os_compute_api:os-server-diagnostics": ADMIN,
+    # The image proxy: the image service decides what each caller may see and change.
+    "os_compute_api:images": ANY,
+    "os_compute_api:image-metadata": ANY,
     "os_compute_api:os-extended-server-attributes": ADMIN,
     **{f"os_compute_api:os-server-groups:{a}": ANY for a in ("create", "index", "show",
                                                              "delete")},
@@ -68,6 +88,14 @@ RULES: dict[str, str] = {
     **{f"os_compute_api:os-quota-sets:{a}": ADMIN for a in ("update", "delete")},
     **{f"os_compute_api:os-quota-class-sets:{a}": ADMIN for a in ("show", "update")},
     "os_compute_api:limits": ANY,
+    "os_compute_api:extensions": ANY,
+    "os_compute_api:os-instance-usage-audit-log:list": ADMIN,
+    "os_compute_api:os-instance-usage-audit-log:show": ADMIN,
+    **{f"os_compute_api:os-hosts:{a}": ADMIN
+       for a in ("list", "show", "update", "start", "shutdown", "reboot")},
+    "os_compute_api:os-simple-tenant-usage:list": ADMIN,
+    # Any caller for their own project (the handler checks), admins any project.
+    "os_compute_api:os-simple-tenant-usage:show": ANY,
     "os_compute_api:limits:other_project": ADMIN,
 }
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from stratus.api.store import flavors as flavor_store
 from stratus.api.store.errors import BadRequest, ServiceUnavailable
-from stratus.image.client import ImageClient, ImageClientError
+from stratus.image.client import ImageClient, ImageClientError, is_property
 from stratus.scheduler import request as rq
 
 HOST_FILTERED = ("img_hv_type", "hw_vm_mode")
@@ -67,13 +67,9 @@ def look_up(client: ImageClient | None, ref: str) -> BootImage:
 
 
 def from_document(doc: Mapping[str, Any]) -> BootImage:
-    core = {"id", "name", "status", "visibility", "protected", "os_hidden", "checksum",
-            "os_hash_algo", "os_hash_value", "size", "virtual_size", "min_disk", "min_ram",
-            "disk_format", "container_format", "owner", "created_at", "updated_at", "tags",
-            "self", "file", "schema", "locations", "direct_url"}
     return BootImage(str(doc["id"]), doc.get("disk_format"), doc.get("container_format"),
                      int(doc.get("min_ram") or 0), int(doc.get("min_disk") or 0),
-                     {k: str(v) for k, v in doc.items() if k not in core and v is not None})
+                     {k: str(v) for k, v in doc.items() if is_property(k) and v is not None})
 
 
 def check_fits(image: BootImage, flavor: flavor_store.Flavor) -> None:

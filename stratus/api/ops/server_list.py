@@ -80,7 +80,7 @@ def _compare(keys: Sequence[q.SortKey], a: Server, b: Server) -> int:
 
 
 def sort_values(server: Server, keys: Sequence[q.SortKey]) -> list[Any]:
-    return [getattr(server, k.attr) for k in keys]
+    return [q.sort_value(server, k.attr) for k in keys]
 
 
 def marker_values(api: ComputeAPIDeps, listing: Listing) -> list[Any]:
@@ -126,8 +126,10 @@ def page(api: ComputeAPIDeps, listing: Listing) -> list[Server]:
     got = api.dbs.gather(lambda c: api.dbs.read(c, q.cell_page, c.uuid, f, keys, after, ask))
     pages = list(got.results.values())
     in_cells = {s.uuid for p in pages for s in p}
-    pages.append([s for s in building if s.uuid not in in_cells])
     order = functools.cmp_to_key(functools.partial(_compare, keys))
+    # Sorted here too: a build request has no column for some sort keys (its host, its
+    # image is in its spec), which SQL orders as constants.
+    pages.append(sorted((s for s in building if s.uuid not in in_cells), key=order))
     out: list[Server] = []
     for server in heapq.merge(*pages, key=order):
         out.append(server)

@@ -10,8 +10,9 @@ from dataclasses import replace
 from stratus.api.deps import ComputeAPIDeps
 from stratus.api.ops import moves as move_ops
 from stratus.api.ops import servers as server_ops
+from stratus.api.ops import snapshot
 from stratus.api.store import servers as store
-from stratus.api.store.errors import BadRequest, ServiceUnavailable
+from stratus.api.store.errors import BadRequest, Conflict, ServiceUnavailable
 from stratus.api.store.servers import Server
 from stratus.bus import BusError
 from stratus.cells import actions, moves
@@ -21,7 +22,8 @@ from stratus.scheduler import request as rq
 from stratus.storage import engine as db
 
 WHY = "shelving"
-SHELVABLE = ("active", moves.STOPPED)
+# Nova shelves a server that is active, stopped, paused or suspended.
+SHELVABLE = ("active", moves.STOPPED, "paused", "suspended")
 
 
 def _win(api: ComputeAPIDeps, server: Server, task: str, action: str,
@@ -50,14 +52,23 @@ def _cast(api: ComputeAPIDeps, server: Server, action: str, method: str,
 def shelve(api: ComputeAPIDeps, uuid: str, project_id: str | None,
            caller: Caller | None = None) -> None:
     server = server_ops.get(api, uuid, project_id)
+    if server.locked and project_id is not None:   # an admin (no owner filter) may
+        raise Conflict(f"Instance {uuid} is locked")
     if server.vm_state not in SHELVABLE or server.task_state is not None \
             or not server.host or not server.cell_uuid:
         raise move_ops._conflict(server, "shelve")
     move_ops._check_compute(api, api.dbs.cell(server.cell_uuid), server.host, "shelve",
                             PORT_MOVES_SINCE, WHY)
-    _win(api, server, moves.SHELVING, actions.SHELVE, caller)
-    _cast(api, server, actions.SHELVE, "shelve_instance",
-          offload=api.shelved_offload_time == 0)
+    image_id = snapshot.shelved_image(api, server, caller or Caller.internal())
+    try:
+        _win(api, server, moves.SHELVING, actions.SHELVE, caller)
+        _cast(api, server, actions.SHELVE, "shelve_instance",
+              offload=api.shelved_offload_time == 0,
+              **({"image_id": image_id} if image_id else {}))
+    except Exception:
+        if image_id:
+            snapshot.forget_image(api, image_id)
+        raise
 
 
 def shelve_offload(api: ComputeAPIDeps, uuid: str, caller: Caller | None = None) -> None:

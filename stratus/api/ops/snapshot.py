@@ -35,7 +35,7 @@ INHERITABLE_CORE = ("min_ram", "min_disk", "disk_format", "container_format")
 
 
 def image_document(server: Server, name: str, extra: Mapping[str, str],
-                   caller: Caller) -> dict[str, Any]:
+                   caller: Caller, image_type: str = "snapshot") -> dict[str, Any]:
     """The new image, as Glance's flat document (no formats: the compute sets them with
     the data, as a snapshot's may differ from the boot image's)."""
     doc: dict[str, Any] = {"name": name}
@@ -50,7 +50,7 @@ def image_document(server: Server, name: str, extra: Mapping[str, str],
         if key in NON_INHERITABLE or key.startswith("os_glance"):
             del props[key]
     props.update({"instance_uuid": server.uuid, "user_id": str(caller.user_id or ""),
-                  "image_type": "snapshot"})
+                  "image_type": image_type})
     if caller.project_id != server.project_id:
         doc["visibility"] = "shared"
         props["instance_owner"] = server.project_id
@@ -73,33 +73,71 @@ def create_image(api: ComputeAPIDeps, uuid: str, project_id: str | None, name: s
     """Start the snapshot; the new image (queued)."""
     server = server_ops.get(api, uuid, project_id)
     server_state.check(server, "createImage", is_admin=is_admin)
+    return _start(api, server, name, metadata, caller, roles, "snapshot", "createImage",
+                  st.IMAGE_SNAPSHOT_PENDING, "snapshot_instance")
+
+
+def create_backup(api: ComputeAPIDeps, uuid: str, project_id: str | None, name: str,
+                  backup_type: str, rotation: int, metadata: Mapping[str, str],
+                  caller: Caller, roles: tuple[str, ...], *, is_admin: bool
+                  ) -> dict[str, Any]:
+    """Start a backup (a snapshot with ``image_type: backup`` and ``backup_type``; once
+    it is uploaded the oldest backups of the type beyond ``rotation`` are deleted)."""
+    server = server_ops.get(api, uuid, project_id)
+    server_state.check(server, "createBackup", is_admin=is_admin)
+    return _start(api, server, name, {**metadata, "backup_type": backup_type}, caller,
+                  roles, "backup", "createBackup", st.IMAGE_BACKUP, "backup_instance",
+                  backup_type=backup_type, rotation=rotation)
+
+
+def _start(api: ComputeAPIDeps, server: Server, name: str, metadata: Mapping[str, str],
+           caller: Caller, roles: tuple[str, ...], image_type: str, action: str,
+           task: str, method: str, **args: object) -> dict[str, Any]:
+    """Create the image, win the task with the instance action, tell the compute."""
     server_update.check_metadata_quota(api, caller.project_id or server.project_id,
                                        metadata)
-    server_state.check_compute(api, server, "createImage")
+    server_state.check_compute(api, server, action)
     if api.images is None:
         raise ServiceUnavailable("This cloud has no image service to write snapshots to "
                                  "([glance] api_servers).")
     as_caller = ImageCaller(str(caller.user_id or ""), str(caller.project_id or ""), roles)
     try:
-        image = api.images.create(image_document(server, name, metadata, caller), as_caller)
+        image = api.images.create(image_document(server, name, metadata, caller,
+                                                 image_type), as_caller)
     except ImageClientError as exc:
         if exc.status in (400, 403, 409, 413):
             raise BadRequest(f"Cannot create the image: {exc.message}"
                                           ) from None
         raise ServiceUnavailable(f"Cannot create the image: {exc}") from None
     try:
-        server_state.win(api, server, "createImage", "createImage", caller,
-                         task_state=st.IMAGE_SNAPSHOT_PENDING)
+        server_state.win(api, server, action, action, caller, task_state=task)
     except Exception:
         _forget(api, image["id"])
         raise
     try:
-        server_state.cast(api, server, "createImage", "snapshot_instance",
-                          {"task_state": None}, image_id=image["id"])
+        server_state.cast(api, server, action, method, {"task_state": None},
+                          image_id=image["id"], **args)
     except Exception:
         _forget(api, image["id"])
         raise
     return image
+
+
+def shelved_image(api: ComputeAPIDeps, server: Server, caller: Caller) -> str | None:
+    """Nova's shelve snapshot: a queued ``<name>-shelved`` image the conductor has the
+    compute fill before it powers the server off; None without an image service."""
+    if api.images is None:
+        return None
+    as_caller = ImageCaller(str(caller.user_id or ""), str(caller.project_id or ""))
+    doc = image_document(server, f"{server.name}-shelved", {}, caller)
+    try:
+        return str(api.images.create(doc, as_caller)["id"])
+    except ImageClientError as exc:
+        raise ServiceUnavailable(f"Cannot create the shelved image: {exc}") from None
+
+
+def forget_image(api: ComputeAPIDeps, image_id: str) -> None:
+    _forget(api, image_id)
 
 
 def _forget(api: ComputeAPIDeps, image_id: str) -> None:

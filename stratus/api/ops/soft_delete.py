@@ -31,8 +31,10 @@ def delete(api: ComputeAPIDeps, uuid: str, project_id: str | None, caller: Calle
 
 
 def _soft_deletable(api: ComputeAPIDeps, server: Server) -> bool:
+    # A resized server's delete also ends its move (the API's delete does that); one
+    # never launched, or already soft-deleted, is deleted for good.
     if not server.host or not server.launched_at or not server.cell_uuid \
-            or server.vm_state == st.SOFT_DELETED:
+            or server.vm_state in (st.SOFT_DELETED, st.RESIZED):
         return False
     try:
         server_state.check(server, "soft_delete", is_admin=True)

@@ -10,6 +10,7 @@ sources' pages in the same order (``stratus.api.ops.server_list``).
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -28,13 +29,30 @@ from stratus.api.store.servers import (
     with_details,
 )
 from stratus.cells import schema as cs
+from stratus.cells.states import SOFT_DELETED
 
 # The sort keys a caller may ask for (Nova's names) and the Server attribute (and
-# column) behind each. Only columns that are never NULL, so the merge across cells
-# and the marker's comparison need no rule for NULLs.
+# column) behind each.
 SORT_KEYS = {"created_at": "created_at", "display_name": "name", "uuid": "uuid",
-             "vm_state": "vm_state", "project_id": "project_id", "user_id": "user_id"}
-TEXT_KEYS = frozenset({"name", "vm_state", "project_id", "user_id"})
+             "vm_state": "vm_state", "project_id": "project_id", "user_id": "user_id",
+             "host": "host", "node": "node", "image_ref": "image_ref",
+             "key_name": "key_name", "availability_zone": "availability_zone",
+             "task_state": "task_state", "power_state": "power_state",
+             "launched_at": "launched_at", "updated_at": "updated_at",
+             "terminated_at": "deleted_at"}
+TEXT_KEYS = frozenset({"name", "vm_state", "project_id", "user_id", "host", "node",
+                       "image_ref", "key_name", "availability_zone", "task_state"})
+# What a NULL sorts as, in SQL (COALESCE) and in the merge across sources alike, so
+# both agree on one total order: before every other value.
+_EPOCH = dt.datetime(1970, 1, 1)
+NULL_AS: dict[str, Any] = {"host": "", "node": "", "image_ref": "", "key_name": "",
+                           "availability_zone": "", "task_state": "",
+                           "launched_at": _EPOCH, "updated_at": _EPOCH, "deleted_at": _EPOCH}
+
+
+def sort_value(server: Any, attr: str) -> Any:
+    value = getattr(server, attr)
+    return NULL_AS[attr] if value is None and attr in NULL_AS else value
 
 
 @dataclass(frozen=True)
@@ -53,7 +71,25 @@ class Filters:
     host: str | None = None
     name: str | None = None                    # a regular expression (Nova's)
     changes_since: dt.datetime | None = None
+    changes_before: dt.datetime | None = None
     with_deleted: bool = False                 # changes-since and status=DELETED see them
+    only_deleted: bool = False                 # an admin's deleted=true
+    reservation_id: str | None = None          # the servers one multi-create made
+    user_id: str | None = None
+    image_ref: str | None = None
+    flavorid: str | None = None
+    uuids: tuple[str, ...] | None = None       # e.g. the servers an IP filter found
+    # (column, regular expression): Nova's regex filters on instance columns (admins'
+    # key_name, availability_zone, node...). Servers still building match none.
+    patterns: tuple[tuple[str, str], ...] = ()
+
+
+def _json_value(key: str, value: str, following: str) -> str:
+    """A LIKE pattern finding ``"key": value`` in the JSON text the instance and spec
+    rows keep (``json.dumps(..., sort_keys=True)``, so ``key`` is always followed by the
+    key ``following``: a nested object, such as extra specs, would need both keys in
+    that order to match too)."""
+    return f'%"{key}": {_like_escape(json.dumps(value))}, "{following}": %'
 
 
 def literal_of(pattern: str) -> tuple[str, bool, bool] | None:
@@ -85,6 +121,8 @@ def name_clause(column: sa.ColumnElement[Any], pattern: str) -> sa.ColumnElement
 
 
 def _ordered(column: sa.ColumnElement[Any], attr: str, dialect: str) -> Any:
+    if attr in NULL_AS and not isinstance(column, sa.BindParameter):
+        column = sa.func.coalesce(column, NULL_AS[attr])
     # PostgreSQL sorts text by the database's locale; the merge across sources (and
     # MySQL's utf8mb4_bin, SQLite's BINARY) compare code points: ask for the same.
     if attr in TEXT_KEYS and dialect == "postgresql":
@@ -126,8 +164,24 @@ def cell_page(conn: Connection, cell_uuid: str, filters: Filters, keys: Sequence
     query = sa.select(t)
     if filters.project_id is not None:
         query = query.where(t.c.project_id == filters.project_id)
-    if not filters.with_deleted:
-        query = query.where(t.c.deleted_at.is_(None))
+    if filters.only_deleted:
+        query = query.where(t.c.deleted_at.is_not(None))
+    elif not filters.with_deleted:
+        # Soft-deleted servers are left out too, as Nova's default listing does.
+        query = query.where(t.c.deleted_at.is_(None), t.c.vm_state != SOFT_DELETED)
+    if filters.reservation_id is not None:
+        query = query.where(t.c.reservation_id == filters.reservation_id)
+    if filters.user_id is not None:
+        query = query.where(t.c.user_id == filters.user_id)
+    if filters.image_ref is not None:
+        query = query.where(t.c.image_ref == filters.image_ref)
+    if filters.flavorid is not None:
+        query = query.where(t.c.flavor.like(
+            _json_value("flavorid", filters.flavorid, "memory_mb"), escape="\\"))
+    if filters.uuids is not None:
+        query = query.where(t.c.uuid.in_(filters.uuids))
+    for column, pattern in filters.patterns:
+        query = query.where(name_clause(t.c[column], pattern))
     if filters.vm_states is not None:
         query = query.where(t.c.vm_state.in_(filters.vm_states))
     if filters.task_states is not None:
@@ -140,6 +194,8 @@ def cell_page(conn: Connection, cell_uuid: str, filters: Filters, keys: Sequence
         query = query.where(name_clause(t.c.name, filters.name))
     if filters.changes_since is not None:
         query = query.where(_changed_since(t, filters.changes_since))
+    if filters.changes_before is not None:
+        query = query.where(_changed_before(t, filters.changes_before))
     rows = _page(conn, query, {a: t.c[a] for a in SORT_KEYS.values()}, keys, after, limit)
     out = []
     for row in rows:
@@ -157,6 +213,11 @@ def _changed_since(t: sa.Table, since: dt.datetime) -> sa.ColumnElement[bool]:
                   sa.and_(t.c.updated_at.is_(None), t.c.created_at >= since))
 
 
+def _changed_before(t: sa.Table, before: dt.datetime) -> sa.ColumnElement[bool]:
+    return sa.or_(t.c.updated_at <= before,
+                  sa.and_(t.c.updated_at.is_(None), t.c.created_at <= before))
+
+
 def build_request_page(conn: Connection, filters: Filters, keys: Sequence[SortKey],
                        after: Sequence[Any] | None, limit: int) -> list[Server]:
     """The same for servers accepted but in no cell yet (status BUILD, no host)."""
@@ -165,16 +226,39 @@ def build_request_page(conn: Connection, filters: Filters, keys: Sequence[SortKe
         return []
     if filters.task_states is not None and "scheduling" not in filters.task_states:
         return []
+    if filters.only_deleted or filters.patterns:
+        return []
     b, r = s.build_requests, s.request_specs
     query = sa.select(b, r.c.spec).select_from(
         b.outerjoin(r, r.c.instance_uuid == b.c.instance_uuid))
     if filters.project_id is not None:
         query = query.where(b.c.project_id == filters.project_id)
+    if filters.user_id is not None:
+        query = query.where(b.c.user_id == filters.user_id)
     if filters.name is not None:
         query = query.where(name_clause(b.c.name, filters.name))
     if filters.changes_since is not None:
         query = query.where(_changed_since(b, filters.changes_since))
-    columns = {"created_at": b.c.created_at, "name": b.c.name, "uuid": b.c.instance_uuid,
-               "vm_state": sa.literal(BUILDING), "project_id": b.c.project_id,
-               "user_id": b.c.user_id}
+    if filters.reservation_id is not None:
+        # The build request keeps it in its JSON (sorted keys, json.dumps's separators).
+        query = query.where(b.c.instance.like(
+            f'%"reservation_id": "{_like_escape(filters.reservation_id)}"%', escape="\\"))
+    if filters.changes_before is not None:
+        query = query.where(_changed_before(b, filters.changes_before))
+    if filters.uuids is not None:
+        query = query.where(b.c.instance_uuid.in_(filters.uuids))
+    if filters.image_ref is not None:
+        query = query.where(r.c.spec.like(
+            _json_value("image_id", filters.image_ref, "image_properties"), escape="\\"))
+    if filters.flavorid is not None:
+        query = query.where(r.c.spec.like(
+            _json_value("flavorid", filters.flavorid, "memory_mb"), escape="\\"))
+    columns: dict[str, Any] = {
+        "created_at": b.c.created_at, "name": b.c.name, "uuid": b.c.instance_uuid,
+        "vm_state": sa.literal(BUILDING), "project_id": b.c.project_id,
+        "user_id": b.c.user_id, "task_state": sa.literal("scheduling"),
+        "power_state": sa.literal(0), "updated_at": b.c.updated_at,
+        **{attr: sa.literal(NULL_AS[attr]) for attr in
+           ("host", "node", "image_ref", "key_name", "availability_zone", "launched_at",
+            "deleted_at")}}
     return [build_request_server(row) for row in _page(conn, query, columns, keys, after, limit)]

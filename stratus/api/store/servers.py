@@ -302,6 +302,19 @@ def on_hosts(conn: Connection, cell_uuid: str, hosts: list[str]) -> list[Server]
     return [_server(row, cell_uuid) for row in rows]
 
 
+def active_in_window(conn: Connection, cell_uuid: str, start: dt.datetime,
+                     stop: dt.datetime, project_id: str | None) -> list[Server]:
+    """Servers that ran at some time between ``start`` and ``stop`` (deleted ones
+    included: usage is billed after the fact), oldest first (os-simple-tenant-usage)."""
+    t = cs.instances
+    query = sa.select(t).where(sa.or_(t.c.deleted_at.is_(None), t.c.deleted_at > start),
+                               sa.or_(t.c.launched_at.is_(None), t.c.launched_at < stop))
+    if project_id is not None:
+        query = query.where(t.c.project_id == project_id)
+    return [_server(row, cell_uuid) for row in
+            conn.execute(query.order_by(t.c.created_at, t.c.uuid))]
+
+
 def hosts_servers(conn: Connection, host: str) -> list[str]:
     """Undeleted instances on ``host`` in this cell."""
     t = cs.instances

@@ -116,11 +116,13 @@ class GuestLifecycle:
             return self._guest(uuid).rescued
 
     def console_output(self, uuid: str, tail: int | None = None) -> str:
+        """The console log (each line ends in a newline); ``tail``: its last lines as
+        Nova's compute cuts them (``'\n'.join(log.split('\n')[-tail:])``)."""
         with self._lock:
-            lines = list(self._guest(uuid).console)
-        if tail is not None:
-            lines = lines[-tail:] if tail > 0 else []
-        return "".join(line + "\n" for line in lines)
+            text = "".join(line + "\n" for line in self._guest(uuid).console)
+        if tail is None:
+            return text
+        return "\n".join(text.split("\n")[-tail:]) if tail > 0 else ""
 
     def diagnostics(self, uuid: str) -> dict[str, Any]:
         """What the hypervisor reports of the guest (Nova's standard diagnostics fields,

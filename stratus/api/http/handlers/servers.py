@@ -8,19 +8,21 @@ from urllib.parse import urlencode
 
 import webob
 
-from stratus.api.http import server_params
+from stratus.api import passwords
+from stratus.api.http import schemas, server_params
+from stratus.api.http.handlers.access_ips import access_ip
 from stratus.api.http.schemas import SERVER_CREATE
 from stratus.api.http.views import servers as views
 from stratus.api.http.wsgi import Req, empty_response, json_response
 from stratus.api.ops import images as image_ops
 from stratus.api.ops import ports as port_ops
-from stratus.api.ops import server_list
+from stratus.api.ops import server_list, soft_delete
 from stratus.api.ops import servers as ops
 from stratus.api.store import flavors as flavor_store
 from stratus.api.store import keypairs as keypair_store
 from stratus.api.store import server_groups as group_store
 from stratus.api.store.cells import COMPUTE_BINARY, list_services
-from stratus.api.store.errors import BadRequest, NotFound
+from stratus.api.store.errors import BadRequest, NotFound, ServiceUnavailable
 from stratus.api.store.servers import BUILDING, Server
 from stratus.storage import engine as db
 
@@ -48,6 +50,8 @@ def create_server(req: Req) -> webob.Response:
     max_count = int(data.get("max_count", min_count))
     if min_count < 1 or max_count < 1:
         raise BadRequest("min_count and max_count must be at least 1.")
+    groups = tuple(dict.fromkeys(g["name"] for g in data.get("security_groups") or ()
+                                 if g.get("name")))
     # A zone tree's top chose the server's uuid and host (one server per request).
     build = (req.zone or {}).get("build") or {}
     boot = ops.Boot(uuid=build.get("uuid"), force_host=build.get("host"), name=data["name"],
@@ -59,17 +63,44 @@ def create_server(req: Req) -> webob.Response:
                     supports_port_requests=req.want.supports("port_resource_request"),
                     image=_image(req, data),
                     key_name=_key_name(req, data.get("key_name")),
-                    request_id=req.caller.request_id)
+                    request_id=req.caller.request_id, **_asked(req, data),
+                    security_groups=groups)
     uuids = ops.create(req.api, boot, is_admin=req.is_admin)
-    created = [{"id": u, "links": req.link(f"/servers/{u}"), "OS-DCF:diskConfig": "MANUAL",
-                "security_groups": [{"name": "default"}]} for u in uuids]
-    out: dict[str, object] = {"server": created[0]}
-    if len(created) > 1:
-        # Stratus addition: Nova returns only the first; the client wants every id.
-        out["servers"] = created
-    resp = json_response(out, status=202)
-    resp.headers["Location"] = created[0]["links"][0]["href"]  # type: ignore[index]
+    if schemas.boolean(data.get("return_reservation_id", False)):
+        return json_response({"reservation_id": boot.reservation_id}, status=202)
+    # Nova answers with the first server only (a multi-create's others are found by
+    # their reservation id).
+    first: dict[str, object] = {"id": uuids[0], "links": req.link(f"/servers/{uuids[0]}"),
+                                "OS-DCF:diskConfig": "MANUAL",
+                                "security_groups": [{"name": n} for n in groups or ["default"]]}
+    if req.api.enable_instance_password:
+        first["adminPass"] = data.get("adminPass") or passwords.generate(
+            req.api.password_length)
+    resp = json_response({"server": first}, status=202)
+    resp.headers["Location"] = req.link(f"/servers/{uuids[0]}")[0]["href"]
     return resp
+
+
+def _asked(req: Req, data: dict) -> dict[str, Any]:
+    """What the boot asks its servers to show, at the version asked (description 2.19,
+    tags 2.52, hostname 2.90; before 2.19 the description is the name, as in Nova)."""
+    want = req.want
+    asked: dict[str, Any] = {
+        "metadata": dict(data.get("metadata") or {}),
+        "description": data.get("description") if want.supports("server_description")
+        else data["name"],
+        "user_data": data.get("user_data"),
+        "config_drive": "True" if schemas.boolean(data.get("config_drive", False)) else "",
+    }
+    for field, key, version in (("accessIPv4", "access_ip_v4", 4),
+                                ("accessIPv6", "access_ip_v6", 6)):
+        if data.get(field):
+            asked[key] = access_ip(data[field], version, field)
+    if want.supports("tags_on_create"):
+        asked["tags"] = tuple(dict.fromkeys(data.get("tags") or ()))
+    if want.supports("server_hostname") and data.get("hostname"):
+        asked["hostname"] = data["hostname"]
+    return asked
 
 
 def _image(req: Req, data: dict) -> image_ops.BootImage | None:
@@ -163,9 +194,11 @@ def shown_all(req: Req, servers: list[Server]) -> list[dict[str, object]]:
 
 
 def _project_filter(req: Req) -> str | None:
+    """Whose servers: the caller's project; with ``all_tenants`` (admins) every
+    project's, or the one ``tenant_id``/``project_id`` names."""
     if req.query_bool("all_tenants") or req.query_bool("all_projects"):
         req.authorize("os_compute_api:servers:index:get_all_tenants")
-        return None
+        return req.query("tenant_id") or req.query("project_id") or None
     return req.project_id
 
 
@@ -177,8 +210,32 @@ class _MarkerValues(Exception):
         self.values = values
 
 
+def _ip_filter(req: Req, project_id: str | None) -> server_params.IpFilter | None:
+    """The fixed IPs of the servers an ``ip``/``ip6`` filter looks at (ports of the
+    project's servers, or of all), asked of the network service only when filtering."""
+    if req.query("ip") is None and req.query("ip6") is None:
+        return None
+    if req.api.network is None:
+        return server_params.IpFilter({})
+    try:
+        ports = req.api.network.list_ports(**({"project_id": project_id}
+                                               if project_id else {}))
+    except Exception as exc:
+        raise ServiceUnavailable(f"The network service did not answer ({exc}); try "
+                                 "again.") from None
+    addresses: dict[str, list[str]] = {}
+    for port in ports:
+        if port.get("device_id"):
+            addresses.setdefault(port["device_id"], []).extend(
+                ip["ip_address"] for ip in port.get("fixed_ips") or ())
+    return server_params.IpFilter(addresses)
+
+
 def _listed(req: Req) -> list[Server]:
-    listing = server_params.listing(req, _project_filter(req))
+    project = _project_filter(req)
+    listing = server_params.listing(req, project, _ip_filter(req, project))
+    if listing is None:
+        return []
     asked = (req.zone or {}).get("list")
     if isinstance(asked, dict):
         # A zone tree's top merges this leaf's page with the others': it asks where the
@@ -262,5 +319,6 @@ def show_server(req: Req) -> webob.Response:
 
 def delete_server(req: Req) -> webob.Response:
     req.authorize("os_compute_api:servers:delete")
-    ops.delete(req.api, req.arg("server_id"), _owner_filter(req), req.caller)
+    soft_delete.delete(req.api, req.arg("server_id"), _owner_filter(req), req.caller,
+                       is_admin=req.is_admin)
     return empty_response(204)
