@@ -78,6 +78,8 @@ OPS = {
                       st.SOFT_DELETED, st.SHUTDOWN),
     "restore": Op("restore", "compute_restore_instance", (st.RESTORING,), st.ACTIVE,
                   st.RUNNING),
+    "change_password": Op("changePassword", "compute_set_admin_password",
+                          (st.UPDATING_PASSWORD,), st.ACTIVE, st.RUNNING),
 }
 
 
@@ -224,6 +226,11 @@ class LifecycleSteps:
     def restore_instance(self, instance_uuid: str) -> None:
         self._run(instance_uuid, OPS["restore"], lambda: self.driver.power_on(instance_uuid),
                   self._power_is(instance_uuid, st.RUNNING))
+
+    def set_admin_password(self, instance_uuid: str, new_pass: str) -> None:
+        """The guest agent sets it (the password is not kept anywhere)."""
+        self._run(instance_uuid, OPS["change_password"],
+                  lambda: self.driver.set_admin_password(instance_uuid, new_pass))
 
     def trigger_crash_dump(self, instance_uuid: str) -> None:
         """No task state (Nova sets none); the event records how it went."""

@@ -170,3 +170,20 @@ def test_ips_diagnostics_and_password(world):
     assert alice.get(f"/servers/{sid}/diagnostics").status_code == 403
     assert world.client.get(f"/servers/{sid}/os-server-password").json() == {"password": ""}
     assert world.client.delete(f"/servers/{sid}/os-server-password").status_code == 204
+
+
+def test_disk_config_is_kept_from_create_update_and_rebuild(world):
+    flavor, image = ready(world)
+    resp = world.client.post("/servers", json={"server": {
+        "name": "vm", "flavorRef": flavor, "imageRef": image, "OS-DCF:diskConfig": "AUTO"}})
+    assert resp.json()["server"]["OS-DCF:diskConfig"] == "AUTO"
+    sid = resp.json()["server"]["id"]
+    assert settle(world, sid, "ACTIVE")["OS-DCF:diskConfig"] == "AUTO"
+    world.client.put(f"/servers/{sid}", json={"server": {"OS-DCF:diskConfig": "MANUAL"}})
+    assert world.client.get(f"/servers/{sid}").json()["server"]["OS-DCF:diskConfig"] == \
+        "MANUAL"
+    act(world, sid, {"rebuild": {"imageRef": image, "OS-DCF:diskConfig": "AUTO"}})
+    assert settle(world, sid, "ACTIVE")["OS-DCF:diskConfig"] == "AUTO"
+    assert world.client.post("/servers", json={"server": {
+        "name": "vm", "flavorRef": flavor, "imageRef": image,
+        "OS-DCF:diskConfig": "SOMETIMES"}}).status_code == 400

@@ -203,3 +203,17 @@ def test_another_project_cannot_act_on_a_server_and_does_not_learn_it_exists(wor
     sid = booted(world, flavor, image, client=world.client.as_user("alice:p1"))["id"]
     resp = act(world, sid, {"os-stop": None}, client=world.client.as_user("bob:p2"))
     assert resp.status_code == 404
+
+
+def test_change_password_runs_through_updating_password(world):
+    flavor, image = ready(world)
+    sid = booted(world, flavor, image)["id"]
+    assert act(world, sid, {"changePassword": {}}).status_code == 400
+    assert act(world, sid, {"changePassword": {"adminPass": "n3w"}}).status_code == 202
+    settle(world, sid, "ACTIVE")
+    action = last_action(world, sid)
+    assert action["action"] == "changePassword"
+    assert action["events"][0]["event"] == "compute_set_admin_password"
+    act(world, sid, {"os-stop": None})
+    settle(world, sid, "SHUTOFF")
+    assert act(world, sid, {"changePassword": {"adminPass": "x"}}).status_code == 409

@@ -47,7 +47,7 @@ RULES: dict[str, str] = {
         "os-suspend-server:resume", "os-rescue", "os-unrescue", "os-lock-server:lock",
         "os-lock-server:unlock", "os-deferred-delete:force", "os-deferred-delete:restore",
         "os-console-output", "ips:index", "ips:show", "os-server-password:show",
-        "os-server-password:clear", "os-create-backup")},
+        "os-server-password:clear", "os-create-backup", "os-admin-password")},
     **{f"os_compute_api:server-metadata:{a}": ANY for a in (
         "index", "show", "create", "update", "update_all", "delete")},
     **{f"os_compute_api:os-server-tags:{a}": ANY for a in (

@@ -1,7 +1,7 @@
 """The actions a server's own compute carries out (Nova's compute API casts them straight
 to the compute): reboot, stop, start, pause, unpause, suspend, resume, rescue, unrescue,
-trigger crash dump. Each checks the server's states, wins its task with its instance
-action, and casts (``stratus.compute.lifecycle`` does the rest).
+trigger crash dump, change password. Each checks the server's states, wins its task
+with its instance action, and casts (``stratus.compute.lifecycle`` does the rest).
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ HOST_ACTIONS = {
     "unrescue": HostAction("unrescue", "unrescue", st.UNRESCUING, "unrescue_instance"),
     "trigger_crash_dump": HostAction("trigger_crash_dump", "trigger_crash_dump", None,
                                      "trigger_crash_dump"),
+    "change_password": HostAction("changePassword", "changePassword", st.UPDATING_PASSWORD,
+                                  "set_admin_password"),
 }
 
 

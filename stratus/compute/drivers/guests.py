@@ -203,6 +203,12 @@ class GuestLifecycle:
             guest.power, guest.rescued, guest.boots = RUNNING, False, guest.boots + 1
             guest.boot_lines()
 
+    def set_admin_password(self, uuid: str, password: str) -> None:
+        """Through the guest agent, which only a running guest has."""
+        with self._lock:
+            guest = self._act(uuid, "set admin password", (RUNNING,), rescued=None)
+            guest.log("qemu-ga: guest-set-user-password: root")
+
     def trigger_crash_dump(self, uuid: str) -> None:
         """An NMI: the guest's kernel panics and dumps (Nova's trigger_crash_dump)."""
         with self._lock:
