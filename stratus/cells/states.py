@@ -78,6 +78,7 @@ ACCEPTS: dict[str, Accepts] = {
     "createBackup": Accepts((ACTIVE, STOPPED, PAUSED, SUSPENDED), locked=False),
     "trigger_crash_dump": Accepts((ACTIVE, PAUSED, RESCUED, RESIZED, ERROR)),
     "changePassword": Accepts((ACTIVE,)),
+    "inject_network_info": Accepts(ANY, ANY, launched=False),
     "soft_delete": Accepts(ANY, ANY, host=False),
     "restore": Accepts((SOFT_DELETED,), host=False),
     "force_delete": Accepts(ANY, (None,), launched=False, host=False),

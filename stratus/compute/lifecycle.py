@@ -232,6 +232,14 @@ class LifecycleSteps:
         self._run(instance_uuid, OPS["change_password"],
                   lambda: self.driver.set_admin_password(instance_uuid, new_pass))
 
+    def inject_network_info(self, instance_uuid: str) -> None:
+        """The guest's network configuration written again (no task, no event: Nova's)."""
+        try:
+            self.driver.inject_network_info(instance_uuid)
+        except DriverError as exc:
+            LOG.warning("%s: network info of %s not injected: %s", self.host,
+                        instance_uuid, exc)
+
     def trigger_crash_dump(self, instance_uuid: str) -> None:
         """No task state (Nova sets none); the event records how it went."""
         with actions.step(self.cell_engine, instance_uuid, "trigger_crash_dump",

@@ -67,3 +67,13 @@ def rescue(api: ComputeAPIDeps, uuid: str, project_id: str | None, image_ref: st
            caller: Caller, *, is_admin: bool) -> None:
     act(api, uuid, project_id, "rescue", caller, is_admin=is_admin,
         rescue_image_ref=image_ref)
+
+
+def inject_network_info(api: ComputeAPIDeps, uuid: str, caller: Caller) -> None:
+    """Nova's injectNetworkInfo (admin): the compute writes the server's network
+    configuration into the guest again; no task, no instance action (as Nova)."""
+    server = server_ops.get(api, uuid, None)
+    server_state.check(server, "inject_network_info", is_admin=True,
+                       action="injectNetworkInfo")
+    server_state.check_compute(api, server, "injectNetworkInfo")
+    server_state.cast(api, server, "injectNetworkInfo", "inject_network_info", {})

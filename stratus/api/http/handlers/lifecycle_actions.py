@@ -15,6 +15,7 @@ trigger_crash_dump     202     ops.power (2.17)
 changePassword         202     ops.power
 lock, unlock           202     ops.locking (``locked_reason`` 2.73)
 os-resetState          202     ops.locking (admin)
+injectNetworkInfo      202     ops.power (admin)
 forceDelete, restore   202     ops.soft_delete
 os-getConsoleOutput    200     the compute's console log, ``{"output"}``
 rebuild, createImage,          handlers.rebuild_image
@@ -120,6 +121,12 @@ def unlock(req: Req, body: dict[str, Any]) -> webob.Response:
 UNLOCK_OVERRIDE = "os_compute_api:os-lock-server:unlock:unlock_override"
 
 
+def inject_network_info(req: Req, body: dict[str, Any]) -> webob.Response:
+    req.authorize("os_compute_api:os-admin-actions:inject_network_info")
+    power.inject_network_info(req.api, req.arg("server_id"), req.caller)
+    return empty_response(202)
+
+
 def reset_state(req: Req, body: dict[str, Any]) -> webob.Response:
     validate(body, schemas.RESET_STATE)
     req.authorize("os_compute_api:os-admin-actions:reset_state")
@@ -170,6 +177,7 @@ ACTIONS: dict[str, ActionHandler] = {
     "lock": lock,
     "unlock": unlock,
     "os-resetState": reset_state,
+    "injectNetworkInfo": inject_network_info,
     "forceDelete": force_delete,
     "restore": restore,
     "os-getConsoleOutput": console_output,
