@@ -123,8 +123,12 @@ class ComputeApp:
             raise HTTPError(413, f"Request body is {request.content_length} bytes; the "
                                  f"limit is {self.max_body_bytes}.")
         try:
-            template, handler, args = self._router.resolve(path.rstrip("/") or "/",
-                                                           request.method)
+            # As Nova's router: a resource's path with a trailing slash names nothing
+            # (GET /os-simple-tenant-usage/ is not the list: its empty id is 404). The
+            # operators' console is a web page: /console/ is /console.
+            if path.startswith("/console"):
+                path = path.rstrip("/")
+            template, handler, args = self._router.resolve(path or "/", request.method)
         except NoRoute:
             raise HTTPError(404, "The resource could not be found.") from None
         except MethodNotAllowed as exc:

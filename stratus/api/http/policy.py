@@ -91,6 +91,7 @@ RULES: dict[str, str] = {
     **{f"os_compute_api:os-quota-sets:{a}": ADMIN for a in ("update", "delete")},
     **{f"os_compute_api:os-quota-class-sets:{a}": ADMIN for a in ("show", "update")},
     "os_compute_api:limits": ANY,
+    "os_compute_api:extensions": ANY,
     "os_compute_api:os-instance-usage-audit-log:list": ADMIN,
     "os_compute_api:os-instance-usage-audit-log:show": ADMIN,
     **{f"os_compute_api:os-hosts:{a}": ADMIN

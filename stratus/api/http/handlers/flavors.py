@@ -230,4 +230,4 @@ def delete_extra_spec(req: Req) -> webob.Response:
     req.authorize("os_compute_api:os-flavor-extra-specs:delete")
     with db.write(req.api.dbs.api) as conn:
         store.delete_extra_spec(conn, req.arg("flavor_id"), req.arg("key"))
-    return empty_response(202)
+    return empty_response(200)
