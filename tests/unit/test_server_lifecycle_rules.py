@@ -55,15 +55,15 @@ def test_each_action_accepts_novas_states(rule, vm, task, ok):
 
 def test_the_checks_come_in_novas_order_with_novas_words():
     locked = server("stopped", locked_by="owner")
-    with pytest.raises(Conflict, match="^Instance u is locked$"):
+    with pytest.raises(Conflict, match=r"^Instance u is locked$"):
         server_state.check(locked, "pause", is_admin=False)
     server_state.check(server("active", locked_by="admin"), "pause", is_admin=True)
     # A snapshot is not refused for a lock.
     server_state.check(locked, "createImage", is_admin=False)
-    with pytest.raises(Conflict, match="^Instance u is not ready$"):
+    with pytest.raises(Conflict, match=r"^Instance u is not ready$"):
         server_state.check(server("active", host=None), "stop", is_admin=True)
-    with pytest.raises(Conflict, match="^Cannot 'os-stop' instance u while it is in "
-                                       "vm_state paused$"):
+    with pytest.raises(Conflict, match=r"^Cannot 'os-stop' instance u while it is in "
+                                       r"vm_state paused$"):
         server_state.check(server("paused"), "stop", is_admin=True, action="os-stop")
     with pytest.raises(Conflict, match="in launched_at None"):
         server_state.check(server(launched=False), "stop", is_admin=True)
