@@ -96,6 +96,8 @@ instances = sa.Table(
     sa.Column("soft_deleted_at", sa.DateTime, nullable=True),
     sa.Column("terminated_at", sa.DateTime, nullable=True),
     sa.Column("system_metadata", sa.Text, nullable=True),
+    # Added by migration 0006: Nova's auto_disk_config (OS-DCF:diskConfig AUTO).
+    sa.Column("auto_disk_config", sa.Boolean, nullable=False, server_default=sa.false()),
     *columns.timestamps(),
     # GET /servers: its default order (created_at, uuid), for all and for a project, and
     # changes-since.

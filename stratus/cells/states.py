@@ -30,6 +30,7 @@ IMAGE_BACKUP = "image_backup"
 REBUILDING, REBUILD_BLOCK_DEVICE_MAPPING = moves.REBUILDING, "rebuild_block_device_mapping"
 REBUILD_SPAWNING = moves.REBUILD_SPAWNING
 SOFT_DELETING, RESTORING, DELETING = "soft-deleting", "restoring", "deleting"
+UPDATING_PASSWORD = "updating_password"
 
 SOFT_REBOOT_TASKS = (REBOOTING, REBOOT_PENDING, REBOOT_STARTED)
 HARD_REBOOT_TASKS = (REBOOTING_HARD, REBOOT_PENDING_HARD, REBOOT_STARTED_HARD)
@@ -76,6 +77,8 @@ ACCEPTS: dict[str, Accepts] = {
     "createImage": Accepts((ACTIVE, STOPPED, PAUSED, SUSPENDED), locked=False),
     "createBackup": Accepts((ACTIVE, STOPPED, PAUSED, SUSPENDED), locked=False),
     "trigger_crash_dump": Accepts((ACTIVE, PAUSED, RESCUED, RESIZED, ERROR)),
+    "changePassword": Accepts((ACTIVE,)),
+    "inject_network_info": Accepts(ANY, ANY, launched=False),
     "soft_delete": Accepts(ANY, ANY, host=False),
     "restore": Accepts((SOFT_DELETED,), host=False),
     "force_delete": Accepts(ANY, (None,), launched=False, host=False),

@@ -78,6 +78,8 @@ OPS = {
                       st.SOFT_DELETED, st.SHUTDOWN),
     "restore": Op("restore", "compute_restore_instance", (st.RESTORING,), st.ACTIVE,
                   st.RUNNING),
+    "change_password": Op("changePassword", "compute_set_admin_password",
+                          (st.UPDATING_PASSWORD,), st.ACTIVE, st.RUNNING),
 }
 
 
@@ -224,6 +226,19 @@ class LifecycleSteps:
     def restore_instance(self, instance_uuid: str) -> None:
         self._run(instance_uuid, OPS["restore"], lambda: self.driver.power_on(instance_uuid),
                   self._power_is(instance_uuid, st.RUNNING))
+
+    def set_admin_password(self, instance_uuid: str, new_pass: str) -> None:
+        """The guest agent sets it (the password is not kept anywhere)."""
+        self._run(instance_uuid, OPS["change_password"],
+                  lambda: self.driver.set_admin_password(instance_uuid, new_pass))
+
+    def inject_network_info(self, instance_uuid: str) -> None:
+        """The guest's network configuration written again (no task, no event: Nova's)."""
+        try:
+            self.driver.inject_network_info(instance_uuid)
+        except DriverError as exc:
+            LOG.warning("%s: network info of %s not injected: %s", self.host,
+                        instance_uuid, exc)
 
     def trigger_crash_dump(self, instance_uuid: str) -> None:
         """No task state (Nova sets none); the event records how it went."""

@@ -34,9 +34,11 @@ from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
 
-# States in which an instance runs on its host (one being built is the conductor's: it
-# reschedules or the compute gets the build again).
-RUNNING_STATES = ("active", "resized", "stopped")
+# States in which an instance is on its host (one being built is the conductor's: it
+# reschedules or the compute gets the build again); its guest keeps the power state
+# its record has (stopped, paused, suspended, rescued, soft-deleted...).
+RUNNING_STATES = ("active", "resized", "stopped", "paused", "suspended", "rescued",
+                  "soft-delete", "error")
 LEFT_BEHIND = (moves.FINISHED, moves.CONFIRMING, moves.REVERTING)
 # Moves during which a powered-off copy on their source host is still the server's.
 KEEPS_SOURCE_COPY = tuple(st for st in moves.IN_PROGRESS if st != moves.DONE)
@@ -47,7 +49,8 @@ def recover_instances(host: str, driver: Driver, cell_engine: Engine,
     """Adopt what the records say runs on ``host``; how many were adopted."""
     t, m = cs.instances, cs.migrations
     with db.read(cell_engine) as conn:
-        running = conn.execute(sa.select(t.c.uuid, t.c.name, t.c.node).where(
+        running = conn.execute(sa.select(t.c.uuid, t.c.name, t.c.node, t.c.vm_state,
+                                         t.c.power_state).where(
             t.c.host == host, t.c.deleted_at.is_(None),
             t.c.vm_state.in_(RUNNING_STATES))).all()
         shelved = conn.execute(sa.select(t.c.uuid, t.c.name, t.c.node).where(
@@ -59,8 +62,11 @@ def recover_instances(host: str, driver: Driver, cell_engine: Engine,
         return 0
     held = _held_here(driver, placement)
     adopted = 0
-    for row in running:
-        adopted += driver.adopt(Instance(row.uuid, row.name, row.node), held.get(row.uuid, {}))
+    for uuid, name, node, vm_state, power_state in running:
+        taken = driver.adopt(Instance(uuid, name, node), held.get(uuid, {}))
+        if taken and power_state:
+            driver.restore_guest(uuid, power_state, rescued=vm_state == "rescued")
+        adopted += taken
     for row in shelved:   # powered off, still holding what it held
         adopted += driver.adopt(Instance(row.uuid, row.name, row.node), held.get(row.uuid, {}),
                                 outgoing=True)

@@ -27,8 +27,9 @@ Versions:
 - 1.5: the server lifecycle on the host (casts unless said): reboot_instance,
   stop_instance, start_instance, pause_instance, unpause_instance, suspend_instance,
   resume_instance, rescue_instance, unrescue_instance, rebuild_in_place,
-  snapshot_instance, backup_instance, soft_delete_instance, restore_instance, trigger_crash_dump;
-  get_console_output and get_diagnostics (calls). Each cast finds the task state the
+  snapshot_instance, backup_instance, set_admin_password, soft_delete_instance,
+  restore_instance, trigger_crash_dump, inject_network_info; get_console_output, get_diagnostics and
+  snapshot_for_shelve (calls). Each cast finds the task state the
   API (or the conductor) set and does nothing otherwise, so a repeated delivery is
   harmless (:mod:`stratus.compute.lifecycle`).
 
@@ -253,6 +254,14 @@ class ComputeRPC(RPCInterface):
     @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
     def restore_instance(self, instance_uuid: str) -> None:
         """Power on a soft-deleted server: task restoring -> none, ACTIVE."""
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def set_admin_password(self, instance_uuid: str, new_pass: str) -> None:
+        """changePassword: task updating_password -> none (the guest agent sets it)."""
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def inject_network_info(self, instance_uuid: str) -> None:
+        """Write the guest's network configuration again (injectNetworkInfo)."""
 
     @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
     def trigger_crash_dump(self, instance_uuid: str) -> None:

@@ -15,6 +15,7 @@ harm.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from stratus.cells import actions
@@ -113,6 +114,7 @@ class SnapshotSteps(_Base):
         if image.get("status") == "active":
             return
         data = self.driver.snapshot(uuid)
+        time.sleep(self.driver.copy_seconds(uuid))   # the copy itself, outside the driver
         if tasks:
             self._set(uuid, SNAPSHOT_TASKS, task_state=tasks[0])
         if image.get("status") == "queued":

@@ -165,6 +165,7 @@ def flavor_text(flavor: dict[str, Any]) -> str:
 # has the same keys; ``metadata`` and ``tags`` have tables of their own).
 _REQUESTED_COLUMNS = ("description", "access_ip_v4", "access_ip_v6", "reservation_id",
                       "launch_index", "hostname", "user_data", "config_drive")
+_REQUESTED_FLAGS = ("auto_disk_config",)
 
 
 def create_instance(conn: Connection, instance: dict[str, Any], flavor: dict[str, Any], *,
@@ -180,7 +181,8 @@ def create_instance(conn: Connection, instance: dict[str, Any], flavor: dict[str
         image_ref=instance.get("image_ref"), key_name=instance.get("key_name"),
         system_metadata=json.dumps(system_metadata, sort_keys=True)
         if system_metadata else None,
-        **{k: instance.get(k) for k in _REQUESTED_COLUMNS}))
+        **{k: instance.get(k) for k in _REQUESTED_COLUMNS},
+        **{k: bool(instance.get(k)) for k in _REQUESTED_FLAGS}))
     if instance.get("metadata"):
         instance_meta.update_metadata(conn, instance["uuid"], instance["metadata"])
     if instance.get("tags"):

@@ -170,3 +170,55 @@ def test_ips_diagnostics_and_password(world):
     assert alice.get(f"/servers/{sid}/diagnostics").status_code == 403
     assert world.client.get(f"/servers/{sid}/os-server-password").json() == {"password": ""}
     assert world.client.delete(f"/servers/{sid}/os-server-password").status_code == 204
+
+
+def test_disk_config_is_kept_from_create_update_and_rebuild(world):
+    flavor, image = ready(world)
+    resp = world.client.post("/servers", json={"server": {
+        "name": "vm", "flavorRef": flavor, "imageRef": image, "OS-DCF:diskConfig": "AUTO"}})
+    assert resp.json()["server"]["OS-DCF:diskConfig"] == "AUTO"
+    sid = resp.json()["server"]["id"]
+    assert settle(world, sid, "ACTIVE")["OS-DCF:diskConfig"] == "AUTO"
+    world.client.put(f"/servers/{sid}", json={"server": {"OS-DCF:diskConfig": "MANUAL"}})
+    assert world.client.get(f"/servers/{sid}").json()["server"]["OS-DCF:diskConfig"] == \
+        "MANUAL"
+    act(world, sid, {"rebuild": {"imageRef": image, "OS-DCF:diskConfig": "AUTO"}})
+    assert settle(world, sid, "ACTIVE")["OS-DCF:diskConfig"] == "AUTO"
+    assert world.client.post("/servers", json={"server": {
+        "name": "vm", "flavorRef": flavor, "imageRef": image,
+        "OS-DCF:diskConfig": "SOMETIMES"}}).status_code == 400
+
+
+def test_external_events_are_answered_per_server(world):
+    flavor, image = ready(world)
+    sid = booted(world, flavor, image)["id"]
+    missing = "0e8d2c5a-0000-4000-8000-000000000000"
+    resp = world.client.post("/os-server-external-events", json={"events": [
+        {"name": "network-changed", "server_uuid": sid},
+        {"name": "network-vif-plugged", "server_uuid": missing, "tag": "p1"}]})
+    assert resp.status_code == 207
+    assert [(e["code"], e["status"]) for e in resp.json()["events"]] == [
+        (200, "completed"), (404, "failed")]
+    service = world.client.as_user("neutron:service")
+    assert service.post("/os-server-external-events", json={"events": [
+        {"name": "network-changed", "server_uuid": sid}]},
+        headers={"X-Roles": "service"}).status_code == 200
+    assert world.client.as_user("alice:p1").post("/os-server-external-events", json={
+        "events": [{"name": "network-changed", "server_uuid": sid}]}).status_code == 403
+    # power-update (2.76) says a node was switched off behind the compute's back.
+    off = world.client.post("/os-server-external-events", json={"events": [
+        {"name": "power-update", "server_uuid": sid, "tag": "POWER_OFF"}]})
+    assert off.status_code == 200
+    assert world.client.get(f"/servers/{sid}").json()["server"]["status"] == "SHUTOFF"
+    old = world.client.post("/os-server-external-events", json={"events": [
+        {"name": "power-update", "server_uuid": sid, "tag": "POWER_ON"}]}, version="2.75")
+    assert old.status_code == 400
+
+
+def test_inject_network_info_is_an_admins(world):
+    flavor, image = ready(world)
+    sid = booted(world, flavor, image)["id"]
+    assert act(world, sid, {"injectNetworkInfo": None},
+               client=world.client.as_user("alice:admin")).status_code == 403
+    assert act(world, sid, {"injectNetworkInfo": None}).status_code == 202
+    assert world.client.delete("/images/", version="2.1").status_code == 404

@@ -147,3 +147,12 @@ def test_a_server_that_never_ran_is_deleted_at_once_whatever_the_interval(world)
     assert world.client.delete(f"/servers/{sid}").status_code == 204
     assert world.client.get(f"/servers/{sid}").status_code == 404
     clean(world)
+
+
+def test_soft_deleted_servers_are_listed_with_the_deleted_ones(world):
+    flavor, image = ready(world)
+    sid = booted(world, flavor, image)["id"]
+    world.client.delete(f"/servers/{sid}")
+    settle(world, sid, "SOFT_DELETED")
+    listed = world.client.get("/servers/detail", params={"deleted": "true"}).json()
+    assert [(s["id"], s["status"]) for s in listed["servers"]] == [(sid, "SOFT_DELETED")]

@@ -203,3 +203,40 @@ def test_another_project_cannot_act_on_a_server_and_does_not_learn_it_exists(wor
     sid = booted(world, flavor, image, client=world.client.as_user("alice:p1"))["id"]
     resp = act(world, sid, {"os-stop": None}, client=world.client.as_user("bob:p2"))
     assert resp.status_code == 404
+
+
+def test_change_password_runs_through_updating_password(world):
+    flavor, image = ready(world)
+    sid = booted(world, flavor, image)["id"]
+    assert act(world, sid, {"changePassword": {}}).status_code == 400
+    assert act(world, sid, {"changePassword": {"adminPass": "n3w"}}).status_code == 202
+    settle(world, sid, "ACTIVE")
+    action = last_action(world, sid)
+    assert action["action"] == "changePassword"
+    assert action["events"][0]["event"] == "compute_set_admin_password"
+    act(world, sid, {"os-stop": None})
+    settle(world, sid, "SHUTOFF")
+    assert act(world, sid, {"changePassword": {"adminPass": "x"}}).status_code == 409
+
+
+def test_a_restarted_compute_finds_its_guests_as_their_records_left_them(world):
+    """The simulated hypervisor forgets its guests when the compute service restarts;
+    the service adopts them again with their power state and rescue, so a stopped,
+    a paused and a rescued server can each be brought back after it."""
+    flavor, image = ready(world)
+    servers = {action: booted(world, flavor, image, name=action)["id"]
+               for action in ("os-stop", "pause", "rescue")}
+    for action, sid in servers.items():
+        assert act(world, sid, {action: None}).status_code in (200, 202)
+    for sid, status in zip(servers.values(), ("SHUTOFF", "PAUSED", "RESCUE"), strict=True):
+        settle(world, sid, status)
+    world.computes["cmp1"].stop()
+    fresh = world.add_compute("cmp1")   # a new driver: it knew nothing until adopting
+    assert fresh.driver.power_state(servers["os-stop"]) == st.SHUTDOWN
+    assert fresh.driver.power_state(servers["pause"]) == st.POWER_PAUSED
+    assert fresh.driver.is_rescued(servers["rescue"])
+    for (action, sid), undo in zip(servers.items(), ("os-start", "unpause", "unrescue"),
+                                   strict=True):
+        assert act(world, sid, {undo: None}).status_code == 202, action
+        settle(world, sid, "ACTIVE")
+    clean(world)

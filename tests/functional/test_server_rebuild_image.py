@@ -219,3 +219,16 @@ def test_shelve_leaves_a_named_image_that_the_unshelve_deletes(world):
     settle(world, sid, "ACTIVE")
     assert image_doc(world, found[0]["id"]) is None
     clean(world)
+
+
+def test_a_second_snapshot_while_the_first_copies_is_409(world):
+    flavor, image = ready(world)
+    sid = booted(world, flavor, image)["id"]
+    world.computes["cmp1"].driver.snapshot_gb_per_second = 0.5   # 1 GB: a 2 s copy
+    first = act(world, sid, {"createImage": {"name": "one"}})
+    assert first.status_code == 202
+    second = act(world, sid, {"createImage": {"name": "two"}})
+    assert second.status_code == 409
+    assert "task_state image_" in second.json()["conflictingRequest"]["message"]
+    settle(world, sid, "ACTIVE")
+    assert image_doc(world, first.json()["image_id"])["status"] == "active"

@@ -165,10 +165,10 @@ def tempest_conf(cloud: Cloud, found: dict[str, Any], workspace: Path) -> str:
         "resize": "true", "cold_migration": "true", "live_migration": "true",
         "shelve": "true", "pause": "true", "suspend": "true", "rescue": "true",
         "console_output": "true", "snapshot": "true", "interface_attach": "true",
-        "change_password": "false", "metadata_service": "false", "config_drive": "false",
+        "change_password": "true", "metadata_service": "false", "config_drive": "false",
         "personality": "false", "vnc_console": "false", "spice_console": "false",
         "serial_console": "false", "attach_encrypted_volume": "false",
-        "enable_instance_password": "true", "disk_config": "false",
+        "enable_instance_password": "true", "disk_config": "true",
     }
     c["network"] = {"region": cloud.region, "endpoint_type": "public",
                     "project_network_cidr": "10.100.0.0/16",

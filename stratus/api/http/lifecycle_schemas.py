@@ -65,6 +65,10 @@ CONSOLE_OUTPUT = action("os-getConsoleOutput", {
 
 TRIGGER_CRASH_DUMP = action("trigger_crash_dump", {"type": "null"})
 
+CHANGE_PASSWORD = action("changePassword", {
+    "type": "object", "properties": {"adminPass": {"type": "string"}},
+    "required": ["adminPass"], "additionalProperties": False})
+
 CREATE_IMAGE = action("createImage", {
     "type": "object",
     "properties": {"name": _name(), "metadata": METADATA},

@@ -10,6 +10,7 @@ from stratus.api.http.errors import HTTPError
 from stratus.placement.http.wsgi import Context
 
 ADMIN, ANY = "admin", "any"
+SERVICE = "service"   # an admin, or a service user (the service role), as Nova's service_api
 
 RULES: dict[str, str] = {
     **{f"os_compute_api:os-services:{a}": ADMIN for a in ("list", "update", "delete")},
@@ -47,7 +48,7 @@ RULES: dict[str, str] = {
         "os-suspend-server:resume", "os-rescue", "os-unrescue", "os-lock-server:lock",
         "os-lock-server:unlock", "os-deferred-delete:force", "os-deferred-delete:restore",
         "os-console-output", "ips:index", "ips:show", "os-server-password:show",
-        "os-server-password:clear", "os-create-backup")},
+        "os-server-password:clear", "os-create-backup", "os-admin-password")},
     **{f"os_compute_api:server-metadata:{a}": ANY for a in (
         "index", "show", "create", "update", "update_all", "delete")},
     **{f"os_compute_api:os-server-tags:{a}": ANY for a in (
@@ -55,6 +56,8 @@ RULES: dict[str, str] = {
     "os_compute_api:os-lock-server:unlock:unlock_override": ADMIN,
     "os_compute_api:os-admin-actions:reset_state": ADMIN,
     "os_compute_api:os-server-diagnostics": ADMIN,
+    "os_compute_api:os-server-external-events:create": SERVICE,
+    "os_compute_api:os-admin-actions:inject_network_info": ADMIN,
     # The image proxy: the image service decides what each caller may see and change.
     "os_compute_api:images": ANY,
     "os_compute_api:image-metadata": ANY,
@@ -105,7 +108,8 @@ def is_admin(ctx: Context) -> bool:
 
 
 def allowed(ctx: Context, action: str) -> bool:
-    return RULES[action] == ANY or is_admin(ctx)
+    rule = RULES[action]
+    return rule == ANY or is_admin(ctx) or (rule == SERVICE and "service" in ctx.roles)
 
 
 def authorize(ctx: Context, action: str) -> None:

@@ -15,6 +15,7 @@ from stratus.api.http.handlers import (
     console,
     dry_run,
     extensions,
+    external_events,
     flavors,
     hosts,
     hypervisors,
@@ -87,8 +88,9 @@ ROUTES: list[tuple[str, Mapping[str, Handler]]] = [
     ("/servers/{server_id}/os-interface/{port_id}", {"GET": interfaces.show_interface,
                                                      "DELETE": interfaces.detach_interface}),
     ("/os-migrations", {"GET": server_actions.list_migrations}),
+    ("/os-server-external-events", {"POST": external_events.create_events}),
     # The image proxy (to 2.35; its metadata to 2.38): handlers/images.py.
-    ("/images", {"GET": images.list_images}),
+    ("/images", {"GET": images.list_images, "DELETE": images.no_image}),
     ("/images/detail", {"GET": images.list_images_detail}),
     ("/images/{image_id}", {"GET": images.show_image, "DELETE": images.delete_image}),
     ("/images/{image_id}/metadata", {"GET": images.list_image_metadata,

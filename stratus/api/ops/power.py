@@ -1,7 +1,7 @@
 """The actions a server's own compute carries out (Nova's compute API casts them straight
 to the compute): reboot, stop, start, pause, unpause, suspend, resume, rescue, unrescue,
-trigger crash dump. Each checks the server's states, wins its task with its instance
-action, and casts (``stratus.compute.lifecycle`` does the rest).
+trigger crash dump, change password. Each checks the server's states, wins its task
+with its instance action, and casts (``stratus.compute.lifecycle`` does the rest).
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ HOST_ACTIONS = {
     "unrescue": HostAction("unrescue", "unrescue", st.UNRESCUING, "unrescue_instance"),
     "trigger_crash_dump": HostAction("trigger_crash_dump", "trigger_crash_dump", None,
                                      "trigger_crash_dump"),
+    "change_password": HostAction("changePassword", "changePassword", st.UPDATING_PASSWORD,
+                                  "set_admin_password"),
 }
 
 
@@ -65,3 +67,13 @@ def rescue(api: ComputeAPIDeps, uuid: str, project_id: str | None, image_ref: st
            caller: Caller, *, is_admin: bool) -> None:
     act(api, uuid, project_id, "rescue", caller, is_admin=is_admin,
         rescue_image_ref=image_ref)
+
+
+def inject_network_info(api: ComputeAPIDeps, uuid: str, caller: Caller) -> None:
+    """Nova's injectNetworkInfo (admin): the compute writes the server's network
+    configuration into the guest again; no task, no instance action (as Nova)."""
+    server = server_ops.get(api, uuid, None)
+    server_state.check(server, "inject_network_info", is_admin=True,
+                       action="injectNetworkInfo")
+    server_state.check_compute(api, server, "injectNetworkInfo")
+    server_state.cast(api, server, "injectNetworkInfo", "inject_network_info", {})

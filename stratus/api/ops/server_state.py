@@ -114,7 +114,8 @@ def cast(api: ComputeAPIDeps, server: Server, action: str, method: str,
         api.compute(cell).prepare(server=server.host).cast(method, instance_uuid=server.uuid,
                                                            **args)
     except BusError as exc:
-        give_back(api, cell, server, action, restore, f"Cannot reach the compute: {exc}")
+        if restore:
+            give_back(api, cell, server, action, restore, f"Cannot reach the compute: {exc}")
         raise ServiceUnavailable(f"Cannot reach compute host {server.host} to {action} "
                                  f"the server: {exc}; try again.") from None
 

@@ -23,7 +23,8 @@ from stratus.cells import schema as cs
 from stratus.cells import states as st
 from stratus.storage import engine as db
 
-UPDATABLE = ("name", "description", "access_ip_v4", "access_ip_v6", "hostname")
+UPDATABLE = ("name", "description", "access_ip_v4", "access_ip_v6", "hostname",
+             "auto_disk_config")
 
 
 def check_metadata_quota(api: ComputeAPIDeps, project_id: str, items: Mapping[str, str]
@@ -51,6 +52,14 @@ def update(api: ComputeAPIDeps, uuid: str, project_id: str | None,
         if not done:
             raise NotFound(f"Instance {uuid} could not be found.")
     return server_ops.get(api, uuid, None)
+
+
+def set_disk_config(api: ComputeAPIDeps, uuid: str, auto: bool) -> None:
+    """OS-DCF:diskConfig given with a resize (the resize itself is already under way)."""
+    server, engine = _live(api, uuid, None)
+    t = cs.instances
+    with db.write(engine) as conn:
+        conn.execute(sa.update(t).where(t.c.uuid == server.uuid).values(auto_disk_config=auto))
 
 
 # ---- metadata ---------------------------------------------------------------------------

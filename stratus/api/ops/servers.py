@@ -69,6 +69,7 @@ class Boot:
     config_drive: str = ""
     hostname: str | None = None
     security_groups: tuple[str, ...] = ()
+    auto_disk_config: bool = False
     # Nova's reservation id: one per request, shared by the servers it made.
     reservation_id: str = field(default_factory=lambda: new_reservation_id())
 
@@ -144,6 +145,7 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
                    "description": boot.description, "access_ip_v4": boot.access_ip_v4,
                    "access_ip_v6": boot.access_ip_v6, "user_data": boot.user_data,
                    "config_drive": boot.config_drive or None, "hostname": boot.hostname,
+                   "auto_disk_config": boot.auto_disk_config or None,
                    "system_metadata": images.system_metadata(
                        boot.image, boot.image.id if boot.image else None,
                        boot.flavor.root_gb) or None}

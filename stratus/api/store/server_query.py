@@ -164,8 +164,8 @@ def cell_page(conn: Connection, cell_uuid: str, filters: Filters, keys: Sequence
     query = sa.select(t)
     if filters.project_id is not None:
         query = query.where(t.c.project_id == filters.project_id)
-    if filters.only_deleted:
-        query = query.where(t.c.deleted_at.is_not(None))
+    if filters.only_deleted:   # Nova's deleted=true: the soft-deleted ones too
+        query = query.where(sa.or_(t.c.deleted_at.is_not(None), t.c.vm_state == SOFT_DELETED))
     elif not filters.with_deleted:
         # Soft-deleted servers are left out too, as Nova's default listing does.
         query = query.where(t.c.deleted_at.is_(None), t.c.vm_state != SOFT_DELETED)

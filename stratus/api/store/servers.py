@@ -86,6 +86,7 @@ class Server:
     # ``image_<key>``, ``image_base_image_ref``...; a snapshot inherits them).
     soft_deleted_at: dt.datetime | None = None
     system_metadata: dict[str, Any] = field(default_factory=dict)
+    auto_disk_config: bool = False            # OS-DCF:diskConfig AUTO
 
     @property
     def locked(self) -> bool:
@@ -96,7 +97,7 @@ class Server:
 # request's ``instance`` JSON, then the cell row's columns): the names are the columns'.
 REQUESTED = ("description", "access_ip_v4", "access_ip_v6", "reservation_id",
              "launch_index", "hostname", "user_data", "config_drive", "system_metadata",
-             "metadata", "tags")
+             "metadata", "tags", "auto_disk_config")
 
 
 # ---- API database -------------------------------------------------------------------
@@ -249,7 +250,8 @@ def _server(row: sa.Row, cell_uuid: str) -> Server:
                   hostname=row.hostname, user_data=row.user_data,
                   config_drive=row.config_drive or "",
                   soft_deleted_at=row.soft_deleted_at,
-                  system_metadata=_json(row.system_metadata))
+                  system_metadata=_json(row.system_metadata),
+                  auto_disk_config=bool(row.auto_disk_config))
 
 
 def with_details(conn: Connection, servers: list[Server]) -> list[Server]:

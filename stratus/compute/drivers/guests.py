@@ -70,6 +70,10 @@ class Guest:
 class GuestLifecycle:
     """Mixed into Driver: ``_lock``, ``_instances``, ``host``, ``faults`` are the driver's."""
 
+    # How fast a snapshot's copy of the disk goes (GB of the guest's disk per second):
+    # a real copy takes time, and clients see (and wait through) its task states.
+    snapshot_gb_per_second: float = 1.0
+
     host: str
     faults: FaultInjector
     _lock: threading.RLock
@@ -203,6 +207,16 @@ class GuestLifecycle:
             guest.power, guest.rescued, guest.boots = RUNNING, False, guest.boots + 1
             guest.boot_lines()
 
+    def set_admin_password(self, uuid: str, password: str) -> None:
+        """Through the guest agent, which only a running guest has."""
+        with self._lock:
+            guest = self._act(uuid, "set admin password", (RUNNING,), rescued=None)
+            guest.log("qemu-ga: guest-set-user-password: root")
+
+    def inject_network_info(self, uuid: str) -> None:
+        with self._lock:
+            self._guest(uuid).log("cloud-init: network configuration applied")
+
     def trigger_crash_dump(self, uuid: str) -> None:
         """An NMI: the guest's kernel panics and dumps (Nova's trigger_crash_dump)."""
         with self._lock:
@@ -227,6 +241,13 @@ class GuestLifecycle:
             guest.power, guest.rescued = power, rescued
 
     # -- the disk -----------------------------------------------------------------------
+
+    def copy_seconds(self, uuid: str) -> float:
+        """How long copying the guest's disk takes (its DISK_GB at the copy rate)."""
+        with self._lock:
+            self._guest(uuid)
+            gb = sum(a.get("DISK_GB", 0) for a in self._instances[uuid].resources.values())
+        return gb / self.snapshot_gb_per_second if self.snapshot_gb_per_second > 0 else 0.0
 
     def snapshot(self, uuid: str) -> bytes:
         """A copy of the guest's disk: bytes that say what it is (a simulated disk has no

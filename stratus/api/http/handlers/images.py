@@ -151,6 +151,12 @@ def show_image(req: Req) -> webob.Response:
     return json_response({"image": detailed(req, _image(req))})
 
 
+def no_image(req: Req) -> webob.Response:
+    """``DELETE /images/`` (no id): Nova's router finds no image (404, not 405)."""
+    _proxied(req)
+    raise NotFound("Image not found.")
+
+
 def delete_image(req: Req) -> webob.Response:
     _proxied(req)
     req.authorize("os_compute_api:images")

@@ -12,8 +12,10 @@ suspend, resume        202     ops.power
 rescue                 200     ops.power, ``{"adminPass"}``
 unrescue               202     ops.power
 trigger_crash_dump     202     ops.power (2.17)
+changePassword         202     ops.power
 lock, unlock           202     ops.locking (``locked_reason`` 2.73)
 os-resetState          202     ops.locking (admin)
+injectNetworkInfo      202     ops.power (admin)
 forceDelete, restore   202     ops.soft_delete
 os-getConsoleOutput    200     the compute's console log, ``{"output"}``
 rebuild, createImage,          handlers.rebuild_image
@@ -92,6 +94,14 @@ def trigger_crash_dump(req: Req, body: dict[str, Any]) -> webob.Response:
     return empty_response(202)
 
 
+def change_password(req: Req, body: dict[str, Any]) -> webob.Response:
+    validate(body, schemas.CHANGE_PASSWORD)
+    req.authorize("os_compute_api:os-admin-password")
+    power.act(req.api, req.arg("server_id"), _owner(req), "change_password", req.caller,
+              is_admin=req.is_admin, new_pass=body["changePassword"]["adminPass"])
+    return empty_response(202)
+
+
 def lock(req: Req, body: dict[str, Any]) -> webob.Response:
     with_reason = req.want.supports("locked_reason")
     validate(body, schemas.LOCK_273 if with_reason else schemas.LOCK)
@@ -109,6 +119,12 @@ def unlock(req: Req, body: dict[str, Any]) -> webob.Response:
 
 
 UNLOCK_OVERRIDE = "os_compute_api:os-lock-server:unlock:unlock_override"
+
+
+def inject_network_info(req: Req, body: dict[str, Any]) -> webob.Response:
+    req.authorize("os_compute_api:os-admin-actions:inject_network_info")
+    power.inject_network_info(req.api, req.arg("server_id"), req.caller)
+    return empty_response(202)
 
 
 def reset_state(req: Req, body: dict[str, Any]) -> webob.Response:
@@ -157,9 +173,11 @@ ACTIONS: dict[str, ActionHandler] = {
     "rescue": rescue,
     "unrescue": _host_action("unrescue", "os_compute_api:os-unrescue"),
     "trigger_crash_dump": trigger_crash_dump,
+    "changePassword": change_password,
     "lock": lock,
     "unlock": unlock,
     "os-resetState": reset_state,
+    "injectNetworkInfo": inject_network_info,
     "forceDelete": force_delete,
     "restore": restore,
     "os-getConsoleOutput": console_output,

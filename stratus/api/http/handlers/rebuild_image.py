@@ -82,6 +82,8 @@ def rebuild(req: Req, body: dict[str, Any]) -> webob.Response:
             changes[column] = access_ip(data[field], version, field) if data[field] else None
     if "description" in data:
         changes["description"] = data["description"]
+    if "OS-DCF:diskConfig" in data:
+        changes["auto_disk_config"] = data["OS-DCF:diskConfig"] == "AUTO"
     if "hostname" in data:
         changes["hostname"] = data["hostname"]
     if "user_data" in data:

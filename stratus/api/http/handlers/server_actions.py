@@ -12,7 +12,7 @@ from stratus.api.http.handlers import lifecycle_actions
 from stratus.api.http.handlers.servers import _flavor, _owner_filter
 from stratus.api.http.schemas import SERVER_ACTION
 from stratus.api.http.wsgi import Req, empty_response, json_response, timestamp
-from stratus.api.ops import live_moves, shelving
+from stratus.api.ops import live_moves, server_update, shelving
 from stratus.api.ops import moves as ops
 from stratus.api.ops import servers as server_ops
 from stratus.api.store.errors import BadRequest, NotFound
@@ -40,6 +40,8 @@ def server_action(req: Req) -> webob.Response:
     if action == "resize":
         req.authorize("os_compute_api:servers:resize")
         ops.resize(req.api, uuid, owner, _flavor(req, data["flavorRef"]), req.caller)
+        if "OS-DCF:diskConfig" in data:   # Nova records it with the resize
+            server_update.set_disk_config(req.api, uuid, data["OS-DCF:diskConfig"] == "AUTO")
         return empty_response(202)
     if action == "migrate":
         host = (data or {}).get("host")

@@ -34,6 +34,8 @@ def update_server(req: Req) -> webob.Response:
                           ("hostname", "hostname")):
         if field in data:
             changes[column] = data[field]
+    if "OS-DCF:diskConfig" in data:
+        changes["auto_disk_config"] = data["OS-DCF:diskConfig"] == "AUTO"
     for field, column, version in (("accessIPv4", "access_ip_v4", 4),
                                    ("accessIPv6", "access_ip_v6", 6)):
         if field in data:

@@ -71,7 +71,7 @@ def create_server(req: Req) -> webob.Response:
     # Nova answers with the first server only (a multi-create's others are found by
     # their reservation id).
     first: dict[str, object] = {"id": uuids[0], "links": req.link(f"/servers/{uuids[0]}"),
-                                "OS-DCF:diskConfig": "MANUAL",
+                                "OS-DCF:diskConfig": data.get("OS-DCF:diskConfig", "MANUAL"),
                                 "security_groups": [{"name": n} for n in groups or ["default"]]}
     if req.api.enable_instance_password:
         first["adminPass"] = data.get("adminPass") or passwords.generate(
@@ -91,6 +91,7 @@ def _asked(req: Req, data: dict) -> dict[str, Any]:
         else data["name"],
         "user_data": data.get("user_data"),
         "config_drive": "True" if schemas.boolean(data.get("config_drive", False)) else "",
+        "auto_disk_config": data.get("OS-DCF:diskConfig") == "AUTO",
     }
     for field, key, version in (("accessIPv4", "access_ip_v4", 4),
                                 ("accessIPv6", "access_ip_v6", 6)):
