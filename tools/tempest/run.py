@@ -177,8 +177,15 @@ def tempest_conf(cloud: Cloud, found: dict[str, Any], workspace: Path) -> str:
     if external:
         c["network"]["public_network_id"] = external[0]["id"]
         c["network"]["floating_network_name"] = external[0]["name"]
-    c["network-feature-enabled"] = {"api_extensions": ",".join(found["extensions"]) or "None",
-                                    "ipv6": "false", "ipv6_subnet_attributes": "false"}
+    c["network-feature-enabled"] = {
+        "api_extensions": ",".join(found["extensions"]) or "None",
+        "ipv6": "false", "ipv6_subnet_attributes": "false",
+        # The minimum-bandwidth placement scenarios: VLAN networks on the physnet the
+        # fleet's NICs are on (serve's hosts: FLEET below), whose NICs also guarantee
+        # packet rates; QoS policy changes on bound ports move their allocations.
+        "qos_placement_physnet": QOS_PHYSNET, "provider_net_base_segmentation_id": "3000",
+        "qos_min_bw_and_pps": "true", "available_features": "update_port_qos",
+    }
     c["image"] = {"region": cloud.region, "endpoint_type": "public",
                   "build_timeout": "60", "build_interval": "1"}
     c["image-feature-enabled"] = {"api_v2": "true", "api_v1": "false",
@@ -203,11 +210,26 @@ def tempest_conf(cloud: Cloud, found: dict[str, Any], workspace: Path) -> str:
 
 # -- a serve of its own ------------------------------------------------------------------
 
+QOS_PHYSNET = "physnet1"
+
+
+def fleet(hosts: int) -> dict[str, Any]:
+    """serve's default machine, whose NIC on physnet1 also guarantees packet rates (the
+    QoS scenarios with minimum packet-rate rules need that inventory)."""
+    nic = {"name": "ens1", "physnet": QOS_PHYSNET, "vnic_types": ["normal", "direct"],
+           "egress_kbps": 10_000_000, "ingress_kbps": 10_000_000, "packet_rate_kpps": 10_000}
+    return {"shapes": {"standard": {"vcpus": 16, "memory_mb": 65536, "disk_gb": 1000,
+                                    "network_devices": [nic]}},
+            "hosts": [{"count": hosts, "shape": "standard", "name": "compute{n:04d}"}]}
+
+
 def start_serve(workdir: Path, hosts: int) -> tuple[procs.ManagedProcess, Cloud]:
     ports = {name: procs.free_port() for name in
              ("port", "api-port", "network-port", "identity-port", "image-port")}
+    fleet_file = workdir / "fleet.yaml"
+    fleet_file.write_text(yaml.safe_dump(fleet(hosts)))
     argv = [str(Path(sys.executable).parent / "stratus"), "serve",
-            "--data-dir", str(workdir / "data"), "--hosts", str(hosts)]
+            "--data-dir", str(workdir / "data"), "--fleet", str(fleet_file)]
     for name, port in ports.items():
         argv += [f"--{name}", str(port)]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
