@@ -91,7 +91,8 @@ class World:
         self.network_engine = db.create_engine(network_db or f"sqlite:///{tmp_path}/network.db")
         network_service.sync(self.network_engine)
         self.network_app = network_wsgi(NetworkDeps(self.network_engine,
-                                                    legacy_resource_request))
+                                                    legacy_resource_request,
+                                                    placement=self.cloud.client()))
         self.network = self.network_client()
         image_config = configuration.load([], environ={}, overrides={
             ("DEFAULT", "data_dir"): str(tmp_path)})

@@ -238,7 +238,8 @@ def _empty_list(name: str, value: Any) -> list[Any]:
 
 def rule_attrs(rule_type: str) -> dict[str, Attr]:
     kind = RULE_TYPES[rule_type]
-    table = {kind.value_field: Attr(integer(0, kind.value_max))}
+    check = one_of(*kind.choices) if kind.choices else integer(0, kind.value_max)
+    table = {kind.value_field: Attr(check)}
     if kind.directions:
         table["direction"] = Attr(one_of(*kind.directions))
     if kind.burst_field:

@@ -225,26 +225,32 @@ def _limit(raw: str | None) -> int | None:
 
 def _page(req: Req, collection: str, items: list[dict[str, Any]], limit: int
           ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """One page and Neutron's links: ``next`` unless a forward page came back short,
+    ``previous`` unless a reverse one did; each names the page's last (first) item as
+    its marker, or no marker for an empty page. A marker the caller cannot find (gone,
+    or not theirs) is an empty page, so a client walking links stops rather than
+    starting over."""
     marker = req.one("marker")
     reverse = (req.one("page_reverse") or "").lower() == "true"
     ids = [i.get("id") for i in items]
-    if marker:
-        if marker not in ids:
-            raise errors.NotFound(f"Marker {marker} could not be found.", "HTTPNotFound")
+    if marker and marker not in ids:
+        page: list[dict[str, Any]] = []
+    elif marker:
         at = ids.index(marker)
         page = items[max(0, at - limit):at] if reverse else items[at + 1:at + 1 + limit]
     else:
         page = items[-limit:] if reverse else items[:limit]
     base = [(k, v) for k, v in req.query if k not in ("marker", "page_reverse")]
     url = req.webob.host_url + req.webob.script_name + req.webob.path_info
-    full = len(page) == limit
+    short = len(page) < limit
     links = []
-    if page and (reverse or full):
-        links.append({"rel": "next", "href": url + "?" + urlencode(
-            [*base, ("marker", page[-1]["id"])])})
-    if page and ((reverse and full) or (not reverse and marker)):
+    if not (short and not reverse):
+        after = [("marker", page[-1]["id"])] if page else []
+        links.append({"rel": "next", "href": url + "?" + urlencode([*base, *after])})
+    if not (short and reverse):
+        before = [("marker", page[0]["id"])] if page else []
         links.append({"rel": "previous", "href": url + "?" + urlencode(
-            [*base, ("marker", page[0]["id"]), ("page_reverse", "True")])})
+            [*base, *before, ("page_reverse", "True")])})
     return page, links
 
 

@@ -77,6 +77,14 @@ def create_policy(conn: Connection, *, project_id: str, name: str = "", descript
     return get_policy(conn, policy_id)
 
 
+def default_for(conn: Connection, project_id: str) -> str | None:
+    """The project's default policy (qos-default): a network made without one takes it."""
+    t = s.qos_policies
+    found = conn.execute(sa.select(t.c.id).where(t.c.project_id == project_id, t.c.is_default)
+                         ).scalar()
+    return str(found) if found is not None else None
+
+
 def _only_default(conn: Connection, project_id: str, but: str | None = None) -> None:
     t = s.qos_policies
     query = sa.select(t.c.id).where(t.c.project_id == project_id, t.c.is_default)

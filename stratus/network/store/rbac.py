@@ -23,8 +23,7 @@ from stratus.network.store.common import Filters, bump, new_id, utcnow, where
 
 COLUMNS = {"id": "id", "project_id": "project_id", "tenant_id": "project_id",
            "object_type": "object_type", "object_id": "object_id",
-           "target_tenant": "target_project", "target_project": "target_project",
-           "action": "action", "revision_number": "revision_number"}
+           "target_tenant": "target_project", "action": "action"}
 
 
 def not_found(ident: str) -> errors.NotFound:
@@ -43,13 +42,12 @@ def get(conn: Connection, policy_id: str) -> dict[str, Any]:
 
 def list_all(conn: Connection, filters: Filters, project_id: str | None
              ) -> list[dict[str, Any]]:
-    """Policies matching ``filters``; a ``project_id`` caller sees those it made and those
-    naming it (or everyone) as their target."""
+    """Policies matching ``filters``; a ``project_id`` caller sees those it made (not those
+    naming it: who shares what with whom is the sharer's business, as in Neutron)."""
     r = s.rbac_policies
     query = where(sa.select(r), r, filters, COLUMNS)
     if project_id is not None:
-        query = query.where(sa.or_(r.c.project_id == project_id,
-                                   r.c.target_project.in_([project_id, WILDCARD])))
+        query = query.where(r.c.project_id == project_id)
     return [dict(row._mapping) for row in conn.execute(query.order_by(r.c.id))]
 
 

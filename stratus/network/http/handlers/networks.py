@@ -13,6 +13,7 @@ from stratus.network.http.wsgi import Req, created, empty_response, listing, sho
 from stratus.network.store import access, quotas, tags
 from stratus.network.store import networks as store
 from stratus.network.store import ports as port_store
+from stratus.network.store import qos as qos_store
 from stratus.network.store import security_groups as sg_store
 from stratus.storage import engine as db
 from stratus.undo import Undo
@@ -77,6 +78,8 @@ def create_network(req: Req) -> webob.Response:
     with db.write(req.deps.engine) as conn:
         rows = []
         for data in items:
+            if "qos_policy_id" not in data:
+                data["qos_policy_id"] = qos_store.default_for(conn, data["project_id"])
             check_policy(req, conn, data.get("qos_policy_id"))
             sg_store.ensure_default(conn, data["project_id"])
             rows.append(store.create_network(conn, **data))

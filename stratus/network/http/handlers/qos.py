@@ -143,9 +143,10 @@ def show_rule(req: Req) -> webob.Response:
 
 def create_rule(req: Req) -> webob.Response:
     kind = _kind(req)
+    _admin(req, f"create_policy_{kind.member}")
     values = _rule_values(req, kind, creating=True)
     with db.write(req.deps.engine) as conn:
-        _policy(req, conn, writing=True, rule=f"create_policy_{kind.member}")
+        _policy(req, conn)
         rule = store.create_rule(conn, req.arg("id"), kind.name,
                                  values.get("direction", kind.default_direction),
                                  values["value"], values.get("burst", 0))
@@ -154,17 +155,19 @@ def create_rule(req: Req) -> webob.Response:
 
 def update_rule(req: Req) -> webob.Response:
     kind = _kind(req)
+    _admin(req, f"update_policy_{kind.member}")
     values = _rule_values(req, kind, creating=False)
     with db.write(req.deps.engine) as conn:
-        _policy(req, conn, writing=True, rule=f"update_policy_{kind.member}")
+        _policy(req, conn)
         rule = store.update_rule(conn, req.arg("id"), kind.name, req.arg("rule_id"), **values)
     return shown(req, kind.member, render.rule(rule))
 
 
 def delete_rule(req: Req) -> webob.Response:
     kind = _kind(req)
+    _admin(req, f"delete_policy_{kind.member}")
     with db.write(req.deps.engine) as conn:
-        _policy(req, conn, writing=True, rule=f"delete_policy_{kind.member}")
+        _policy(req, conn)
         store.delete_rule(conn, req.arg("id"), kind.name, req.arg("rule_id"))
     return empty_response(204)
 
@@ -182,7 +185,9 @@ def show_rule_type(req: Req) -> webob.Response:
     if name not in RULE_TYPES:
         raise errors.NotFound(f"QoS rule type {name} could not be found.", "QosRuleTypeNotFound")
     kind = RULE_TYPES[name]
-    parameters = [{"parameter_name": kind.value_field, "parameter_type": "range",
+    parameters = [{"parameter_name": kind.value_field, "parameter_type": "choices",
+                   "parameter_values": list(kind.choices)} if kind.choices else
+                  {"parameter_name": kind.value_field, "parameter_type": "range",
                    "parameter_values": {"start": 0, "end": kind.value_max}}]
     if kind.directions:
         parameters.append({"parameter_name": "direction", "parameter_type": "choices",

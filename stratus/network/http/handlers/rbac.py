@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 from stratus.network import errors
 from stratus.network.http import attrs
 from stratus.network.http.wsgi import Req, created, empty_response, listing, shown
-from stratus.network.store import quotas
+from stratus.network.store import access, quotas
 from stratus.network.store import rbac as store
 from stratus.storage import engine as db
 
@@ -20,14 +20,12 @@ from stratus.storage import engine as db
 def render(row: dict[str, Any]) -> dict[str, Any]:
     return {"id": row["id"], "project_id": row["project_id"], "tenant_id": row["project_id"],
             "object_type": row["object_type"], "object_id": row["object_id"],
-            "target_tenant": row["target_project"], "target_project": row["target_project"],
-            "action": row["action"]}
+            "target_tenant": row["target_project"], "action": row["action"]}
 
 
 def _visible(req: Req, conn: Connection, policy_id: str) -> dict[str, Any]:
     row = store.get(conn, policy_id)
-    if req.scope is not None and row["project_id"] != req.scope and \
-            row["target_project"] not in (req.scope, "*"):
+    if req.scope is not None and row["project_id"] != req.scope:
         raise errors.NotFound(f"RBAC policy {policy_id} could not be found.",
                               "RbacPolicyNotFound")
     return row
@@ -73,10 +71,14 @@ def create_policy(req: Req) -> webob.Response:
         rows = []
         for data in items:
             obj = store.object_of(conn, data["object_type"], data["object_id"])
-            if obj is None or (req.scope is not None and obj["project_id"] != req.scope):
-                # Another project's object, or none: Neutron does not tell which.
+            if obj is None or not access.can(conn, data["object_type"], data["object_id"],
+                                             req.scope):
                 raise errors.NotFound(f"{data['object_type']} {data['object_id']} could not "
                                       "be found.", "NotFound")
+            if req.scope is not None and obj["project_id"] != req.scope:
+                raise errors.BadRequest(f"Invalid input for operation: {data['object_type']} "
+                                        f"{data['object_id']} is not yours to share.",
+                                        "InvalidInput")
             rows.append(store.create(conn, **data))
             quotas.check(conn, data["project_id"], "rbac_policy")
     return created(req, "rbac_policy", "rbac_policies", [render(r) for r in rows], bulk)

@@ -22,7 +22,8 @@ TAGGABLE: dict[str, tuple[str, sa.Table]] = {
     "ports": ("port", s.ports), "routers": ("router", s.routers),
     "floatingips": ("floatingip", s.floating_ips),
     "security-groups": ("security_group", s.security_groups),
-    "qos/policies": ("policy", s.qos_policies), "subnetpools": ("subnetpool", s.subnet_pools),
+    "qos/policies": ("policy", s.qos_policies), "policies": ("policy", s.qos_policies),
+    "subnetpools": ("subnetpool", s.subnet_pools),
     "address-scopes": ("address_scope", s.address_scopes),
 }
 
