@@ -19,15 +19,22 @@ class ServerError(RuntimeError):
 
 class ThreadedServer:
     def __init__(self, name: str, wsgi_app: Any, host: str, port: int,
-                 threads: int = 16, log_level: str = "warning") -> None:
+                 threads: int = 16, log_level: str = "warning",
+                 streams_bodies: bool = False) -> None:
+        """``streams_bodies``: the app reads large bodies in pieces (image data), so a
+        client going away mid-body must show as an error, not as the body's end."""
         import uvicorn
         from a2wsgi import WSGIMiddleware
 
+        from stratus.web.bodies import guard_disconnects
+        from stratus.web.disconnect import tolerate_disconnects
         from stratus.web.server import UVICORN_OPTIONS
 
         self.name, self.host, self.port = name, host, port
-        self._asgi = WSGIMiddleware(wsgi_app, workers=threads)
-        config = uvicorn.Config(self._asgi, host=host, **UVICORN_OPTIONS,
+        self._asgi = WSGIMiddleware(tolerate_disconnects(wsgi_app),  # type: ignore[arg-type]
+                                    workers=threads)
+        app: Any = guard_disconnects(self._asgi) if streams_bodies else self._asgi
+        config = uvicorn.Config(app, host=host, **UVICORN_OPTIONS,
                                 port=port, log_level=log_level,
                                 access_log=log_level == "debug", lifespan="off")
         self._server = uvicorn.Server(config)

@@ -57,17 +57,35 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_image_api)
 
 
-def _run(app: Any, args: argparse.Namespace, debug: bool, max_body: int) -> None:
+def _run(app: Any, args: argparse.Namespace, debug: bool, max_body: int | None,
+         data_dir: str, service: str, path: str = "/") -> None:
+    """Serve ``app``; ``max_body`` None streams request bodies to it (the image API reads
+    image data in pieces), a number reads each whole body first, up to that size."""
     import uvicorn
 
+    from stratus import deployment
     from stratus.web.server import UVICORN_OPTIONS
     from stratus.web.wsgi_bridge import WSGIBridge
+
+    deployment_id = deployment.record(
+        data_dir, {service: deployment.listen_url(args.host, args.port, path)},
+        by=f"stratus {service}-api")
+    app = deployment.tag(app, deployment_id)
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: None)
     if not debug:
         logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
-    uvicorn.run(WSGIBridge(app, max_body_bytes=max_body), host=args.host, port=args.port,
+    if max_body is None:
+        from a2wsgi import WSGIMiddleware
+
+        from stratus.web.bodies import guard_disconnects
+        from stratus.web.disconnect import tolerate_disconnects
+
+        asgi: Any = guard_disconnects(WSGIMiddleware(tolerate_disconnects(app), workers=16))
+    else:
+        asgi = WSGIBridge(app, max_body_bytes=max_body)
+    uvicorn.run(asgi, host=args.host, port=args.port,
                 **UVICORN_OPTIONS, log_level="info" if debug else "warning",
                 access_log=debug, lifespan="off")
 
@@ -105,7 +123,7 @@ def cmd_identity_api(args: argparse.Namespace) -> int:
           f"{services})", flush=True)
     try:
         _run(service.make_app(deps, metrics=bool(config.get("metrics", "enabled"))),
-             args, debug, 65_536)
+             args, debug, 65_536, config.data_dir, "identity", "/v3")
     finally:
         engine.dispose()
     print("Identity API stopped", flush=True)
@@ -119,8 +137,9 @@ def cmd_image_api(args: argparse.Namespace) -> int:
     print(f"Image API: http://{args.host}:{args.port}/  (database: {shown}, data in "
           f"{deps.store_dir}, auth: {config.get('api', 'auth_strategy')})", flush=True)
     try:
-        # Image data may be large: the body limit is the image limit, not the API's.
-        _run(service.make_app(config, deps), args, debug, deps.max_image_size + 65_536)
+        # Image data may be large: bodies are streamed to the API, which bounds them
+        # itself ([image] max_image_size for data, max_json_body_bytes for JSON).
+        _run(service.make_app(config, deps), args, debug, None, config.data_dir, "image")
     finally:
         engine.dispose()
     print("Image API stopped", flush=True)

@@ -266,7 +266,8 @@ def is_revoked(conn: Connection, audit_id: str) -> bool:
 
 # ---- bootstrap ----------------------------------------------------------------------------
 
-STANDARD_ROLES = ("admin", "member", "reader", "service")
+# keystone-manage bootstrap's roles (admin, manager, member, reader), and service.
+STANDARD_ROLES = ("admin", "manager", "member", "reader", "service")
 
 
 def bootstrap(conn: Connection, admin_password: str, *, demo_password: str | None = None,
@@ -276,7 +277,7 @@ def bootstrap(conn: Connection, admin_password: str, *, demo_password: str | Non
     made: dict[str, str] = {}
     roles = {name: ensure_role(conn, name) for name in STANDARD_ROLES}
     for project_name, user_name, password, role_names in (
-            ("admin", "admin", admin_password, ("admin", "member", "reader")),
+            ("admin", "admin", admin_password, ("admin", "manager", "member", "reader")),
             ("demo", "demo", demo_password, ("member", "reader")),
             ("service", "stratus", service_password, ("admin", "service"))):
         if password is None:

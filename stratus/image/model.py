@@ -3,8 +3,7 @@
 An image is its core attributes plus extra properties (strings: ``os_type``,
 ``hw_architecture``, ``img_hv_type``, ``hw_*``, ``traits:*``...). Clients create one with
 the core attributes they may set and any properties at the top level of the body, and
-change it with a JSON patch (``application/openstack-images-v2.1-json-patch``) on that
-same flat document.
+change it with one of Glance's JSON patches on that same flat document (``patch.py``).
 """
 
 from __future__ import annotations
@@ -14,18 +13,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import jsonpatch
-
 DISK_FORMATS = ("ami", "ari", "aki", "vhd", "vhdx", "vmdk", "raw", "qcow2", "vdi", "iso",
                 "ploop")
 CONTAINER_FORMATS = ("ami", "ari", "aki", "bare", "ovf", "ova", "docker", "compressed")
 VISIBILITIES = ("public", "private", "shared", "community")
+STATUSES = ("queued", "saving", "active", "killed", "deleted", "uploading", "importing",
+            "pending_delete", "deactivated")
+HAS_DATA = ("active", "deactivated")
+STORE_ID = "file"
 # What a client may set; everything else of the core is the registry's.
 WRITABLE = ("name", "visibility", "protected", "os_hidden", "disk_format",
             "container_format", "min_disk", "min_ram", "tags")
 READ_ONLY = ("id", "status", "checksum", "os_hash_algo", "os_hash_value", "size",
              "virtual_size", "created_at", "updated_at", "self", "file", "schema",
-             "locations", "direct_url", "owner")
+             "locations", "direct_url", "stores")
+# Glance's reserved names: refused in a create body or a patch (403).
+RESERVED = ("location", "deleted", "deleted_at")
+RESERVED_PREFIX = "os_glance"
 # Formats can change only before data is uploaded (Glance's rule).
 FORMATS = ("disk_format", "container_format")
 MAX_PROPERTY_LENGTH = 65_535
@@ -83,23 +87,26 @@ def render(image: Image) -> dict[str, Any]:
         "created_at": _when(image.created_at), "updated_at": _when(image.updated_at),
         "tags": list(image.tags), "self": f"/v2/images/{image.id}",
         "file": f"/v2/images/{image.id}/file", "schema": "/v2/schemas/image"})
+    if image.status in HAS_DATA:
+        body["stores"] = STORE_ID   # one store holds every image's data
     return body
 
 
-def _writable_doc(image: Image) -> dict[str, Any]:
-    doc: dict[str, Any] = dict(image.properties)
-    for key in WRITABLE:
-        value = getattr(image, key)
-        doc[key] = list(value) if key == "tags" else value
-    return doc
+def check_writable_name(key: str) -> None:
+    """403 for an attribute no client may set: read-only, reserved, ``os_glance_*``."""
+    if key in READ_ONLY:
+        raise ReadOnly(f"Attribute '{key}' is read-only.")
+    if key in RESERVED or key.startswith(RESERVED_PREFIX):
+        raise ReadOnly(f"Attribute '{key}' is reserved.")
 
 
-def _checked(doc: Mapping[str, Any], *, admin: bool) -> dict[str, Any]:
+def checked(doc: Mapping[str, Any], *, admin: bool) -> dict[str, Any]:
     """The values of a create body or a patched document, checked; properties apart."""
     out: dict[str, Any] = {}
     for key, value in doc.items():
-        if key in READ_ONLY and not (key == "owner" and admin):
-            raise ReadOnly(f"Attribute '{key}' is read-only.")
+        if key == "owner" and not admin:
+            raise ReadOnly("Owner can't be set by non admin.")
+        check_writable_name(key)
         if key in ("name",):
             if value is not None and (not isinstance(value, str) or len(value) > 255):
                 raise ImageInputError("'name' must be a string of at most 255 characters "
@@ -143,7 +150,12 @@ def _checked(doc: Mapping[str, Any], *, admin: bool) -> dict[str, Any]:
 
 def new_image(image_id: str, owner: str | None, body: Mapping[str, Any], *, admin: bool,
               now: dt.datetime) -> Image:
-    values = _checked({k: v for k, v in body.items() if k != "id"}, admin=admin)
+    """A new queued image from a create body; ``owner`` is the caller's project (a
+    non-admin may name only that one as the owner)."""
+    given = {k: v for k, v in body.items() if k != "id"}
+    if not admin and "owner" in given and given["owner"] == owner:
+        del given["owner"]
+    values = checked(given, admin=admin)
     if values.get("visibility") == "public" and not admin:
         raise ReadOnly("Only an admin may make an image public.")
     core = {k: values.pop(k) for k in list(values) if k in WRITABLE or k == "owner"}
@@ -151,34 +163,30 @@ def new_image(image_id: str, owner: str | None, body: Mapping[str, Any], *, admi
                    properties=values)
 
 
-def patched(image: Image, patch: Any, *, admin: bool, now: dt.datetime) -> Image:
-    """``image`` with a JSON patch applied, checked as a create body would be."""
-    if not isinstance(patch, list) or not all(isinstance(op, Mapping) for op in patch):
-        raise ImageInputError("A JSON patch must be a list of operations.")
-    for op in patch:
-        path = op.get("path")
-        if not isinstance(path, str) or not path.startswith("/"):
-            raise ImageInputError("Each patch operation needs a path starting with '/'.")
-        top = path.split("/")[1].replace("~1", "/").replace("~0", "~")
-        if top in READ_ONLY and not (top == "owner" and admin):
-            raise ReadOnly(f"Attribute '{top}' is read-only.")
-        if op.get("op") == "remove" and top in WRITABLE and path.count("/") == 1:
-            raise ReadOnly(f"Attribute '{top}' is reserved and cannot be removed.")
-        if top in FORMATS and image.status != "queued":
-            raise ReadOnly(f"Attribute '{top}' can be changed only while the image is "
-                           "queued.")
-    try:
-        doc = jsonpatch.apply_patch(_writable_doc(image), patch)
-    except jsonpatch.JsonPatchConflict as exc:
-        raise PatchConflict(f"The patch does not apply: {exc}") from None
-    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
-        raise ImageInputError(f"Invalid JSON patch: {exc}") from None
-    values = _checked(doc, admin=admin)
-    if values.get("visibility") == "public" and image.visibility != "public" and not admin:
-        raise ReadOnly("Only an admin may make an image public.")
-    core = {k: values.pop(k) for k in list(values) if k in WRITABLE or k == "owner"}
-    return replace(image, **core, properties=values, updated_at=now)
+def visible_to(image: Image, project: str | None, admin: bool,
+               member_status: str | None = None) -> bool:
+    """Whether a caller may see the image; ``member_status`` is the caller's membership
+    of it (any status: a member sees a shared image it has not accepted)."""
+    if admin or image.visibility in ("public", "community") or image.owner == project:
+        return True
+    return image.visibility == "shared" and member_status is not None
 
 
-def visible_to(image: Image, project: str | None, admin: bool) -> bool:
-    return admin or image.visibility in ("public", "community") or image.owner == project
+# ---- members: an image shared with other projects --------------------------------------------
+
+MEMBER_STATUSES = ("pending", "accepted", "rejected")
+
+
+@dataclass(frozen=True)
+class Member:
+    image_id: str
+    member_id: str
+    status: str = "pending"
+    created_at: dt.datetime | None = None
+    updated_at: dt.datetime | None = None
+
+
+def render_member(member: Member) -> dict[str, Any]:
+    return {"image_id": member.image_id, "member_id": member.member_id,
+            "status": member.status, "created_at": _when(member.created_at),
+            "updated_at": _when(member.updated_at), "schema": "/v2/schemas/member"}

@@ -21,7 +21,7 @@ def seed_image(deps: ImageDeps, owner: str = "admin") -> str | None:
     """Make the default image unless the registry has any image; its id if made."""
     with db.read(deps.engine) as conn:
         if store.listing(conn, store.ListQuery(admin=True, include_hidden=True,
-                                               all_visibilities=True, limit=1)):
+                                               visibility="all", limit=1)):
             return None
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0)
     image = Image(

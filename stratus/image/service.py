@@ -35,7 +35,8 @@ def make_deps(config: configuration.Config, engine: Engine | None = None) -> Ima
     sync(engine)
     store_dir = str(config.get("image", "store_dir"))
     return ImageDeps(engine, Path(store_dir) if store_dir else Path(config.data_dir) / "images",
-                     max_image_size=int(config.get("image", "max_image_size")))
+                     max_image_size=int(config.get("image", "max_image_size")),
+                     max_json_body_bytes=int(config.get("image", "max_json_body_bytes")))
 
 
 def make_app(config: configuration.Config, deps: ImageDeps | None = None) -> WSGIApp:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,7 +12,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stratus.image import schema as s
-from stratus.image.model import Image
+from stratus.image.model import Image, Member
+from stratus.image.tasks import Task
 
 CORE = ("name", "status", "visibility", "protected", "os_hidden", "disk_format",
         "container_format", "size", "checksum", "os_hash_algo", "os_hash_value", "min_disk",
@@ -48,6 +51,7 @@ def save(conn: Connection, image: Image) -> None:
 
 
 def delete(conn: Connection, image_id: str) -> None:
+    conn.execute(sa.delete(s.members).where(s.members.c.image_id == image_id))
     conn.execute(sa.delete(s.properties).where(s.properties.c.image_id == image_id))
     conn.execute(sa.delete(s.tags).where(s.tags.c.image_id == image_id))
     conn.execute(sa.delete(s.images).where(s.images.c.id == image_id))
@@ -86,24 +90,32 @@ class ListQuery:
     project: str | None = None
     admin: bool = False
     include_hidden: bool = False
-    all_visibilities: bool = False
+    visibility: str | None = None      # one of model.VISIBILITIES, "all", or None
+    member_status: str = "accepted"    # shared images listed: the caller's membership
     sort: Sequence[tuple[str, str]] = (("created_at", "desc"),)
     limit: int = 25
     marker: str | None = None
 
 
 def listing(conn: Connection, q: ListQuery) -> list[Image]:
-    i = s.images
+    i, m = s.images, s.members
     query = sa.select(i)
     for key, value in q.core.items():
         query = query.where(i.c[key] == value)
-    if "visibility" not in q.core and not q.all_visibilities:
-        # Glance's default listing: public, the caller's own and shared; community only
-        # when asked for by name.
-        query = query.where(i.c.visibility != "community")
     if not q.admin:
+        # Glance's rule: public and community images, the caller's own, and shared ones
+        # whose membership of the caller has the asked status (accepted by default).
+        membership = sa.exists().where(m.c.image_id == i.c.id, m.c.member_id == q.project)
+        if q.member_status != "all":
+            membership = membership.where(m.c.status == q.member_status)
         query = query.where(sa.or_(i.c.visibility.in_(("public", "community")),
-                                   i.c.owner == q.project))
+                                   i.c.owner == q.project,
+                                   sa.and_(i.c.visibility == "shared", membership)))
+    if q.visibility is None:
+        # Community images only when asked for by name, or the caller's own.
+        query = query.where(sa.or_(i.c.visibility != "community", i.c.owner == q.project))
+    elif q.visibility != "all":
+        query = query.where(i.c.visibility == q.visibility)
     if not q.include_hidden:
         query = query.where(i.c.os_hidden.is_(False))
     for name, value in q.properties.items():
@@ -150,3 +162,126 @@ def _after(keys: list[tuple[str, str]], marker: Any) -> sa.ColumnElement[bool]:
             step = (col > value) if direction == "asc" else sa.or_(col < value, col.is_(None))
         clauses.append(sa.and_(*equal, step))
     return sa.or_(*clauses)
+
+
+# ---- members ----------------------------------------------------------------------------
+
+def _member(row: Any) -> Member:
+    return Member(row.image_id, row.member_id, row.status, row.created_at, row.updated_at)
+
+
+def members(conn: Connection, image_id: str) -> list[Member]:
+    m = s.members
+    return [_member(r) for r in conn.execute(
+        sa.select(m).where(m.c.image_id == image_id).order_by(m.c.created_at, m.c.member_id))]
+
+
+def member(conn: Connection, image_id: str, member_id: str | None) -> Member | None:
+    if member_id is None:
+        return None
+    m = s.members
+    row = conn.execute(sa.select(m).where(m.c.image_id == image_id,
+                                          m.c.member_id == member_id)).first()
+    return _member(row) if row else None
+
+
+def add_member(conn: Connection, found: Member) -> None:
+    conn.execute(sa.insert(s.members).values(
+        image_id=found.image_id, member_id=found.member_id, status=found.status,
+        created_at=found.created_at, updated_at=found.updated_at))
+
+
+def set_member_status(conn: Connection, found: Member) -> None:
+    m = s.members
+    conn.execute(sa.update(m).where(m.c.image_id == found.image_id,
+                                    m.c.member_id == found.member_id)
+                 .values(status=found.status, updated_at=found.updated_at))
+
+
+def delete_member(conn: Connection, image_id: str, member_id: str) -> bool:
+    m = s.members
+    return bool(conn.execute(sa.delete(m).where(m.c.image_id == image_id,
+                                                m.c.member_id == member_id)).rowcount)
+
+
+def count_members(conn: Connection, image_id: str) -> int:
+    m = s.members
+    return int(conn.execute(sa.select(sa.func.count()).select_from(m)
+                            .where(m.c.image_id == image_id)).scalar() or 0)
+
+
+# ---- tasks and staged data --------------------------------------------------------------
+
+def _task(row: Any) -> Task:
+    return Task(id=row.id, type=row.type, status=row.status, owner=row.owner,
+                input=json.loads(row.input), created_at=row.created_at,
+                updated_at=row.updated_at or row.created_at, image_id=row.image_id,
+                request_id=row.request_id, user_id=row.user_id,
+                result=json.loads(row.result) if row.result else None, message=row.message,
+                expires_at=row.expires_at)
+
+
+def save_task(conn: Connection, task: Task) -> None:
+    """Insert or update ``task``; tasks past their expiry go at the same time."""
+    t = s.tasks
+    conn.execute(sa.delete(t).where(t.c.expires_at < task.updated_at))
+    values = {"type": task.type, "status": task.status, "owner": task.owner,
+              "image_id": task.image_id, "request_id": task.request_id,
+              "user_id": task.user_id, "input": json.dumps(dict(task.input)),
+              "result": json.dumps(dict(task.result)) if task.result is not None else None,
+              "message": task.message, "expires_at": task.expires_at,
+              "created_at": task.created_at, "updated_at": task.updated_at}
+    if conn.execute(sa.update(t).where(t.c.id == task.id).values(**values)).rowcount == 0:
+        conn.execute(sa.insert(t).values(id=task.id, **values))
+
+
+def get_task(conn: Connection, task_id: str) -> Task | None:
+    row = conn.execute(sa.select(s.tasks).where(s.tasks.c.id == task_id)).first()
+    return _task(row) if row else None
+
+
+def tasks(conn: Connection, *, image_id: str | None = None, owner: str | None = None,
+          status: str | None = None, type_: str | None = None, limit: int = 1000
+          ) -> list[Task]:
+    t = s.tasks
+    query = sa.select(t).order_by(t.c.created_at.desc(), t.c.id).limit(limit)
+    for column, value in (("image_id", image_id), ("owner", owner), ("status", status),
+                          ("type", type_)):
+        if value is not None:
+            query = query.where(t.c[column] == value)
+    return [_task(r) for r in conn.execute(query)]
+
+
+def stage(conn: Connection, image_id: str, size: int, checksum: str, hash_value: str,
+          now: dt.datetime) -> None:
+    conn.execute(sa.delete(s.staged).where(s.staged.c.image_id == image_id))
+    conn.execute(sa.insert(s.staged).values(image_id=image_id, size=size, checksum=checksum,
+                                            os_hash_value=hash_value, created_at=now))
+
+
+def staged(conn: Connection, image_id: str) -> Any:
+    """(size, checksum, os_hash_value) of the data staged for ``image_id``, or None."""
+    return conn.execute(sa.select(s.staged).where(s.staged.c.image_id == image_id)).first()
+
+
+def unstage(conn: Connection, image_id: str) -> None:
+    conn.execute(sa.delete(s.staged).where(s.staged.c.image_id == image_id))
+
+
+def set_status(conn: Connection, image_id: str, expected: str | tuple[str, ...], status: str,
+               now: dt.datetime, **values: Any) -> bool:
+    """Compare-and-swap the image's status; False when it was not ``expected``."""
+    i = s.images
+    allowed = (expected,) if isinstance(expected, str) else expected
+    return bool(conn.execute(sa.update(i).where(i.c.id == image_id, i.c.status.in_(allowed))
+                             .values(status=status, updated_at=now, **values)).rowcount)
+
+
+def total_size(conn: Connection, owner: str | None) -> tuple[int, int]:
+    """(bytes, images) the owner's images hold (every image's when owner is None)."""
+    i = s.images
+    query = sa.select(sa.func.coalesce(sa.func.sum(i.c.size), 0), sa.func.count())
+    if owner is not None:
+        query = query.where(i.c.owner == owner)
+    size, count = conn.execute(query).one()
+    return int(size), int(count)

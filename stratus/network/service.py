@@ -45,7 +45,9 @@ def make_deps(config: configuration.Config, engine: Engine | None = None,
         placement = PlacementClient(str(config.get("placement_client", "endpoint")),
                                     token=str(config.get("placement_client", "token")))
     return NetworkDeps(engine, legacy_resource_request=bool(
-        config.get("network", "legacy_resource_request")), placement=placement)
+        config.get("network", "legacy_resource_request")),
+        binding_extended=bool(config.get("network", "binding_extended")),
+        placement=placement)
 
 
 def make_app(config: configuration.Config, deps: NetworkDeps | None = None) -> WSGIApp:

@@ -94,32 +94,60 @@ def test_patch_adds_replaces_and_removes_properties(images):
         {"op": "replace", "path": "/name", "value": "b"},
         {"op": "add", "path": "/hw_architecture", "value": "aarch64"},
         {"op": "remove", "path": "/os_type"},
-        {"op": "add", "path": "/tags/-", "value": "gold"}])
+        {"op": "replace", "path": "/tags", "value": ["gold", "gold", "blue"]}])
     assert resp.status_code == 200, resp.text
     body = resp.json()
     assert body["name"] == "b" and body["hw_architecture"] == "aarch64"
-    assert "os_type" not in body and body["tags"] == ["gold"]
+    assert "os_type" not in body and sorted(body["tags"]) == ["blue", "gold"]
     for ops, status in (
             ([{"op": "replace", "path": "/status", "value": "active"}], 403),
             ([{"op": "remove", "path": "/name"}], 403),
             ([{"op": "remove", "path": "/nothing"}], 409),
+            ([{"op": "replace", "path": "/nothing", "value": "x"}], 409),
+            ([{"op": "add", "path": "/os_glance_foo", "value": "x"}], 403),
             ([{"op": "add", "path": "/min_ram", "value": "lots"}], 400),
             ([{"op": "add", "path": "/prop", "value": 5}], 400),
+            ([{"op": "add", "path": "/tags/-", "value": "x"}], 400),
+            ([{"op": "move", "path": "/name", "from": "/x"}], 400),
             ({"op": "add"}, 400)):
         resp = images.patch(image["id"], ops)   # type: ignore[arg-type]
         assert resp.status_code == status, (ops, resp.text)
         assert set(resp.json()) == {"code", "title", "message"}
+    assert images.call("GET", f"/v2/images/{image['id']}").json()["name"] == "b"
     plain = images.call("PATCH", f"/v2/images/{image['id']}", json=[])
     assert plain.status_code == 415
+    assert "application/openstack-images-v2.0-json-patch" in plain.headers["Accept-Patch"]
+
+
+def test_the_older_patch_media_type_takes_draft_4_operations(images):
+    """``application/openstack-images-v2.0-json-patch`` (what Tempest and older clients
+    send): the operation is the key, and adding what is there is a conflict."""
+    image = images.create(name="a", os_type="x")
+    draft4 = {"Content-Type": "application/openstack-images-v2.0-json-patch"}
+    resp = images.call("PATCH", f"/v2/images/{image['id']}", headers=draft4,
+                       json=[{"replace": "/name", "value": "renamed"},
+                             {"add": "/hw_architecture", "value": "x86_64"},
+                             {"remove": "/os_type"}])
+    assert resp.status_code == 200, resp.text
+    assert (resp.json()["name"], resp.json()["hw_architecture"]) == ("renamed", "x86_64")
+    again = images.call("PATCH", f"/v2/images/{image['id']}", headers=draft4,
+                        json=[{"add": "/hw_architecture", "value": "aarch64"}])
+    assert again.status_code == 409
+    both = images.call("PATCH", f"/v2/images/{image['id']}", headers=draft4,
+                       json=[{"add": "/a", "replace": "/b", "value": "x"}])
+    assert both.status_code == 400
 
 
 def test_create_refuses_read_only_and_bad_values(images):
     for body, status in (({"status": "active"}, 403), ({"size": 3}, 403),
                          ({"disk_format": "floppy"}, 400), ({"visibility": "everyone"}, 400),
                          ({"min_disk": -1}, 400), ({"id": "not-a-uuid"}, 400),
-                         ({"os_type": ["linux"]}, 400)):
+                         ({"os_type": ["linux"]}, 400), ({"os_glance_foo": "x"}, 403)):
         resp = images.call("POST", "/v2/images", json=body)
         assert resp.status_code == status, (body, resp.text)
+    alice = images.as_user("alice")
+    assert alice.call("POST", "/v2/images", json={"owner": "bob"}).status_code == 403
+    assert alice.create(owner="alice")["owner"] == "alice"
     dup = images.create(name="x")
     assert images.call("POST", "/v2/images", json={"id": dup["id"]}).status_code == 409
 
@@ -168,6 +196,29 @@ def test_protected_images_cannot_be_deleted_and_tags_work(images):
                                        "value": False}]).status_code == 200
     assert images.call("DELETE", f"/v2/images/{image['id']}").status_code == 204
     assert images.call("GET", f"/v2/images/{image['id']}").status_code == 404
+
+
+def test_empty_ids_and_trailing_slashes_find_nothing(images):
+    """As Glance: ``GET /v2/images/`` (an empty id) is 404, not the list; so is DELETE."""
+    assert images.call("GET", "/v2/images/").status_code == 404
+    assert images.call("DELETE", "/v2/images/").status_code == 404
+    assert images.call("GET", "/v2/images").status_code == 200
+
+
+def test_a_json_body_over_the_limit_is_413_even_without_a_length(images):
+    big = b'{"name": "' + b"x" * 1_100_000 + b'"}'
+    declared = images.call("POST", "/v2/images", content=big,
+                           headers={"Content-Type": "application/json"})
+    assert declared.status_code == 413
+
+    def pieces():   # no Content-Length: Transfer-Encoding: chunked
+        for start in range(0, len(big), 65_536):
+            yield big[start:start + 65_536]
+
+    chunked = images.call("POST", "/v2/images", content=pieces(),
+                          headers={"Content-Type": "application/json"})
+    assert chunked.status_code == 413
+    assert images.call("GET", "/v2/images").json()["images"] == []
 
 
 def test_schema_and_auth(images):

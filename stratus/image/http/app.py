@@ -4,6 +4,8 @@ Per request: request id -> decode path and query -> ``/`` and ``/versions`` are 
 versions document -> authentication (noauth2 tokens, or keystonemiddleware's headers, as
 the other Stratus APIs) -> route -> handler. Errors are webob's JSON error shape, which
 Glance answers too: ``{"code": "404 Not Found", "title": "Not Found", "message": ...}``.
+A path under ``/v2`` with a trailing slash matches nothing, as in Glance (so
+``GET /v2/images/``, an empty image id, is 404, not the list).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from typing import Any
 import webob
 from sqlalchemy.engine import Engine
 
-from stratus.image.http import handlers
+from stratus.image.http import common, info
 from stratus.image.http.errors import ImageAPIError
+from stratus.image.http.routes import ROUTES
 from stratus.metrics.wsgi import mark_route
 from stratus.placement.http import auth
 from stratus.placement.http.errors import HTTPError as AuthError
@@ -30,8 +33,9 @@ from stratus.web.routing import MethodNotAllowed, NoRoute, Router
 LOG = logging.getLogger(__name__)
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 TITLES = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-          405: "Method Not Allowed", 409: "Conflict", 413: "Request Entity Too Large",
-          415: "Unsupported Media Type", 500: "Internal Server Error"}
+          405: "Method Not Allowed", 409: "Conflict", 410: "Gone",
+          413: "Request Entity Too Large", 415: "Unsupported Media Type",
+          500: "Internal Server Error"}
 
 
 @dataclass
@@ -39,6 +43,13 @@ class ImageDeps:
     engine: Engine
     store_dir: Path
     max_image_size: int = 256 * 1024 * 1024
+    max_json_body_bytes: int = 1_048_576
+
+    def data_path(self, image_id: str) -> Path:
+        return self.store_dir / image_id
+
+    def staging_path(self, image_id: str) -> Path:
+        return self.store_dir / "staging" / image_id
 
 
 def error_response(status: int, message: str) -> webob.Response:
@@ -51,7 +62,7 @@ def error_response(status: int, message: str) -> webob.Response:
 class ImageApp:
     def __init__(self, deps: ImageDeps, *, keystone: bool = False) -> None:
         self.deps, self.keystone = deps, keystone
-        self._router: Router[handlers.Handler] = Router(handlers.ROUTES)
+        self._router: Router[common.Handler] = Router(ROUTES)
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         request_id = "req-" + str(uuid.uuid4())
@@ -73,13 +84,13 @@ class ImageApp:
     def _serve(self, request: webob.Request, environ: dict[str, Any],
                request_id: str) -> webob.Response:
         try:
-            path = path_info(environ).rstrip("/") or "/"
+            path = path_info(environ)
             query = query_pairs(environ)
         except InputError as exc:
             raise ImageAPIError(400, str(exc)) from None
-        if path in ("/", "/versions"):
-            mark_route(environ, path)
-            return handlers.versions(request)
+        if path.rstrip("/") in ("", "/versions"):
+            mark_route(environ, path.rstrip("/") or "/")
+            return info.versions(request)
         if path != "/v2" and not path.startswith("/v2/"):
             raise ImageAPIError(404, "The resource could not be found.")
         ctx = (auth.keystone_context if self.keystone else auth.noauth_context)(
@@ -92,7 +103,7 @@ class ImageApp:
             raise ImageAPIError(405, "The method is not allowed for this resource."
                                 ) from None
         mark_route(environ, "/v2" + template)
-        return handler(handlers.Req(request, self.deps, ctx, query, args))
+        return handler(common.Req(request, self.deps, ctx, query, args, request_id))
 
 
 def build_wsgi(deps: ImageDeps, *, keystone: bool = False) -> WSGIApp:

@@ -48,6 +48,10 @@ class NetworkDeps:
     # Placement, for the allocations a bound port's QoS change moves (a PlacementClient;
     # None: such a change is refused with 409).
     placement: Any = None
+    # Offer the multiple port bindings API (Neutron's binding-extended extension); without
+    # it the service stands in for a Neutron before Rocky, and live migration of a server
+    # whose ports have resource requests is refused (design document 004).
+    binding_extended: bool = True
 
 
 def error_response(status: int, type_: str, message: str) -> webob.Response:
@@ -62,7 +66,7 @@ class NetworkApp:
     def __init__(self, deps: NetworkDeps, *, keystone: bool = False,
                  max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self.deps, self.keystone, self.max_body_bytes = deps, keystone, max_body_bytes
-        self._router: Router[Handler] = Router(routes.ROUTES)
+        self._router: Router[Handler] = Router(routes.routes(deps.binding_extended))
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         request_id = "req-" + str(uuid.uuid4())

@@ -185,7 +185,8 @@ def show_rule_type(req: Req) -> webob.Response:
     if name not in RULE_TYPES:
         raise errors.NotFound(f"QoS rule type {name} could not be found.", "QosRuleTypeNotFound")
     kind = RULE_TYPES[name]
-    parameters = [{"parameter_name": kind.value_field, "parameter_type": "choices",
+    parameters: list[dict[str, Any]] = [
+                  {"parameter_name": kind.value_field, "parameter_type": "choices",
                    "parameter_values": list(kind.choices)} if kind.choices else
                   {"parameter_name": kind.value_field, "parameter_type": "range",
                    "parameter_values": {"start": 0, "end": kind.value_max}}]
