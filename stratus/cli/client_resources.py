@@ -70,8 +70,17 @@ def server_create(args: argparse.Namespace, api: HTTP) -> None:
     if args.dry_run:
         _dry_run(args, api, body)
         return
+    if max_count > 1:
+        # Nova answers a multi-create with its first server only; its reservation id
+        # finds them all.
+        server["return_reservation_id"] = True
     answer = api.call("POST", "/servers", json_body=body)
-    ids = [s["id"] for s in answer.get("servers") or [answer["server"]]]
+    if "reservation_id" in answer:
+        found = api.call("GET", "/servers", params={
+            "reservation_id": answer["reservation_id"]})["servers"]
+        ids = [s["id"] for s in found]
+    else:
+        ids = [answer["server"]["id"]]
     if not args.wait:
         servers = [api.call("GET", f"/servers/{i}")["server"] for i in ids]
         emit(args, servers, lambda: table(SERVER_COLUMNS, _server_rows(servers)))

@@ -104,12 +104,15 @@ def test_api_database_work_on_every_backend(api):
     group = c.post("/os-server-groups", json={"server_group": {
         "name": "g", "policy": "anti-affinity"}}).json()["server_group"]
     resp = c.post("/servers", json={"server": {"name": "vm", "flavorRef": "1",
-                                               "max_count": 2, "availability_zone": "az2"},
+                                               "max_count": 2, "availability_zone": "az2",
+                                               "return_reservation_id": True},
                                     "os:scheduler_hints": {"group": group["id"]}})
     assert resp.status_code == 202, resp.text
-    ids = [s["id"] for s in resp.json()["servers"]]
+    ids = [s["id"] for s in c.get("/servers", params={
+        "reservation_id": resp.json()["reservation_id"]}).json()["servers"]]
     cast = conductor.builds.get(timeout=10)
-    assert [i["uuid"] for i in cast["instances"]] == ids
+    assert sorted(i["uuid"] for i in cast["instances"]) == sorted(ids)
+    ids = [i["uuid"] for i in cast["instances"]]   # in the order they were made
     assert cast["request_spec"]["availability_zone"] == "az2"
     assert cast["request_spec"]["server_group"]["policy"] == "anti-affinity"
 

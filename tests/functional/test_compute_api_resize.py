@@ -225,7 +225,7 @@ def test_wrong_states_and_bad_requests_get_clear_errors(world):
     assert resp.status_code == 400 and "smaller disk" in resp.text
     resp = world.client.post(f"/servers/{sid}/action", json={"resize": {"flavorRef": "nope"}})
     assert resp.status_code == 400 and "nope" in resp.text
-    resp = world.client.post(f"/servers/{sid}/action", json={"reboot": {"type": "SOFT"}})
+    resp = world.client.post(f"/servers/{sid}/action", json={"frobnicate": {}})
     assert resp.status_code == 400 and "no such action" in resp.text
     resp = action(world, sid, "confirmResize")
     assert resp.status_code == 409 and "vm_state active" in resp.text

@@ -38,6 +38,23 @@ RULES: dict[str, str] = {
     "os_compute_api:os-migrate-server:migrate": ADMIN,
     "os_compute_api:os-migrate-server:migrate:host": ADMIN,
     "os_compute_api:servers:index:get_all_tenants": ADMIN,
+    # The server lifecycle: the owner's (handlers scope to the project) or an admin's.
+    **{f"os_compute_api:servers:{a}": ANY for a in (
+        "update", "reboot", "stop", "start", "rebuild", "create_image",
+        "trigger_crash_dump")},
+    **{f"os_compute_api:{a}": ANY for a in (
+        "os-pause-server:pause", "os-pause-server:unpause", "os-suspend-server:suspend",
+        "os-suspend-server:resume", "os-rescue", "os-unrescue", "os-lock-server:lock",
+        "os-lock-server:unlock", "os-deferred-delete:force", "os-deferred-delete:restore",
+        "os-console-output", "ips:index", "ips:show", "os-server-password:show",
+        "os-server-password:clear")},
+    **{f"os_compute_api:server-metadata:{a}": ANY for a in (
+        "index", "show", "create", "update", "update_all", "delete")},
+    **{f"os_compute_api:os-server-tags:{a}": ANY for a in (
+        "index", "show", "update", "update_all", "delete", "delete_all")},
+    "os_compute_api:os-lock-server:unlock:unlock_override": ADMIN,
+    "os_compute_api:os-admin-actions:reset_state": ADMIN,
+    "os_compute_api:os-server-diagnostics": ADMIN,
     "os_compute_api:os-extended-server-attributes": ADMIN,
     **{f"os_compute_api:os-server-groups:{a}": ANY for a in ("create", "index", "show",
                                                              "delete")},

@@ -25,6 +25,7 @@ from stratus.api.http.handlers import (
     servers,
     services,
 )
+from stratus.api.http.handlers import server_details as details
 from stratus.api.http.wsgi import Handler
 
 ROUTES: list[tuple[str, Mapping[str, Handler]]] = [
@@ -50,7 +51,23 @@ ROUTES: list[tuple[str, Mapping[str, Handler]]] = [
                                       "DELETE": server_groups.delete_group}),
     ("/servers", {"GET": servers.list_servers, "POST": servers.create_server}),
     ("/servers/detail", {"GET": servers.list_servers_detail}),
-    ("/servers/{server_id}", {"GET": servers.show_server, "DELETE": servers.delete_server}),
+    ("/servers/{server_id}", {"GET": servers.show_server, "PUT": details.update_server,
+                              "DELETE": servers.delete_server}),
+    ("/servers/{server_id}/metadata", {"GET": details.list_metadata,
+                                       "POST": details.create_metadata,
+                                       "PUT": details.replace_metadata}),
+    ("/servers/{server_id}/metadata/{key}", {"GET": details.show_metadata_item,
+                                             "PUT": details.update_metadata_item,
+                                             "DELETE": details.delete_metadata_item}),
+    ("/servers/{server_id}/tags", {"GET": details.list_tags, "PUT": details.replace_tags,
+                                   "DELETE": details.delete_tags}),
+    ("/servers/{server_id}/tags/{tag}", {"GET": details.check_tag, "PUT": details.add_tag,
+                                         "DELETE": details.delete_tag}),
+    ("/servers/{server_id}/ips", {"GET": details.list_ips}),
+    ("/servers/{server_id}/ips/{network}", {"GET": details.show_ips}),
+    ("/servers/{server_id}/diagnostics", {"GET": details.diagnostics}),
+    ("/servers/{server_id}/os-server-password", {"GET": details.show_password,
+                                                 "DELETE": details.clear_password}),
     ("/servers/{server_id}/action", {"POST": server_actions.server_action}),
     ("/servers/{server_id}/migrations", {"GET": server_actions.list_server_migrations}),
     ("/servers/{server_id}/migrations/{migration_id}", {

@@ -223,14 +223,29 @@ SERVER_CREATE: dict[str, Any] = {
                     },
                     "additionalProperties": False}},
                 "networks": _NETWORKS,
-                "metadata": {"type": "object"},
+                # Nova's parameter_types.metadata: keys of [a-zA-Z0-9-_:. ], values of
+                # at most 255 characters.
+                "metadata": {"type": "object", "patternProperties": {
+                    r"^[a-zA-Z0-9-_:. ]{1,255}$": {"type": "string", "maxLength": 255}},
+                    "additionalProperties": False},
                 "key_name": {"type": ["string", "null"]},
-                "security_groups": {"type": "array"},
+                "security_groups": {"type": "array", "items": {
+                    "type": "object", "properties": {"name": _name()},
+                    "additionalProperties": False}},
                 "description": {"type": ["string", "null"], "maxLength": 255},
-                "user_data": {"type": ["string", "null"]},
-                "config_drive": {"type": ["boolean", "string"]},
+                "user_data": {"type": ["string", "null"], "maxLength": 65535},
+                "config_drive": BOOLEAN,
                 "OS-DCF:diskConfig": {"enum": ["AUTO", "MANUAL"]},
-                "tags": {"type": "array"},
+                "tags": {"type": "array", "maxItems": 50, "items": {
+                    "type": "string", "minLength": 1, "maxLength": 60,
+                    "pattern": "^[^,/]*$"}},
+                "adminPass": {"type": "string"},
+                # Checked as addresses by the handler (Nova's format: ipv4 / ipv6).
+                "accessIPv4": {"type": "string"},
+                "accessIPv6": {"type": "string"},
+                "return_reservation_id": BOOLEAN,
+                "hostname": {"type": "string", "minLength": 2, "maxLength": 63,
+                             "pattern": "^[a-zA-Z0-9]+[a-zA-Z0-9-]*[a-zA-Z0-9]+$"},
             },
             "required": ["name", "flavorRef"],
             "additionalProperties": False,
@@ -303,8 +318,8 @@ SERVER_ACTION: dict[str, Any] = {
             {"type": "null"},
             {"type": "object", "properties": {"host": {"anyOf": [{"type": "null"}, _name()]}},
              "additionalProperties": False}]},
-        "confirmResize": {"type": "null"},
-        "revertResize": {"type": "null"},
+        "confirmResize": {},   # any value, as Nova (documented null; clients send {})
+        "revertResize": {},   # any value, as Nova (documented null; clients send {})
         "os-migrateLive": {
             "type": "object",
             "properties": {
@@ -325,8 +340,8 @@ SERVER_ACTION: dict[str, Any] = {
                 "force": {"type": "boolean"},
             },
             "additionalProperties": False},
-        "shelve": {"type": "null"},
-        "shelveOffload": {"type": "null"},
+        "shelve": {},   # any value, as Nova (documented null; clients send {})
+        "shelveOffload": {},   # any value, as Nova (documented null; clients send {})
         "unshelve": {"anyOf": [
             {"type": "null"},
             {"type": "object",

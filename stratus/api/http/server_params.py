@@ -36,7 +36,8 @@ def listing(req: Req, project_id: str | None) -> Listing:
                         task_states=task_states, host=host or None,
                         name=req.query("name") or None, changes_since=changes_since,
                         # Nova: changes-since also answers with the servers deleted since.
-                        with_deleted=deleted or changes_since is not None)
+                        with_deleted=deleted or changes_since is not None,
+                        reservation_id=req.query("reservation_id") or None)
     if filters.name is not None:
         check_regex(filters.name)
     return Listing(filters, parse_sort(values.get("sort_key", []), values.get("sort_dir", [])),

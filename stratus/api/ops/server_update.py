@@ -16,10 +16,11 @@ from stratus.api.deps import ComputeAPIDeps
 from stratus.api.ops import quotas as quota_ops
 from stratus.api.ops import server_state
 from stratus.api.ops import servers as server_ops
-from stratus.api.store.errors import BadRequest, Conflict, NotFound
+from stratus.api.store.errors import BadRequest, NotFound
 from stratus.api.store.servers import Server
 from stratus.cells import instance_meta
 from stratus.cells import schema as cs
+from stratus.cells import states as st
 from stratus.storage import engine as db
 
 UPDATABLE = ("name", "description", "access_ip_v4", "access_ip_v6", "hostname")
@@ -106,11 +107,14 @@ def tags(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> list[str]:
     return list(server_ops.get(api, uuid, project_id).tags)
 
 
+TAGGABLE = (st.ACTIVE, st.PAUSED, st.SUSPENDED, st.STOPPED)
+
+
 def _tag_write(api: ComputeAPIDeps, uuid: str, project_id: str | None,
-               write: Callable[[sa.Connection], None]) -> list[str]:
+               write: Callable[[sa.Connection], None], action: str) -> list[str]:
     server, engine = _live(api, uuid, project_id)
-    if server.vm_state == "building":   # Nova refuses while the instance is not stable
-        raise Conflict(f"Cannot change the tags of instance {uuid} while it is building.")
+    if server.vm_state not in TAGGABLE:   # Nova's server_tags._check_instance_in_valid_state
+        raise server_state.invalid(server, action, "vm_state", server.vm_state)
     with db.write(engine) as conn:
         write(conn)
         now = instance_meta.tags(conn, uuid)
@@ -125,23 +129,25 @@ def _tag_write(api: ComputeAPIDeps, uuid: str, project_id: str | None,
 def replace_tags(api: ComputeAPIDeps, uuid: str, project_id: str | None,
                  new: list[str]) -> list[str]:
     return _tag_write(api, uuid, project_id,
-                      lambda conn: instance_meta.replace_tags(conn, uuid, new))
+                      lambda conn: instance_meta.replace_tags(conn, uuid, new), "update tags")
 
 
 def add_tag(api: ComputeAPIDeps, uuid: str, project_id: str | None, tag: str) -> bool:
     """Add one tag; True if it was new."""
     before = tags(api, uuid, project_id)
-    _tag_write(api, uuid, project_id, lambda conn: instance_meta.add_tags(conn, uuid, [tag]))
+    _tag_write(api, uuid, project_id, lambda conn: instance_meta.add_tags(conn, uuid, [tag]),
+               "update tag")
     return tag not in before
 
 
 def delete_tag(api: ComputeAPIDeps, uuid: str, project_id: str | None, tag: str) -> None:
     def write(conn: sa.Connection) -> None:
         if not instance_meta.delete_tag(conn, uuid, tag):
-            raise NotFound(f"Tag {tag} was not found for instance {uuid}.")
+            raise NotFound(f"Tag {tag} could not be found for instance {uuid}.")
 
-    _tag_write(api, uuid, project_id, write)
+    _tag_write(api, uuid, project_id, write, "delete tag")
 
 
 def delete_tags(api: ComputeAPIDeps, uuid: str, project_id: str | None) -> None:
-    _tag_write(api, uuid, project_id, lambda conn: instance_meta.delete_tags(conn, uuid))
+    _tag_write(api, uuid, project_id, lambda conn: instance_meta.delete_tags(conn, uuid),
+               "delete tags")

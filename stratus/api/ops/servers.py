@@ -9,14 +9,16 @@ shows BUILD until its cell row says otherwise (ACTIVE, or ERROR with a fault).
 from __future__ import annotations
 
 import logging
+import secrets
+import string
 import uuid as uuidlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from stratus.api.deps import ComputeAPIDeps
-from stratus.api.ops import images, ports
+from stratus.api.ops import images, ports, security_groups
 from stratus.api.ops import quotas as quota_ops
 from stratus.api.store import aggregates as agg_store
 from stratus.api.store import flavors as flavor_store
@@ -57,6 +59,30 @@ class Boot:
     key_name: str | None = None
     # The API request that asked (its id names the servers' create action).
     request_id: str | None = None
+    # What the boot asks the servers to show (each copied to every server).
+    metadata: dict[str, str] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    description: str | None = None
+    access_ip_v4: str | None = None
+    access_ip_v6: str | None = None
+    user_data: str | None = None
+    config_drive: str = ""
+    hostname: str | None = None
+    security_groups: tuple[str, ...] = ()
+    # Nova's reservation id: one per request, shared by the servers it made.
+    reservation_id: str = field(default_factory=lambda: new_reservation_id())
+
+
+def new_reservation_id() -> str:
+    """``r-`` and eight characters, as Nova's ``generate_uid('r')``."""
+    return "r-" + "".join(secrets.choice(string.ascii_lowercase + string.digits)
+                          for _ in range(8))
+
+
+def multi_name(name: str, index: int, count: int) -> str:
+    """A server's name in a multi-create (Nova's default template ``%(name)s-%(count)d``,
+    counting from 1); a single server keeps the name asked for."""
+    return name if count == 1 else f"{name}-{index + 1}"
 
 
 def request_flavor(flavor: flavor_store.Flavor) -> rq.Flavor:
@@ -90,6 +116,12 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     check_extra_specs(flavor.extra_specs)
     if boot.image is not None:
         images.check_fits(boot.image, boot.flavor)
+    if boot.hostname and boot.max_count > 1:
+        raise BadRequest("Unable to allocate a single hostname to multiple instances "
+                         "(a hostname is for a single server).")
+    quota_ops.check_metadata_items(api.dbs.api, api.quota_defaults, boot.project_id,
+                                   len(boot.metadata))
+    security_groups.check(api, boot.security_groups, boot.project_id)
     # A zone tree's build is not counted here: quotas are per deployment, and a zone
     # tree has none yet (docs/ops/quotas.md).
     counted = boot.uuid is None
@@ -102,12 +134,19 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     accepted = accepted_stamp()   # the build-duration metric starts here
     instances: list[dict[str, Any]] = [
         {"uuid": boot.uuid if boot.uuid and count == 1 else str(uuidlib.uuid4()),
-         "name": boot.name if count == 1 else f"{boot.name}-{i + 1}",
+         "name": multi_name(boot.name, i, count), "launch_index": i,
          "project_id": boot.project_id, "user_id": boot.user_id, ACCEPTED_AT: accepted,
          **({"request_id": boot.request_id} if boot.request_id else {})}
         for i in range(count)]
     booted_with = {"image_ref": boot.image.id if boot.image else None,
-                   "key_name": boot.key_name}
+                   "key_name": boot.key_name, "reservation_id": boot.reservation_id,
+                   "metadata": dict(boot.metadata) or None, "tags": list(boot.tags) or None,
+                   "description": boot.description, "access_ip_v4": boot.access_ip_v4,
+                   "access_ip_v6": boot.access_ip_v6, "user_data": boot.user_data,
+                   "config_drive": boot.config_drive or None, "hostname": boot.hostname,
+                   "system_metadata": images.system_metadata(
+                       boot.image, boot.image.id if boot.image else None,
+                       boot.flavor.root_gb) or None}
     for instance in instances:
         instance.update({k: v for k, v in booted_with.items() if v is not None})
     claimed = ports.claim_for_boot(api, boot.networks, [i["uuid"] for i in instances],

@@ -28,6 +28,7 @@ from stratus.api.store.servers import (
     with_details,
 )
 from stratus.cells import schema as cs
+from stratus.cells.states import SOFT_DELETED
 
 # The sort keys a caller may ask for (Nova's names) and the Server attribute (and
 # column) behind each. Only columns that are never NULL, so the merge across cells
@@ -54,6 +55,7 @@ class Filters:
     name: str | None = None                    # a regular expression (Nova's)
     changes_since: dt.datetime | None = None
     with_deleted: bool = False                 # changes-since and status=DELETED see them
+    reservation_id: str | None = None          # the servers one multi-create made
 
 
 def literal_of(pattern: str) -> tuple[str, bool, bool] | None:
@@ -127,7 +129,10 @@ def cell_page(conn: Connection, cell_uuid: str, filters: Filters, keys: Sequence
     if filters.project_id is not None:
         query = query.where(t.c.project_id == filters.project_id)
     if not filters.with_deleted:
-        query = query.where(t.c.deleted_at.is_(None))
+        # Soft-deleted servers are left out too, as Nova's default listing does.
+        query = query.where(t.c.deleted_at.is_(None), t.c.vm_state != SOFT_DELETED)
+    if filters.reservation_id is not None:
+        query = query.where(t.c.reservation_id == filters.reservation_id)
     if filters.vm_states is not None:
         query = query.where(t.c.vm_state.in_(filters.vm_states))
     if filters.task_states is not None:
@@ -174,6 +179,10 @@ def build_request_page(conn: Connection, filters: Filters, keys: Sequence[SortKe
         query = query.where(name_clause(b.c.name, filters.name))
     if filters.changes_since is not None:
         query = query.where(_changed_since(b, filters.changes_since))
+    if filters.reservation_id is not None:
+        # The build request keeps it in its JSON (sorted keys, json.dumps's separators).
+        query = query.where(b.c.instance.like(
+            f'%"reservation_id": "{_like_escape(filters.reservation_id)}"%', escape="\\"))
     columns = {"created_at": b.c.created_at, "name": b.c.name, "uuid": b.c.instance_uuid,
                "vm_state": sa.literal(BUILDING), "project_id": b.c.project_id,
                "user_id": b.c.user_id}

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
 import webob
 
-from stratus.api.http import server_params
+from stratus.api import passwords
+from stratus.api.http import schemas, server_params
+from stratus.api.http.handlers.access_ips import access_ip
 from stratus.api.http.schemas import SERVER_CREATE
 from stratus.api.http.views import servers as views
 from stratus.api.http.wsgi import Req, empty_response, json_response
 from stratus.api.ops import images as image_ops
 from stratus.api.ops import ports as port_ops
-from stratus.api.ops import server_list
+from stratus.api.ops import server_list, soft_delete
 from stratus.api.ops import servers as ops
 from stratus.api.store import flavors as flavor_store
 from stratus.api.store import keypairs as keypair_store
@@ -46,6 +49,8 @@ def create_server(req: Req) -> webob.Response:
     max_count = int(data.get("max_count", min_count))
     if min_count < 1 or max_count < 1:
         raise BadRequest("min_count and max_count must be at least 1.")
+    groups = tuple(dict.fromkeys(g["name"] for g in data.get("security_groups") or ()
+                                 if g.get("name")))
     boot = ops.Boot(name=data["name"], flavor=_flavor(req, data["flavorRef"]),
                     min_count=min_count, max_count=max_count, project_id=req.project_id,
                     user_id=req.ctx.user_id or "",
@@ -54,17 +59,44 @@ def create_server(req: Req) -> webob.Response:
                     supports_port_requests=req.want.supports("port_resource_request"),
                     image=_image(req, data),
                     key_name=_key_name(req, data.get("key_name")),
-                    request_id=req.caller.request_id)
+                    request_id=req.caller.request_id, **_asked(req, data),
+                    security_groups=groups)
     uuids = ops.create(req.api, boot, is_admin=req.is_admin)
-    created = [{"id": u, "links": req.link(f"/servers/{u}"), "OS-DCF:diskConfig": "MANUAL",
-                "security_groups": [{"name": "default"}]} for u in uuids]
-    out: dict[str, object] = {"server": created[0]}
-    if len(created) > 1:
-        # Stratus addition: Nova returns only the first; the client wants every id.
-        out["servers"] = created
-    resp = json_response(out, status=202)
-    resp.headers["Location"] = created[0]["links"][0]["href"]  # type: ignore[index]
+    if schemas.boolean(data.get("return_reservation_id", False)):
+        return json_response({"reservation_id": boot.reservation_id}, status=202)
+    # Nova answers with the first server only (a multi-create's others are found by
+    # their reservation id).
+    first: dict[str, object] = {"id": uuids[0], "links": req.link(f"/servers/{uuids[0]}"),
+                                "OS-DCF:diskConfig": "MANUAL",
+                                "security_groups": [{"name": n} for n in groups or ["default"]]}
+    if req.api.enable_instance_password:
+        first["adminPass"] = data.get("adminPass") or passwords.generate(
+            req.api.password_length)
+    resp = json_response({"server": first}, status=202)
+    resp.headers["Location"] = req.link(f"/servers/{uuids[0]}")[0]["href"]
     return resp
+
+
+def _asked(req: Req, data: dict) -> dict[str, Any]:
+    """What the boot asks its servers to show, at the version asked (description 2.19,
+    tags 2.52, hostname 2.90; before 2.19 the description is the name, as in Nova)."""
+    want = req.want
+    asked: dict[str, Any] = {
+        "metadata": dict(data.get("metadata") or {}),
+        "description": data.get("description") if want.supports("server_description")
+        else data["name"],
+        "user_data": data.get("user_data"),
+        "config_drive": "True" if schemas.boolean(data.get("config_drive", False)) else "",
+    }
+    for field, key, version in (("accessIPv4", "access_ip_v4", 4),
+                                ("accessIPv6", "access_ip_v6", 6)):
+        if data.get(field):
+            asked[key] = access_ip(data[field], version, field)
+    if want.supports("tags_on_create"):
+        asked["tags"] = tuple(dict.fromkeys(data.get("tags") or ()))
+    if want.supports("server_hostname") and data.get("hostname"):
+        asked["hostname"] = data["hostname"]
+    return asked
 
 
 def _image(req: Req, data: dict) -> image_ops.BootImage | None:
@@ -217,5 +249,6 @@ def show_server(req: Req) -> webob.Response:
 
 def delete_server(req: Req) -> webob.Response:
     req.authorize("os_compute_api:servers:delete")
-    ops.delete(req.api, req.arg("server_id"), _owner_filter(req), req.caller)
+    soft_delete.delete(req.api, req.arg("server_id"), _owner_filter(req), req.caller,
+                       is_admin=req.is_admin)
     return empty_response(204)
