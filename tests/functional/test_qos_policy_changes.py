@@ -180,3 +180,22 @@ def test_only_admins_write_qos_policies(world):
     assert refused.value.status == 403
     # A project still sees (and may use) a shared policy.
     assert user._call("GET", f"/qos/policies/{policy}")["policy"]["shared"] is True
+
+
+def test_with_the_agent_layout_bandwidth_and_packet_rate_move_on_their_own_providers(world):
+    """Neutron's Open vSwitch layout: the packet rate on the agent's provider, the
+    bandwidth on the NIC below it; a policy change moves each where it is."""
+    world.add_compute("cmp1", nics=(nic("ens1", "physnet1", kbps=10_000, pps=1000,
+                                        on="agent"),))
+    net = provider_net(world, "physnet1")
+    sid, p = bound(world, net, policy_with(world, egress=1000, kpps=100))
+    ens1 = world.nic("cmp1", "ens1")
+    agent = world.computes["cmp1"].driver.provider_tree("cmp1").by_name("cmp1:ens1:agent").uuid
+    assert {rp: r for rp, r in held(world, sid).items() if rp != world.root("cmp1")} == {
+        ens1: {EGR: 1000}, agent: {PPS: 100}}
+    bw, pps = (g["id"] for g in p["resource_request"]["request_groups"])
+    assert p["binding:profile"]["allocation"] == {bw: ens1, pps: agent}
+
+    after = set_policy(world, p["id"], policy_with(world, egress=2000, kpps=50))
+    assert held(world, sid)[ens1] == {EGR: 2000} and held(world, sid)[agent] == {PPS: 50}
+    assert set(after["binding:profile"]["allocation"].values()) == {ens1, agent}

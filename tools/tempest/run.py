@@ -220,10 +220,13 @@ QOS_PHYSNET = "physnet1"
 
 
 def fleet(hosts: int) -> dict[str, Any]:
-    """serve's default machine, whose NIC on physnet1 also guarantees packet rates (the
-    QoS scenarios with minimum packet-rate rules need that inventory)."""
+    """serve's default machine, whose NIC on physnet1 also guarantees packet rates, laid
+    out as Neutron's Open vSwitch agent reports them (the rate on the agent's provider,
+    the bandwidth on the NIC's below it): the QoS scenarios with minimum packet-rate
+    rules expect the two on two providers."""
     nic = {"name": "ens1", "physnet": QOS_PHYSNET, "vnic_types": ["normal", "direct"],
-           "egress_kbps": 10_000_000, "ingress_kbps": 10_000_000, "packet_rate_kpps": 10_000}
+           "egress_kbps": 10_000_000, "ingress_kbps": 10_000_000, "packet_rate_kpps": 10_000,
+           "packet_rate_on": "agent"}
     return {"shapes": {"standard": {"vcpus": 16, "memory_mb": 65536, "disk_gb": 1000,
                                     "network_devices": [nic]}},
             "hosts": [{"count": hosts, "shape": "standard", "name": "compute{n:04d}"}]}

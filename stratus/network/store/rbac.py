@@ -146,60 +146,79 @@ def _still_covered(conn: Connection, entry: dict[str, Any]) -> sa.Select:
 
 def check_unused(conn: Connection, entry: dict[str, Any], losing: str) -> None:
     """RbacPolicyInUse when a project losing access (``losing``: one, or ``*``: all not
-    otherwise covered) still uses the object through this grant."""
+    otherwise covered) still uses the object through this grant.
+
+    Networks follow Neutron's network sharing check (the owner's own use never counts);
+    the other objects Neutron's RBAC objects' (``_validate_rbac_policy_delete``): a
+    project's grant may go unless that project uses the object and no ``*`` grant stays;
+    the ``*`` grant may go only if every project using it, the owner included, keeps
+    a grant of its own."""
     obj = object_of(conn, entry["object_type"], entry["object_id"])
     if obj is None:
         return
     owner = obj["project_id"]
     other = _still_covered(conn, entry)
-    covered_all = conn.execute(other.where(s.rbac_policies.c.target_project == WILDCARD)
-                               ).first() is not None
-    if covered_all:
+    targets = set(conn.execute(other).scalars())
+    if entry["object_type"] == "network":
+        if "*" in targets:
+            return
+
+        def losers(column: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
+            clause = sa.and_(column != owner, column.not_in(other))
+            return clause if losing == WILDCARD else sa.and_(clause, column == losing)
+
+        user = _network_user(conn, entry, losers)
+        if user is not None:
+            _in_use(entry, user)
         return
-
-    def losers(column: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
-        clause = sa.and_(column != owner, column.not_in(other))
-        return clause if losing == WILDCARD else sa.and_(clause, column == losing)
-
-    user = _user(conn, entry, losers)
-    if user is not None:
-        raise errors.Conflict(f"RBAC policy on object {entry['object_id']} cannot be removed "
-                              f"because other objects depend on it: {user}.",
-                              "RbacPolicyInUse")
+    bound = _bound_projects(conn, entry)
+    if losing != WILDCARD:
+        if losing == owner or WILDCARD in targets or losing not in bound:
+            return
+        _in_use(entry, f"project {losing}")
+    missing = sorted(bound - targets)
+    if missing:
+        _in_use(entry, f"project {missing[0]}")
 
 
-def _user(conn: Connection, entry: dict[str, Any], losers: Any) -> str | None:
-    object_type, object_id, action = entry["object_type"], entry["object_id"], entry["action"]
+def _in_use(entry: dict[str, Any], user: str) -> None:
+    raise errors.Conflict(f"RBAC policy on object {entry['object_id']} cannot be removed "
+                          f"because other objects depend on it: {user}.", "RbacPolicyInUse")
+
+
+def _network_user(conn: Connection, entry: dict[str, Any], losers: Any) -> str | None:
+    object_id, action = entry["object_id"], entry["action"]
     p = s.ports
-    if object_type == "network" and action == SHARED:
+    if action == SHARED:
         return _first(conn, sa.select(p.c.id).where(
             p.c.network_id == object_id, losers(p.c.project_id),
             sa.not_(p.c.device_owner.like("network:%"))), "port")
-    if object_type == "network" and action == EXTERNAL:
-        rt, fip = s.routers, s.floating_ips
-        found = _first(conn, sa.select(rt.c.id).join(p, p.c.id == rt.c.gw_port_id).where(
-            p.c.network_id == object_id, losers(rt.c.project_id)), "router")
-        return found or _first(conn, sa.select(fip.c.id).where(
-            fip.c.floating_network_id == object_id, losers(fip.c.project_id)), "floating IP")
+    rt, fip = s.routers, s.floating_ips
+    found = _first(conn, sa.select(rt.c.id).join(p, p.c.id == rt.c.gw_port_id).where(
+        p.c.network_id == object_id, losers(rt.c.project_id)), "router")
+    return found or _first(conn, sa.select(fip.c.id).where(
+        fip.c.floating_network_id == object_id, losers(fip.c.project_id)), "floating IP")
+
+
+def _bound_projects(conn: Connection, entry: dict[str, Any]) -> set[str]:
+    """The projects whose resources use the object (Neutron's get_bound_project_ids)."""
+    object_type, object_id = entry["object_type"], entry["object_id"]
+    queries: list[sa.Select] = []
     if object_type == "qos_policy":
-        n = s.networks
-        found = _first(conn, sa.select(p.c.id).where(
-            p.c.qos_policy_id == object_id, losers(p.c.project_id)), "port")
-        return found or _first(conn, sa.select(n.c.id).where(
-            n.c.qos_policy_id == object_id, losers(n.c.project_id)), "network")
-    if object_type == "security_group":
+        queries = [sa.select(s.ports.c.project_id).where(s.ports.c.qos_policy_id == object_id),
+                   sa.select(s.networks.c.project_id).where(
+                       s.networks.c.qos_policy_id == object_id)]
+    elif object_type == "security_group":
         psg = s.port_security_groups
-        return _first(conn, sa.select(p.c.id).join(psg, psg.c.port_id == p.c.id).where(
-            psg.c.security_group_id == object_id, losers(p.c.project_id)), "port")
-    if object_type == "subnetpool":
-        sn = s.subnets
-        return _first(conn, sa.select(sn.c.id).where(
-            sn.c.subnetpool_id == object_id, losers(sn.c.project_id)), "subnet")
-    if object_type == "address_scope":
-        sp = s.subnet_pools
-        return _first(conn, sa.select(sp.c.id).where(
-            sp.c.address_scope_id == object_id, losers(sp.c.project_id)), "subnet pool")
-    return None
+        queries = [sa.select(s.ports.c.project_id).join(psg, psg.c.port_id == s.ports.c.id)
+                   .where(psg.c.security_group_id == object_id)]
+    elif object_type == "subnetpool":
+        queries = [sa.select(s.subnets.c.project_id).where(
+            s.subnets.c.subnetpool_id == object_id)]
+    elif object_type == "address_scope":
+        queries = [sa.select(s.subnet_pools.c.project_id).where(
+            s.subnet_pools.c.address_scope_id == object_id)]
+    return {p for q in queries for p in conn.execute(q.distinct()).scalars()}
 
 
 def _first(conn: Connection, query: sa.Select, kind: str) -> str | None:

@@ -155,19 +155,17 @@ def create_rule(req: Req) -> webob.Response:
 
 def update_rule(req: Req) -> webob.Response:
     kind = _kind(req)
-    _admin(req, f"update_policy_{kind.member}")
     values = _rule_values(req, kind, creating=False)
     with db.write(req.deps.engine) as conn:
-        _policy(req, conn)
+        _policy(req, conn, writing=True, rule=f"update_policy_{kind.member}")
         rule = store.update_rule(conn, req.arg("id"), kind.name, req.arg("rule_id"), **values)
     return shown(req, kind.member, render.rule(rule))
 
 
 def delete_rule(req: Req) -> webob.Response:
     kind = _kind(req)
-    _admin(req, f"delete_policy_{kind.member}")
     with db.write(req.deps.engine) as conn:
-        _policy(req, conn)
+        _policy(req, conn, writing=True, rule=f"delete_policy_{kind.member}")
         store.delete_rule(conn, req.arg("id"), kind.name, req.arg("rule_id"))
     return empty_response(204)
 
