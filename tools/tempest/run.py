@@ -189,6 +189,8 @@ def tempest_conf(cloud: Cloud, found: dict[str, Any], workspace: Path,
         "qos_placement_physnet": QOS_PHYSNET, "provider_net_base_segmentation_id": "3000",
         "qos_min_bw_and_pps": "true", "available_features": "update_port_qos",
     }
+    # Tempest runs against a cloud of its own here: shared QoS policies harm nobody.
+    c["neutron_plugin_options"] = {"create_shared_resources": "true"}
     c["image"] = {"region": cloud.region, "endpoint_type": "public",
                   "build_timeout": "60", "build_interval": "1"}
     c["image-feature-enabled"] = {"api_v2": "true", "api_v1": "false",

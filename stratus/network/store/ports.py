@@ -147,6 +147,17 @@ def visible_port(conn: Connection, port_id: str, project_id: str | None) -> dict
 # ---- writing -------------------------------------------------------------------------
 
 
+def check_policy_change(conn: Connection, old_policy_id: str | None,
+                        project_id: str | None) -> None:
+    """A project may take a QoS policy off its network or port only if it may see it
+    (Neutron's PolicyRemoveAuthorizationError, 403): an admin's policy set on a
+    project's network stays until an admin (or a grant) lets the project change it."""
+    if old_policy_id is not None and not access.can(conn, "qos_policy", old_policy_id,
+                                                    project_id):
+        raise errors.Forbidden(f"Failed to remove provided policy {old_policy_id} because "
+                               "you are not authorized.", "PolicyRemoveAuthorizationError")
+
+
 def check_policy(conn: Connection, policy_id: str | None, project_id: str | None) -> None:
     """The QoS policy exists and ``project_id`` (None: an admin) may use it."""
     if policy_id is None:
@@ -233,6 +244,7 @@ def update_port(conn: Connection, port_id: str, values: dict[str, Any], *,
         raise errors.Conflict(f"Cannot change the vNIC type of port {port_id} while it is "
                               f"bound to host {binding['host']}.", "PortBound")
     if "qos_policy_id" in values and values["qos_policy_id"] != port["qos_policy_id"]:
+        check_policy_change(conn, port["qos_policy_id"], caller_project)
         check_policy(conn, values["qos_policy_id"], caller_project)
     new_host = binding["host"] if host is None else host
     if new_host != binding["host"] and new_host and binding_row(conn, port_id, new_host):

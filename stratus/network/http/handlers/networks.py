@@ -96,8 +96,9 @@ def update_network(req: Req) -> webob.Response:
     undo = Undo()
     try:
         with db.write(req.deps.engine) as conn:
-            owned(req, conn, req.arg("id"))
-            if "qos_policy_id" in data:
+            network = owned(req, conn, req.arg("id"))
+            if "qos_policy_id" in data and data["qos_policy_id"] != network["qos_policy_id"]:
+                port_store.check_policy_change(conn, network["qos_policy_id"], req.scope)
                 check_policy(req, conn, data["qos_policy_id"])
             inheriting = port_store.list_ports(conn, {"network_id": [req.arg("id")]}, None)
             inheriting = [p for p in inheriting if p["qos_policy_id"] is None]
