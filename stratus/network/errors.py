@@ -71,6 +71,13 @@ def not_found(kind: str, ident: str) -> NotFound:
     return NotFound(f"{label} {ident} could not be found.", type_)
 
 
+class ServiceUnavailable(NetworkAPIError):
+    """A service this one needs (Placement) did not answer; nothing was changed."""
+
+    status = 503
+    default_type = "ServiceUnavailable"
+
+
 class NotImplementedYet(NetworkAPIError):
     """What Neutron answers 501 for (a change its QoS plugin does not make)."""
 

@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 from stratus.network import errors
 from stratus.network.model import BW_CLASS, PLACEMENT_RULES, PPS_CLASS, QosRule, group_uuid
 from stratus.undo import Undo
@@ -128,6 +130,25 @@ def apply(placement: Any, change: Change, undo: Undo) -> None:
 
 
 def _add(placement: Any, consumer: str, diff: Diff) -> None:
+    try:
+        _read_modify_write(placement, consumer, diff)
+    except httpx.TransportError as exc:
+        raise errors.ServiceUnavailable(f"Placement did not answer ({exc}); the allocation "
+                                        f"of server {consumer} is unchanged.") from None
+
+
+def _holds(placement: Any, consumer: str, wanted: Mapping[str, Mapping[str, int]]) -> bool:
+    try:
+        now = placement.get_allocations(consumer).get("allocations") or {}
+    except httpx.TransportError:
+        raise errors.ServiceUnavailable(
+            f"Placement did not answer whether the allocation of server {consumer} was "
+            "changed; check it (GET /allocations/{consumer}) before trying again.") from None
+    return {rp: dict(a["resources"]) for rp, a in now.items()} == {
+        rp: dict(r) for rp, r in wanted.items() if r}
+
+
+def _read_modify_write(placement: Any, consumer: str, diff: Diff) -> None:
     from stratus.placement.client import ConcurrentUpdate, PlacementClientError
 
     for _ in range(GENERATION_RETRIES):
@@ -152,6 +173,12 @@ def _add(placement: Any, consumer: str, diff: Diff) -> None:
                                       body["user_id"], body.get("consumer_generation"),
                                       body.get("consumer_type") or "INSTANCE")
             return
+        except httpx.TransportError:
+            # Sent, but the answer was lost: whether it was written decides whether it
+            # must be given back, so look (a second failure is 503 with the doubt said).
+            if _holds(placement, consumer, held):
+                return
+            raise
         except ConcurrentUpdate:
             continue
         except PlacementClientError as exc:

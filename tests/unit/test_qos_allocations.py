@@ -82,3 +82,56 @@ def test_the_legacy_format_keeps_one_provider() -> None:
     change = plan(port(NIC), [bw("a", 1000)], [bw("b", 1500)])
     assert change is not None and change.allocation == NIC
     assert change.diff == {NIC: {"NET_BW_EGR_KILOBIT_PER_SEC": 500}}
+
+
+class FakePlacement:
+    """Placement's allocations of one consumer, a PUT that may fail the ways a real one
+    does: lost after it was written, never arrived, or refused for capacity."""
+
+    def __init__(self, fail: str | None = None) -> None:
+        self.held = {"root": {"VCPU": 1}, NIC: {"NET_BW_EGR_KILOBIT_PER_SEC": 1000}}
+        self.generation, self.fail = 1, fail
+
+    def get_allocations(self, consumer: str) -> dict[str, Any]:
+        return {"allocations": {rp: {"resources": dict(r)} for rp, r in self.held.items()},
+                "consumer_generation": self.generation, "project_id": "p", "user_id": "u"}
+
+    def put_allocations(self, consumer: str, allocations: dict[str, Any], project_id: str,
+                        user_id: str, generation: int, consumer_type: str) -> None:
+        import httpx
+
+        from stratus.placement.client import Conflict
+
+        assert generation == self.generation
+        if self.fail == "refused":
+            raise Conflict("PUT", "/allocations", 409, None, "exceeds capacity")
+        if self.fail == "unsent":
+            raise httpx.ConnectError("refused")
+        self.held = {rp: dict(a["resources"]) for rp, a in allocations.items()}
+        self.generation += 1
+        if self.fail == "lost":
+            raise httpx.ReadError("connection reset")
+
+
+def test_applying_and_undoing_a_change() -> None:
+    from stratus.network.qos_allocations import apply
+    from stratus.undo import Undo
+
+    placement, undo = FakePlacement(), Undo()
+    change = Change(PORT, "server-1", {NIC: {"NET_BW_EGR_KILOBIT_PER_SEC": 500}}, None)
+    apply(placement, change, undo)
+    assert placement.held[NIC] == {"NET_BW_EGR_KILOBIT_PER_SEC": 1500}
+    undo.rollback()
+    assert placement.held[NIC] == {"NET_BW_EGR_KILOBIT_PER_SEC": 1000}
+
+    # An answer lost after the write counts as written (and is given back on undo).
+    lost, undo = FakePlacement("lost"), Undo()
+    apply(lost, change, undo)
+    assert lost.held[NIC] == {"NET_BW_EGR_KILOBIT_PER_SEC": 1500}
+
+    for fail, status in (("refused", 409), ("unsent", 503)):
+        other, undo = FakePlacement(fail), Undo()
+        with pytest.raises(errors.NetworkAPIError) as refused:
+            apply(other, change, undo)
+        assert refused.value.status == status
+        assert other.held[NIC] == {"NET_BW_EGR_KILOBIT_PER_SEC": 1000}
