@@ -182,7 +182,8 @@ def tempest_conf(cloud: Cloud, found: dict[str, Any], workspace: Path,
         c["network"]["floating_network_name"] = external[0]["name"]
     c["network-feature-enabled"] = {
         "api_extensions": ",".join(found["extensions"]) or "None",
-        "ipv6": "false", "ipv6_subnet_attributes": "false",
+        # IPv6 subnets, their address modes and SLAAC addresses are served.
+        "ipv6": "true", "ipv6_subnet_attributes": "true",
         # The minimum-bandwidth placement scenarios: VLAN networks on the physnet the
         # fleet's NICs are on (serve's hosts: FLEET below), whose NICs also guarantee
         # packet rates; QoS policy changes on bound ports move their allocations.
