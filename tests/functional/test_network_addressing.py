@@ -4,14 +4,20 @@ updates and filters, and ``fields=`` on shows."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from tests.functional.test_network_api import Net, error, make
 
+pytestmark = pytest.mark.all_backends
+
 
 @pytest.fixture
-def net(tmp_path) -> Net:
-    return make(f"sqlite:///{tmp_path}/network.db")
+def net(empty_database_url) -> Iterator[Net]:
+    made = make(empty_database_url)
+    yield made
+    made.app.deps.engine.dispose()   # the scratch database is dropped at session end
 
 
 def test_subnet_details_and_where_ports_get_addresses(net):
@@ -70,7 +76,8 @@ def test_fixed_ips_updates_filters_and_fields(net):
     ).json()["port"]
     assert {ip["ip_address"] for ip in two["fixed_ips"]} == {
         one["fixed_ips"][0]["ip_address"], "10.2.0.77"}
-    other = net.made("/ports", "port", network_id=network["id"])
+    other = net.made("/ports", "port", network_id=network["id"],
+                     fixed_ips=[{"subnet_id": a["id"]}])
 
     found = net.get("/ports", params={"fixed_ips": "ip_address=10.2.0.77"}).json()["ports"]
     assert [p["id"] for p in found] == [port["id"]]

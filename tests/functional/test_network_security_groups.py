@@ -5,16 +5,21 @@ concurrent creators), quotas, port security, and who sees and changes what."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.functional.test_network_api import Net, error, make
 
+pytestmark = pytest.mark.all_backends
+
 
 @pytest.fixture
-def net(tmp_path) -> Net:
-    return make(f"sqlite:///{tmp_path}/network.db")
+def net(empty_database_url) -> Iterator[Net]:
+    made = make(empty_database_url)
+    yield made
+    made.app.deps.engine.dispose()   # the scratch database is dropped at session end
 
 
 def rule(user: Net, group: str, **extra: Any) -> Any:
@@ -98,8 +103,7 @@ def test_rules_are_checked_and_unique(net):
     assert set(shown) == {"id", "protocol"}
 
 
-def test_two_creators_of_one_rule_one_wins(tmp_path):
-    net = make(f"sqlite:///{tmp_path}/network.db")
+def test_two_creators_of_one_rule_one_wins(net):
     alice = net.as_user("alice:p1")
     web = alice.made("/security-groups", "security_group", name="web")
     statuses: list[int] = []

@@ -4,14 +4,20 @@ limits, tags and their filters."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from tests.functional.test_network_api import Net, error, make
 
+pytestmark = pytest.mark.all_backends
+
 
 @pytest.fixture
-def net(tmp_path) -> Net:
-    return make(f"sqlite:///{tmp_path}/network.db")
+def net(empty_database_url) -> Iterator[Net]:
+    made = make(empty_database_url)
+    yield made
+    made.app.deps.engine.dispose()   # the scratch database is dropped at session end
 
 
 def grant(user: Net, object_type: str, object_id: str, target: str,

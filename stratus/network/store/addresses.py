@@ -71,7 +71,8 @@ def plan(conn: Connection, network_id: str, mac_address: str,
          wanted: list[dict[str, Any]] | None, keep: Sequence[tuple[str, str]] = (),
          device_owner: str = "") -> list[tuple[str, str]]:
     """(subnet, address) pairs for a port: what ``wanted`` asks for (None: one address of
-    the network's first subnet of each IP version, and every automatic IPv6 address);
+    the network's oldest subnet of each IP version (of two made in the same second,
+    either: Neutron does not say which either), and every automatic IPv6 address);
     ``keep`` is what the port holds now, which it may keep."""
     subnets = sorted(subnet_store.list_subnets(conn, {"network_id": [network_id]}, None),
                      key=lambda sub: (sub["created_at"], sub["id"]))
