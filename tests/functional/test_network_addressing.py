@@ -132,4 +132,6 @@ def test_subnet_pools_carve_cidrs(net):
     scope = net.made("/address-scopes", "address_scope", name="s", ip_version=4)
     assert net.put(f"/subnetpools/{pool['id']}", json={"subnetpool": {
         "address_scope_id": scope["id"]}}).status_code == 200
+    shown = net.get(f"/networks/{network['id']}").json()["network"]
+    assert (shown["ipv4_address_scope"], shown["ipv6_address_scope"]) == (scope["id"], None)
     error(net.delete(f"/address-scopes/{scope['id']}"), 409, "AddressScopeInUse")

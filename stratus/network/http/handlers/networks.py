@@ -11,6 +11,7 @@ from stratus.network import errors, qos_allocations
 from stratus.network.http import attrs, render
 from stratus.network.http.wsgi import Req, created, empty_response, listing, shown
 from stratus.network.store import access, quotas, tags
+from stratus.network.store import address_scopes as scope_store
 from stratus.network.store import networks as store
 from stratus.network.store import ports as port_store
 from stratus.network.store import qos as qos_store
@@ -39,8 +40,12 @@ def owned(req: Req, conn: Connection, network_id: str, rule: str = "update_netwo
 
 
 def _rows(req: Req, conn: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows with their tags and, for a project, whether one is shared with it alone."""
+    """Rows with their tags, address scopes and, for a project, whether one is shared with
+    it alone."""
     tags.attach(conn, rows)
+    scopes = scope_store.of_networks(conn, [r["id"] for r in rows])
+    for row in rows:
+        row["scopes"] = scopes.get(row["id"], {})
     if req.scope is not None:
         granted = access.grants_to(conn, "network", [r["id"] for r in rows], req.scope)
         for row in rows:
