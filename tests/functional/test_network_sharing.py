@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+import sqlalchemy as sa
 
+from stratus.network import schema
 from tests.functional.test_network_api import Net, error, make
 
 pytestmark = pytest.mark.all_backends
@@ -109,6 +111,12 @@ def test_quotas_and_tags_and_agents(net):
     error(alice.get(f"/networks/{network['id']}/tags/zzz"), 404, "TagNotFound")
     error(net.as_user("bob:p2").put(f"/networks/{network['id']}/tags/x"), 404, "NotFound")
     assert alice.delete(f"/networks/{network['id']}/tags").status_code == 204
+    # A deleted resource's tags go with it.
+    alice.put(f"/networks/{other['id']}/tags/gone")
+    assert alice.delete(f"/networks/{other['id']}").status_code == 204
+    with net.app.deps.engine.connect() as conn:
+        left = conn.execute(sa.select(schema.resource_tags)).all()
+    assert [r.resource_id for r in left if r.resource_id == other["id"]] == []
 
     assert alice.get("/agents").json() == {"agents": []}
     assert net.get("/agents").json() == {"agents": []}

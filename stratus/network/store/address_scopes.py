@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection
 from stratus.network import errors
 from stratus.network import schema as s
 from stratus.network.store import access, rbac
-from stratus.network.store.common import Filters, bump, new_id, utcnow, where
+from stratus.network.store.common import Filters, bump, forget_tags, new_id, utcnow, where
 
 COLUMNS = {"id": "id", "name": "name", "description": "description",
            "project_id": "project_id", "tenant_id": "project_id", "ip_version": "ip_version",
@@ -81,6 +81,7 @@ def delete(conn: Connection, scope_id: str) -> None:
                               "scope.", "AddressScopeInUse")
     rbac.delete_for(conn, "address_scope", scope_id)
     conn.execute(sa.delete(s.address_scopes).where(s.address_scopes.c.id == scope_id))
+    forget_tags(conn, [scope_id])
 
 
 def of_networks(conn: Connection, network_ids: list[str]) -> dict[str, dict[int, str]]:

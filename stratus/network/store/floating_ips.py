@@ -20,7 +20,7 @@ from stratus.network import schema as s
 from stratus.network.store import access, quotas, routers
 from stratus.network.store import networks as net_store
 from stratus.network.store import ports as port_store
-from stratus.network.store.common import Filters, bump, new_id, utcnow, where
+from stratus.network.store.common import Filters, bump, forget_tags, new_id, utcnow, where
 
 OWNER = "network:floatingip"
 COLUMNS = {"id": "id", "project_id": "project_id", "tenant_id": "project_id",
@@ -183,4 +183,5 @@ def update(conn: Connection, fip_id: str, values: dict[str, Any], *,
 def delete(conn: Connection, fip_id: str) -> None:
     fip = get(conn, fip_id)
     conn.execute(sa.delete(s.floating_ips).where(s.floating_ips.c.id == fip_id))
+    forget_tags(conn, [fip_id])
     port_store.delete_port(conn, fip["floating_port_id"], by_l3=True)

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 from stratus.network import errors
 from stratus.network import schema as s
 from stratus.network.store import access, rbac
-from stratus.network.store.common import Filters, bump, new_id, utcnow, where
+from stratus.network.store.common import Filters, bump, forget_tags, new_id, utcnow, where
 
 NETWORK_TYPES = ("flat", "vlan", "vxlan", "geneve", "gre", "local")
 DEFAULT_TYPE = "geneve"
@@ -165,6 +165,10 @@ def delete_network(conn: Connection, network_id: str) -> None:
                               "are one or more ports still in use on the network.",
                               "NetworkInUse")
     fip = s.floating_ips
+    forget_tags(conn, sa.select(fip.c.id).where(fip.c.floating_network_id == network_id))
+    forget_tags(conn, sa.select(p.c.id).where(p.c.network_id == network_id))
+    forget_tags(conn, sa.select(s.subnets.c.id).where(s.subnets.c.network_id == network_id))
+    forget_tags(conn, [network_id])
     conn.execute(sa.delete(fip).where(fip.c.floating_network_id == network_id))
     conn.execute(sa.delete(p).where(p.c.network_id == network_id))
     conn.execute(sa.delete(s.subnets).where(s.subnets.c.network_id == network_id))

@@ -23,7 +23,16 @@ from stratus.network.store import access, addresses, port_options, quotas
 from stratus.network.store import networks as net_store
 from stratus.network.store import qos as qos_store
 from stratus.network.store import security_groups as sg_store
-from stratus.network.store.common import Filters, bump, dumps, loads, new_id, utcnow, where
+from stratus.network.store.common import (
+    Filters,
+    bump,
+    dumps,
+    forget_tags,
+    loads,
+    new_id,
+    utcnow,
+    where,
+)
 
 ACTIVE, INACTIVE = "ACTIVE", "INACTIVE"
 PORT_COLUMNS = {"id": "id", "name": "name", "description": "description",
@@ -318,6 +327,7 @@ def delete_port(conn: Connection, port_id: str, *, by_l3: bool = False) -> None:
     conn.execute(sa.delete(s.ip_allocations).where(s.ip_allocations.c.port_id == port_id))
     conn.execute(sa.delete(s.port_bindings).where(s.port_bindings.c.port_id == port_id))
     conn.execute(sa.delete(s.ports).where(s.ports.c.id == port_id))
+    forget_tags(conn, [port_id])
 
 
 def binding_row(conn: Connection, port_id: str, host: str) -> dict[str, Any] | None:

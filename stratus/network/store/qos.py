@@ -14,7 +14,7 @@ from stratus.network import errors
 from stratus.network import schema as s
 from stratus.network.model import PLACEMENT_RULES, QosRule
 from stratus.network.store import access, rbac
-from stratus.network.store.common import Filters, bump, new_id, utcnow, where
+from stratus.network.store.common import Filters, bump, forget_tags, new_id, utcnow, where
 
 POLICY_COLUMNS = {"id": "id", "name": "name", "description": "description",
                   "project_id": "project_id", "tenant_id": "project_id", "shared": "shared",
@@ -127,6 +127,7 @@ def delete_policy(conn: Connection, policy_id: str) -> None:
     conn.execute(sa.delete(s.qos_rules).where(s.qos_rules.c.policy_id == policy_id))
     rbac.delete_for(conn, "qos_policy", policy_id)
     conn.execute(sa.delete(s.qos_policies).where(s.qos_policies.c.id == policy_id))
+    forget_tags(conn, [policy_id])
 
 
 # ---- rules ---------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from stratus.network.store import access, addresses, quotas
 from stratus.network.store import networks as net_store
 from stratus.network.store import ports as port_store
 from stratus.network.store import subnets as subnet_store
-from stratus.network.store.common import Filters, bump, new_id, utcnow, where
+from stratus.network.store.common import Filters, bump, forget_tags, new_id, utcnow, where
 
 GATEWAY, INTERFACE = "network:router_gateway", "network:router_interface"
 MAX_ROUTES = 30
@@ -131,6 +131,7 @@ def delete(conn: Connection, router_id: str) -> None:
                               "RouterInUse")
     set_gateway(conn, router_id, None, None)
     conn.execute(sa.delete(s.routers).where(s.routers.c.id == router_id))
+    forget_tags(conn, [router_id])
 
 
 # ---- the gateway -----------------------------------------------------------------------

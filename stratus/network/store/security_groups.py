@@ -25,7 +25,7 @@ from stratus.network import errors
 from stratus.network import schema as s
 from stratus.network import secgroup_rules as rules
 from stratus.network.store import access, quotas, rbac
-from stratus.network.store.common import Filters, bump, new_id, utcnow, where
+from stratus.network.store.common import Filters, bump, forget_tags, new_id, utcnow, where
 
 DEFAULT = "default"
 DEFAULT_DESCRIPTION = "Default security group"
@@ -195,6 +195,7 @@ def delete_group(conn: Connection, group_id: str, *, is_admin: bool) -> None:
         s.default_security_groups.c.security_group_id == group_id))
     rbac.delete_for(conn, "security_group", group_id)
     conn.execute(sa.delete(s.security_groups).where(s.security_groups.c.id == group_id))
+    forget_tags(conn, [group_id])
 
 
 # ---- rules -------------------------------------------------------------------------------

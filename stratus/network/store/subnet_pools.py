@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 from stratus.network import errors
 from stratus.network import schema as s
 from stratus.network.store import access, quotas, rbac
-from stratus.network.store.common import Filters, bump, new_id, utcnow, where
+from stratus.network.store.common import Filters, bump, forget_tags, new_id, utcnow, where
 
 COLUMNS = {"id": "id", "name": "name", "description": "description",
            "project_id": "project_id", "tenant_id": "project_id", "ip_version": "ip_version",
@@ -210,6 +210,7 @@ def delete(conn: Connection, pool_id: str) -> None:
                               f"Subnet {used} is allocated from it.", "SubnetPoolInUse")
     rbac.delete_for(conn, "subnetpool", pool_id)
     conn.execute(sa.delete(s.subnet_pools).where(s.subnet_pools.c.id == pool_id))
+    forget_tags(conn, [pool_id])
 
 
 # ---- carving subnets -------------------------------------------------------------------

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from stratus.network import errors, ipam
 from stratus.network import schema as s
 from stratus.network.store import access
-from stratus.network.store.common import Filters, bump, new_id, utcnow, where
+from stratus.network.store.common import Filters, bump, forget_tags, new_id, utcnow, where
 from stratus.network.store.networks import get_network
 
 COLUMNS = {"id": "id", "name": "name", "description": "description",
@@ -197,4 +197,5 @@ def delete_subnet(conn: Connection, subnet_id: str) -> None:
     # Automatic (SLAAC) addresses and the network's own ports' go with the subnet.
     conn.execute(sa.delete(a).where(a.c.subnet_id == subnet_id))
     conn.execute(sa.delete(s.subnets).where(s.subnets.c.id == subnet_id))
+    forget_tags(conn, [subnet_id])
     bump(conn, s.networks, subnet["network_id"], {})
