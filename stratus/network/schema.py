@@ -382,3 +382,28 @@ subnet_pool_prefixes = sa.Table(
     sa.Column("cidr", columns.name(64), nullable=False),
     sa.PrimaryKeyConstraint("subnetpool_id", "cidr"),
 )
+
+# ---- metering (migration 0003) ------------------------------------------------------------
+
+metering_labels = sa.Table(
+    "metering_labels",
+    metadata,
+    _id(),
+    *_owned(),
+    sa.Column("shared", sa.Boolean, nullable=False, server_default=sa.false()),
+)
+
+metering_label_rules = sa.Table(
+    "metering_label_rules",
+    metadata,
+    _id(),
+    sa.Column("metering_label_id", columns.name(UUID),
+              sa.ForeignKey("metering_labels.id", ondelete="CASCADE"), nullable=False,
+              index=True),
+    sa.Column("direction", columns.name(16), nullable=False),
+    sa.Column("excluded", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("remote_ip_prefix", columns.name(64), nullable=True),
+    sa.Column("source_ip_prefix", columns.name(64), nullable=True),
+    sa.Column("destination_ip_prefix", columns.name(64), nullable=True),
+    *columns.timestamps(),
+)

@@ -337,3 +337,16 @@ FLOATING_IP = _attrs(
     floating_ip_address=Attr(string(64, nullable=True), put=False, admin=True),
     subnet_id=Attr(uuid_value(nullable=True), put=False),
 )
+
+METERING_LABEL = _attrs(**COMMON, shared=Attr(boolean))
+
+METERING_LABEL_RULE = _attrs(
+    metering_label_id=Attr(uuid_value(), put=False),
+    direction=Attr(one_of("ingress", "egress"), put=False),
+    excluded=Attr(boolean, put=False),
+    remote_ip_prefix=Attr(string(64, nullable=True), put=False),
+    source_ip_prefix=Attr(string(64, nullable=True), put=False),
+    destination_ip_prefix=Attr(string(64, nullable=True), put=False),
+    project_id=Attr(string(255), put=False, admin=True),
+    tenant_id=Attr(string(255), put=False, admin=True, column="project_id"),
+)

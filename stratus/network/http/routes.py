@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from stratus.network.http.handlers import (
     agents,
+    metering,
     networks,
     ports,
     qos,
@@ -76,6 +77,14 @@ ROUTES: list[tuple[str, Mapping[str, Handler]]] = [
     ("/quotas/{project}/details", {"GET": quotas.show_details}),
     ("/quotas/{project}", {"GET": quotas.show_quota, "PUT": quotas.update_quota,
                            "DELETE": quotas.delete_quota}),
+    ("/metering/metering-labels", {"GET": metering.list_labels,
+                                   "POST": metering.create_label}),
+    ("/metering/metering-labels/{id}", {"GET": metering.show_label,
+                                        "DELETE": metering.delete_label}),
+    ("/metering/metering-label-rules", {"GET": metering.list_rules,
+                                        "POST": metering.create_rule}),
+    ("/metering/metering-label-rules/{id}", {"GET": metering.show_rule,
+                                             "DELETE": metering.delete_rule}),
     ("/agents", {"GET": agents.list_agents}),
     ("/agents/{id}", {"GET": agents.show_agent}),
     ("/qos/policies", {"GET": qos.list_policies, "POST": qos.create_policy}),

@@ -95,6 +95,9 @@ EXTENSIONS = (
      "router abstraction for specifying whether SNAT should occur on the external "
      "gateway"),
     ("extraroute", "Neutron Extra Route", "Extra routes configuration for L3 router"),
+    ("metering", "Neutron Metering", "Neutron Metering extension."),
+    ("metering_source_and_destination_fields", "Neutron Metering source and destination "
+     "filters", "Provides source and destination filters for metering label rules."),
 )
 
 
