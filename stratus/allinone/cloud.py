@@ -188,7 +188,8 @@ class AllInOne:
 
         engine = db.create_engine(network_service.db_url(self.config))
         self.started.closers.append(engine.dispose)
-        deps = network_service.make_deps(self.config, engine)
+        deps = network_service.make_deps(self.config, engine,
+                                         placement=self.placement_client())
         self.network_wsgi = network_service.make_app(self.config, deps)
 
     def _image_service(self) -> None:

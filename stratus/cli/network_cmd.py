@@ -20,12 +20,16 @@ DB_WAIT_SECONDS = 10.0
 def add_commands(sub: Any) -> None:
     p = common.add_parser(
         sub, "network-api",
-        help="serve the network API (Neutron-shaped: networks, ports, QoS, bindings) on 9696",
+        help="serve the network API (Neutron-shaped: networks, ports, QoS, security groups, "
+        "routers) on 9696",
         description="Serve Stratus's network API: a Neutron-compatible /v2.0 for networks "
         "(provider physnets), subnets, ports (with the port-bindings extension), QoS "
         "policies with minimum bandwidth and packet rate rules, and each port's "
-        "resource_request, which the scheduler places (openstack network/port/qos "
-        "commands work against it). Its database is [network_database] connection "
+        "resource_request, which the scheduler places; security groups, routers, floating "
+        "IPs, subnet pools, RBAC policies and quotas (the openstack network, port, "
+        "security group, router and floating ip commands work against it). A bound port's "
+        "QoS policy change moves its server's allocation in Placement ([placement_client] "
+        "endpoint). Its database is [network_database] connection "
         "(default network.db in the data directory), migrated at start. Authentication "
         "is [api] auth_strategy, as for the other APIs. Stops cleanly on SIGTERM or Ctrl-C.",
     )
@@ -36,6 +40,9 @@ def add_commands(sub: Any) -> None:
                    help="port to listen on (default 9696, Neutron's)")
     p.add_argument("--db", metavar="URL",
                    help="network database URL ([network_database] connection)")
+    p.add_argument("--placement-url", metavar="URL",
+                   help="Placement API endpoint ([placement_client] endpoint): where a bound "
+                   "port's QoS policy change moves its server's allocation")
     p.add_argument("--legacy-resource-request", action="store_true", default=None,
                    help="answer resource_request in the old single-group format "
                    "([network] legacy_resource_request)")
@@ -56,6 +63,7 @@ def cmd_network_api(args: argparse.Namespace) -> int:
 
     config = common.load_config(args, {
         ("network_database", "connection"): args.db,
+        ("placement_client", "endpoint"): args.placement_url,
         ("network", "legacy_resource_request"): args.legacy_resource_request,
         ("network", "binding_extended"): args.binding_extended})
     debug = bool(config.get("DEFAULT", "debug"))

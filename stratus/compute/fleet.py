@@ -14,7 +14,8 @@
         network_devices:           # optional: bandwidth children
           - {name: ens1, physnet: physnet1, vnic_types: [normal, direct],
              egress_kbps: 10000000, ingress_kbps: 10000000,
-             packet_rate_kpps: 1000}     # optional
+             packet_rate_kpps: 1000,     # optional
+             packet_rate_on: agent}      # optional: Neutron's OVS layout (below)
         traits: [HW_CPU_X86_AVX2]
       metal:
         driver: ironic
@@ -215,7 +216,8 @@ def _numbers(value: Any, where: str, kind: type) -> dict[str, Any]:
 
 LIBVIRT_KEYS = {"driver", "disk_gb", "reserved", "allocation_ratios", "numa_nodes",
                 "network_devices", "traits", "arch"}
-DEVICE_KEYS = {"vnic_types", "egress_kbps", "ingress_kbps", "packet_rate_kpps"}
+DEVICE_KEYS = {"vnic_types", "egress_kbps", "ingress_kbps", "packet_rate_kpps",
+               "packet_rate_on"}
 
 
 def _shape(name: str, data: Any, where: str) -> HostShape:
@@ -262,6 +264,7 @@ def _device(data: Any, where: str) -> NetworkDevice:
         egress_kbps=_int(spec.get("egress_kbps", 0), f"{where}.egress_kbps"),
         ingress_kbps=_int(spec.get("ingress_kbps", 0), f"{where}.ingress_kbps"),
         packet_rate_kpps=_int(spec.get("packet_rate_kpps", 0), f"{where}.packet_rate_kpps"),
+        packet_rate_on=_str(spec.get("packet_rate_on", "device"), f"{where}.packet_rate_on"),
     )
 
 

@@ -54,6 +54,10 @@ class NetworkDevice:
     egress_kbps: int = 0
     ingress_kbps: int = 0
     packet_rate_kpps: int = 0   # NET_PACKET_RATE_KILOPACKET_PER_SEC, either direction
+    # Where the packet rate is: on the device itself, or (Neutron's Open vSwitch agent
+    # layout) on an agent provider between the host and the device, which then holds
+    # only the bandwidth.
+    packet_rate_on: str = "device"
 
     def __post_init__(self) -> None:
         where = f"network device {self.name!r}"
@@ -64,6 +68,8 @@ class NetworkDevice:
             raise ShapeError(f"{where}: vnic_types must be some of {', '.join(VNIC_TYPES)}")
         if self.egress_kbps < 0 or self.ingress_kbps < 0 or self.packet_rate_kpps < 0:
             raise ShapeError(f"{where}: bandwidth and packet rate cannot be negative")
+        if self.packet_rate_on not in ("device", "agent"):
+            raise ShapeError(f"{where}: packet_rate_on must be 'device' or 'agent'")
 
     @property
     def traits(self) -> frozenset[str]:

@@ -63,6 +63,8 @@ def make_boot_ports(network: nc.NetworkClient | None, api_engine: Engine,
                                           "project_id": instance["project_id"]}
             if entry.get("fixed_ip"):
                 attributes["fixed_ips"] = [{"ip_address": entry["fixed_ip"]}]
+            if spec.get("security_groups"):   # the boot's (else the project's default)
+                attributes["security_groups"] = list(spec["security_groups"])
             port = _create_once(network, attributes, known)
         known.add(str(port["id"]))
         with db.write(api_engine) as conn:

@@ -69,3 +69,17 @@ def not_found(kind: str, ident: str) -> NotFound:
              "port": ("PortNotFound", "Port"), "policy": ("QosPolicyNotFound", "QoS policy")}
     type_, label = names[kind]
     return NotFound(f"{label} {ident} could not be found.", type_)
+
+
+class ServiceUnavailable(NetworkAPIError):
+    """A service this one needs (Placement) did not answer; nothing was changed."""
+
+    status = 503
+    default_type = "ServiceUnavailable"
+
+
+class NotImplementedYet(NetworkAPIError):
+    """What Neutron answers 501 for (a change its QoS plugin does not make)."""
+
+    status = 501
+    default_type = "NotImplementedError"

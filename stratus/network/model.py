@@ -48,6 +48,7 @@ class RuleType:
     directions: tuple[str, ...]    # () : the rule has no direction
     burst_field: str | None = None
     value_max: int = 2_147_483_647
+    choices: tuple[int, ...] = ()      # the only values allowed (DSCP marks)
 
     @property
     def collection(self) -> str:
@@ -66,7 +67,8 @@ RULE_TYPES: dict[str, RuleType] = {t.name: t for t in (
     RuleType("minimum_bandwidth", "min_kbps", (EGRESS, INGRESS)),
     RuleType("minimum_packet_rate", "min_kpps", (EGRESS, INGRESS, ANY)),
     RuleType("bandwidth_limit", "max_kbps", (EGRESS, INGRESS), burst_field="max_burst_kbps"),
-    RuleType("dscp_marking", "dscp_mark", (), value_max=56),
+    RuleType("dscp_marking", "dscp_mark", (), value_max=56, choices=(
+        0, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34, 36, 38, 40, 46, 48, 56)),
 )}
 PLACEMENT_RULES = ("minimum_bandwidth", "minimum_packet_rate")
 

@@ -9,6 +9,7 @@ false.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from sqlalchemy.engine import Engine
 
@@ -31,13 +32,22 @@ def sync(engine: Engine) -> None:
     migrate.upgrade(engine, MIGRATIONS)
 
 
-def make_deps(config: configuration.Config, engine: Engine | None = None) -> NetworkDeps:
+def make_deps(config: configuration.Config, engine: Engine | None = None,
+              placement: Any = None) -> NetworkDeps:
+    """``placement``: the PlacementClient QoS changes of bound ports go through (default:
+    one for ``[placement_client] endpoint``)."""
     engine = engine or db.create_engine(db_url(config))
     if config.get("network_database", "sync_on_startup"):
         sync(engine)
+    if placement is None:
+        from stratus.placement.client import PlacementClient
+
+        placement = PlacementClient(str(config.get("placement_client", "endpoint")),
+                                    token=str(config.get("placement_client", "token")))
     return NetworkDeps(engine, legacy_resource_request=bool(
         config.get("network", "legacy_resource_request")),
-        binding_extended=bool(config.get("network", "binding_extended")))
+        binding_extended=bool(config.get("network", "binding_extended")),
+        placement=placement)
 
 
 def make_app(config: configuration.Config, deps: NetworkDeps | None = None) -> WSGIApp:

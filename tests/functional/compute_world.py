@@ -97,7 +97,8 @@ class World:
         network_service.sync(self.network_engine)
         self.network_app = network_wsgi(NetworkDeps(self.network_engine,
                                                     legacy_resource_request,
-                                                    binding_extended=binding_extended))
+                                                    binding_extended=binding_extended,
+                                                    placement=self.cloud.client()))
         self.network = self.network_client()
         image_config = configuration.load([], environ={}, overrides={
             ("DEFAULT", "data_dir"): str(tmp_path)})

@@ -1,4 +1,4 @@
-"""The API and cell databases migrate to exactly their schema modules, on every backend."""
+"""The API, cell and network databases migrate to exactly their schema modules, on every backend."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from alembic.migration import MigrationContext
 
 import stratus.api
 import stratus.cells
+import stratus.network
 from stratus.api import schema as api_schema
 from stratus.cells import schema as cell_schema
+from stratus.network import schema as network_schema
 from stratus.storage import engine as db
 from stratus.storage import migrate
 
@@ -20,11 +22,13 @@ pytestmark = pytest.mark.all_backends
 
 API = os.path.join(os.path.dirname(stratus.api.__file__), "migrations")
 CELL = os.path.join(os.path.dirname(stratus.cells.__file__), "migrations")
+NETWORK = os.path.join(os.path.dirname(stratus.network.__file__), "migrations")
 
 
 @pytest.mark.parametrize("location,metadata", [(API, api_schema.metadata),
-                                               (CELL, cell_schema.metadata)],
-                         ids=["api", "cell"])
+                                               (CELL, cell_schema.metadata),
+                                               (NETWORK, network_schema.metadata)],
+                         ids=["api", "cell", "network"])
 def test_migrations_match_schema(empty_database_url, location, metadata):
     engine = db.create_engine(empty_database_url)
     try:

@@ -21,9 +21,10 @@ EGR, IGR = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
 PPS = "NET_PACKET_RATE_KILOPACKET_PER_SEC"
 
 
-def nic(name: str, physnet: str, kbps: int = 10_000, pps: int = 0) -> NetworkDevice:
+def nic(name: str, physnet: str, kbps: int = 10_000, pps: int = 0,
+        on: str = "device") -> NetworkDevice:
     return NetworkDevice(name, physnet, ("normal", "direct"), egress_kbps=kbps,
-                         ingress_kbps=kbps, packet_rate_kpps=pps)
+                         ingress_kbps=kbps, packet_rate_kpps=pps, packet_rate_on=on)
 
 
 @pytest.fixture

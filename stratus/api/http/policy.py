@@ -36,6 +36,9 @@ RULES: dict[str, str] = {
     **{f"os_compute_api:servers:{a}": ANY for a in ("resize", "confirm_resize",
                                                      "revert_resize")},
     "os_compute_api:os-migrations:index": ADMIN,
+    **{f"os_compute_api:os-security-groups:{a}": ANY
+       for a in ("get", "show", "create", "update", "delete", "rule:create", "rule:delete",
+                 "list", "add", "remove")},
     "os_compute_api:os-migrate-server:migrate": ADMIN,
     "os_compute_api:os-migrate-server:migrate:host": ADMIN,
     "os_compute_api:servers:index:get_all_tenants": ADMIN,

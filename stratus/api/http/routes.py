@@ -25,6 +25,7 @@ from stratus.api.http.handlers import (
     keypairs,
     quotas,
     root,
+    security_groups,
     server_actions,
     server_groups,
     servers,
@@ -83,6 +84,15 @@ ROUTES: list[tuple[str, Mapping[str, Handler]]] = [
     ("/servers/{server_id}/os-instance-actions", {"GET": instance_actions.list_actions}),
     ("/servers/{server_id}/os-instance-actions/{request_id}", {
         "GET": instance_actions.show_action}),
+    ("/servers/{server_id}/os-security-groups", {
+        "GET": security_groups.list_server_groups}),
+    ("/os-security-groups", {"GET": security_groups.list_groups,
+                             "POST": security_groups.create_group}),
+    ("/os-security-groups/{group_id}", {"GET": security_groups.show_group,
+                                        "PUT": security_groups.update_group,
+                                        "DELETE": security_groups.delete_group}),
+    ("/os-security-group-rules", {"POST": security_groups.create_rule}),
+    ("/os-security-group-rules/{rule_id}", {"DELETE": security_groups.delete_rule}),
     ("/servers/{server_id}/os-interface", {"GET": interfaces.list_interfaces,
                                            "POST": interfaces.attach_interface}),
     ("/servers/{server_id}/os-interface/{port_id}", {"GET": interfaces.show_interface,

@@ -31,6 +31,8 @@ from stratus.api.store import ports as port_store
 from stratus.api.store import servers as store
 from stratus.api.store.errors import BadRequest, Conflict, NotFound, ServiceUnavailable
 from stratus.api.store.servers import Server
+from stratus.cells import actions
+from stratus.cells.actions import Caller
 from stratus.compute.rpcapi import INTERFACES_SINCE, service_version
 from stratus.network import client as nc
 from stratus.network.model import binding_allocation, port_groups, provider_resources
@@ -56,12 +58,23 @@ def _attachable(api: ComputeAPIDeps, uuid: str, project_id: str | None,
     return server
 
 
-def _start(api: ComputeAPIDeps, server: Server, task: str, action: str) -> None:
+def _start(api: ComputeAPIDeps, server: Server, task: str, action: str,
+           caller: Caller | None) -> None:
+    """Win the server's task and record the instance action (Nova's attach_interface /
+    detach_interface, whose compute_* event clients wait for) in one transaction."""
     assert server.cell_uuid
     with db.write(api.dbs.engine(api.dbs.cell(server.cell_uuid))) as conn:
         if not store.start_task(conn, server.uuid, task, vm_state=server.vm_state):
             raise Conflict(f"Cannot '{action}' instance {server.uuid}: another action on it "
                            "is in progress.")
+        actions.start(conn, server.uuid, action, caller or Caller.internal())
+
+
+def _step(api: ComputeAPIDeps, server: Server, action: str) -> Any:
+    """The action's compute_* event around its work (Error with the reason if it fails)."""
+    assert server.cell_uuid
+    return actions.step(api.dbs.engine(api.dbs.cell(server.cell_uuid)), server.uuid, action,
+                        f"compute_{action}", host=server.host)
 
 
 def _end(api: ComputeAPIDeps, server: Server) -> None:
@@ -169,7 +182,8 @@ def _change(api: ComputeAPIDeps, server: Server, delta: Mapping[str, Mapping[str
 
 
 def attach(api: ComputeAPIDeps, uuid: str, project_id: str | None, *, port_id: str | None,
-           network_id: str | None, fixed_ip: str | None, is_admin: bool) -> dict[str, Any]:
+           network_id: str | None, fixed_ip: str | None, is_admin: bool,
+           caller: Caller | None = None) -> dict[str, Any]:
     """Attach a port (``port_id``, or a new one on ``network_id``); the port as it is now."""
     if port_id and network_id:
         raise BadRequest("Must not input both network_id and port_id")
@@ -179,26 +193,29 @@ def attach(api: ComputeAPIDeps, uuid: str, project_id: str | None, *, port_id: s
     server = _attachable(api, uuid, project_id, "attach_interface")
     if not port_id and not network_id:
         network_id = port_ops.pick_network(client, server.project_id)
-    _start(api, server, ATTACHING, "attach_interface")
+    _start(api, server, ATTACHING, "attach_interface", caller)
     undo = Undo()
     try:
-        port = _take_port(api, client, server, undo, port_id=port_id, network_id=network_id,
-                          fixed_ip=fixed_ip, is_admin=is_admin)
-        allocation = None
-        if port_groups(port):
-            compute = _compute(api, server, "attach_interface")
-            candidate = _candidate(api, server, port)
-            added = {rp: dict(a["resources"]) for rp, a in candidate["allocations"].items()}
-            now = _change(api, server, added, +1)
-            undo.push("give back the port's resources", lambda: _change(api, server, added, -1))
-            compute.call("attach_interface", instance_uuid=uuid, port_id=port["id"],
-                         allocations=now)
-            before = _minus(now, added)
-            undo.push("the hypervisor forgets them", lambda: compute.call(
-                "detach_interface", instance_uuid=uuid, port_id=port["id"],
-                allocations=before))
-            allocation = binding_allocation(port, candidate.get("mappings") or {})
-        bound = client.bind_port(port, server.host or "", allocation)
+        with _step(api, server, "attach_interface"):
+            port = _take_port(api, client, server, undo, port_id=port_id,
+                              network_id=network_id, fixed_ip=fixed_ip, is_admin=is_admin)
+            allocation = None
+            if port_groups(port):
+                compute = _compute(api, server, "attach_interface")
+                candidate = _candidate(api, server, port)
+                added = {rp: dict(a["resources"])
+                         for rp, a in candidate["allocations"].items()}
+                now = _change(api, server, added, +1)
+                undo.push("give back the port's resources",
+                          lambda: _change(api, server, added, -1))
+                compute.call("attach_interface", instance_uuid=uuid, port_id=port["id"],
+                             allocations=now)
+                before = _minus(now, added)
+                undo.push("the hypervisor forgets them", lambda: compute.call(
+                    "detach_interface", instance_uuid=uuid, port_id=port["id"],
+                    allocations=before))
+                allocation = binding_allocation(port, candidate.get("mappings") or {})
+            bound = client.bind_port(port, server.host or "", allocation)
     except nc.NetworkClientError as exc:
         undo.rollback()
         raise ServiceUnavailable(f"The network service refused or did not answer ({exc}); "
@@ -243,30 +260,33 @@ def _forget(api: ComputeAPIDeps, port_id: str) -> None:
         port_store.remove(conn, port_id)
 
 
-def detach(api: ComputeAPIDeps, uuid: str, project_id: str | None, port_id: str) -> None:
+def detach(api: ComputeAPIDeps, uuid: str, project_id: str | None, port_id: str,
+           caller: Caller | None = None) -> None:
     """Detach the server's port: its resources leave the server's allocation, the port is
     unbound and freed (the user's) or deleted (made for the server)."""
     client = port_ops.network(api)
     server = _attachable(api, uuid, project_id, "detach_interface")
     port = find(api, client, server, port_id)
-    _start(api, server, DETACHING, "detach_interface")
+    _start(api, server, DETACHING, "detach_interface", caller)
     undo = Undo()
     try:
-        held = provider_resources(port)
-        if held:
-            compute = _compute(api, server, "detach_interface")
-            now = _change(api, server, held, -1)
-            undo.push("give the port's resources back", lambda: _change(api, server, held, +1))
-            compute.call("detach_interface", instance_uuid=uuid, port_id=port_id,
-                         allocations=now)
-        with db.read(api.dbs.api) as conn:
-            rows = {p.port_id: p for p in port_store.of(conn, [uuid])[uuid]}
-        row = rows.get(port_id)
-        if row is not None and not row.preserve_on_delete:
-            client.delete_port(port_id)
-        else:
-            client.unbind_port(port, detach=True)
-        _forget(api, port_id)
+        with _step(api, server, "detach_interface"):
+            held = provider_resources(port)
+            if held:
+                compute = _compute(api, server, "detach_interface")
+                now = _change(api, server, held, -1)
+                undo.push("give the port's resources back",
+                          lambda: _change(api, server, held, +1))
+                compute.call("detach_interface", instance_uuid=uuid, port_id=port_id,
+                             allocations=now)
+            with db.read(api.dbs.api) as conn:
+                rows = {p.port_id: p for p in port_store.of(conn, [uuid])[uuid]}
+            row = rows.get(port_id)
+            if row is not None and not row.preserve_on_delete:
+                client.delete_port(port_id)
+            else:
+                client.unbind_port(port, detach=True)
+            _forget(api, port_id)
     except nc.NetworkClientError as exc:
         undo.rollback()
         raise ServiceUnavailable(f"The network service refused or did not answer ({exc}); "

@@ -122,7 +122,7 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
                          "(a hostname is for a single server).")
     quota_ops.check_metadata_items(api.dbs.api, api.quota_defaults, boot.project_id,
                                    len(boot.metadata))
-    security_groups.check(api, boot.security_groups, boot.project_id)
+    group_ids = security_groups.check(api, boot.security_groups, boot.project_id)
     # A zone tree's build is not counted here: the tree's top counted it against the
     # tree's quotas (docs/ops/quotas.md).
     counted = boot.uuid is None
@@ -162,6 +162,8 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
         images.apply_to_spec(boot.image, spec)
     spec_dict = spec.to_dict()
     spec_dict["key_name"] = boot.key_name   # shown while no cell holds the server
+    if group_ids:   # the groups the ports made for the boot's networks join
+        spec_dict["security_groups"] = group_ids
     try:
         with db.write(api.dbs.api) as conn:
             store.create_build_requests(conn, instances, spec_dict)

@@ -9,6 +9,14 @@ Tree (Nova's libvirt and Neutron's bandwidth providers, simplified)::
                       (NET_PACKET_RATE_KILOPACKET_PER_SEC if the NIC has a rate);
                       CUSTOM_PHYSNET_<PHYSNET>, CUSTOM_VNIC_TYPE_<TYPE>          (per NIC)
 
+A NIC whose packet rate is ``packet_rate_on: agent`` is laid out as Neutron's Open
+vSwitch agent reports it: the rate on an agent provider (its vNIC type traits) and
+the bandwidth on the NIC below it, so a port's two groups come from two providers of
+one subtree::
+
+    ├── host1:ens1:agent   NET_PACKET_RATE_KILOPACKET_PER_SEC; CUSTOM_VNIC_TYPE_<TYPE>
+    │   └── host1:ens1     NET_BW_EGR/IGR_KILOBIT_PER_SEC; physnet and vNIC traits
+
 With NUMA cells the root keeps DISK_GB only; VCPU and MEMORY_MB (and their
 reserved amounts) are split evenly over the cells, the first cells taking any
 remainder. ``max_unit`` is each provider's total: one instance cannot exceed
@@ -24,6 +32,7 @@ import os_traits
 from stratus.compute.drivers.base import Driver
 from stratus.compute.provider_tree import Provider, ProviderTree, stable_uuid
 from stratus.compute.shapes import LibvirtShape, NetworkDevice
+from stratus.network.traits import vnic_type_trait
 from stratus.placement.model import Inventory
 
 EGRESS, INGRESS = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
@@ -68,19 +77,30 @@ def build_tree(host: str, shape: LibvirtShape, aggregates: Iterable[str] = ()) -
                              for rc, (totals, reserved) in per_class.items()},
                 traits=frozenset({os_traits.HW_NUMA_ROOT}),
             ))
-    providers.extend(_device(host, root_uuid, device) for device in shape.network_devices)
+    for device in shape.network_devices:
+        providers.extend(_device(host, root_uuid, device))
     return ProviderTree(providers)
 
 
-def _device(host: str, root_uuid: str, device: NetworkDevice) -> Provider:
+def _device(host: str, root_uuid: str, device: NetworkDevice) -> list[Provider]:
     name = f"{host}:{device.name}"
     amounts = {EGRESS: device.egress_kbps, INGRESS: device.ingress_kbps,
                PACKET_RATE: device.packet_rate_kpps}
-    return Provider(
-        name=name, uuid=stable_uuid("net-device", root_uuid, name), parent_uuid=root_uuid,
+    out = []
+    parent = root_uuid
+    if device.packet_rate_on == "agent" and device.packet_rate_kpps > 0:
+        agent = f"{name}:agent"
+        parent = stable_uuid("net-agent", root_uuid, agent)
+        out.append(Provider(
+            name=agent, uuid=parent, parent_uuid=root_uuid,
+            inventories={PACKET_RATE: _inventory(PACKET_RATE, amounts.pop(PACKET_RATE))},
+            traits=frozenset(vnic_type_trait(v) for v in device.vnic_types)))
+    out.append(Provider(
+        name=name, uuid=stable_uuid("net-device", root_uuid, name), parent_uuid=parent,
         inventories={rc: _inventory(rc, n) for rc, n in amounts.items() if n > 0},
         traits=device.traits,
-    )
+    ))
+    return out
 
 
 class LibvirtDriver(Driver):

@@ -45,6 +45,9 @@ class NetworkDeps:
     # Answer resource requests in the old single-group format (Neutron without the
     # port-resource-request-groups extension).
     legacy_resource_request: bool = False
+    # Placement, for the allocations a bound port's QoS change moves (a PlacementClient;
+    # None: such a change is refused with 409).
+    placement: Any = None
     # Offer the multiple port bindings API (Neutron's binding-extended extension); without
     # it the service stands in for a Neutron before Rocky, and live migration of a server
     # whose ports have resource requests is refused (design document 004).

@@ -3,7 +3,6 @@ are dropped, not nulled, as Neutron's policy engine does)."""
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
 from stratus.network.http.wsgi import Req, timestamp
@@ -17,7 +16,8 @@ ADMIN_NETWORK_KEYS = ("provider:network_type", "provider:physical_network",
 
 def _owned(row: dict[str, Any]) -> dict[str, Any]:
     return {"id": row["id"], "name": row["name"], "description": row["description"],
-            "project_id": row["project_id"], "tenant_id": row["project_id"], "tags": [],
+            "project_id": row["project_id"], "tenant_id": row["project_id"],
+            "tags": list(row.get("tags", ())),
             "created_at": timestamp(row["created_at"]),
             "updated_at": timestamp(row["updated_at"] or row["created_at"]),
             "revision_number": row["revision_number"]}
@@ -27,10 +27,11 @@ def network(req: Req, row: dict[str, Any]) -> dict[str, Any]:
     out = _owned(row)
     out.update({
         "admin_state_up": row["admin_state_up"], "status": "ACTIVE",
-        "subnets": list(row["subnets"]), "shared": row["shared"],
+        "subnets": list(row["subnets"]), "shared": bool(row["shared"] or row.get("granted")),
         "router:external": row["external"], "mtu": row["mtu"],
         "availability_zone_hints": [], "availability_zones": ["nova"],
-        "ipv4_address_scope": None, "ipv6_address_scope": None, "l2_adjacency": True,
+        "ipv4_address_scope": row.get("scopes", {}).get(4),
+        "ipv6_address_scope": row.get("scopes", {}).get(6), "l2_adjacency": True,
         "port_security_enabled": row["port_security_enabled"],
         "qos_policy_id": row["qos_policy_id"], "is_default": row["is_default"],
         "provider:network_type": row["network_type"],
@@ -45,16 +46,15 @@ def network(req: Req, row: dict[str, Any]) -> dict[str, Any]:
 
 def subnet(req: Req, row: dict[str, Any]) -> dict[str, Any]:
     out = _owned(row)
-    net = ipaddress.ip_network(row["cidr"])
-    hosts = [str(a) for a in (next(net.hosts()), net[-2] if net.version == 4 else net[-1])]
-    pool_start = hosts[0] if hosts[0] != row["gateway_ip"] else str(net[2])
+    version = row["ip_version"]
     out.update({
-        "network_id": row["network_id"], "ip_version": row["ip_version"], "cidr": row["cidr"],
+        "network_id": row["network_id"], "ip_version": version, "cidr": row["cidr"],
         "gateway_ip": row["gateway_ip"], "enable_dhcp": row["enable_dhcp"],
-        "allocation_pools": [{"start": pool_start, "end": hosts[1]}],
-        "dns_nameservers": [], "host_routes": [], "ipv6_address_mode": None,
-        "ipv6_ra_mode": None, "subnetpool_id": None, "segment_id": None,
-        "service_types": [], "dns_publish_fixed_ip": False,
+        "allocation_pools": [p.render(version) for p in row["pools"]],
+        "dns_nameservers": list(row["dns_nameservers"]),
+        "host_routes": [{"destination": d, "nexthop": h} for d, h in row["host_routes"]],
+        "ipv6_address_mode": row["ipv6_address_mode"], "ipv6_ra_mode": row["ipv6_ra_mode"],
+        "subnetpool_id": row["subnetpool_id"], "segment_id": None, "service_types": [],
     })
     return out
 
@@ -70,7 +70,9 @@ def port(req: Req, row: dict[str, Any]) -> dict[str, Any]:
         "device_owner": row["device_owner"], "binding:host_id": binding["host"],
         "binding:vnic_type": row["vnic_type"], "binding:profile": binding["profile"],
         "binding:vif_type": binding["vif_type"], "binding:vif_details": binding["vif_details"],
-        "security_groups": [], "allowed_address_pairs": [], "extra_dhcp_opts": [],
+        "security_groups": list(row["security_groups"]),
+        "allowed_address_pairs": list(row["allowed_address_pairs"]),
+        "extra_dhcp_opts": list(row["extra_dhcp_opts"]),
         "port_security_enabled": row["port_security_enabled"],
         "qos_policy_id": row["qos_policy_id"],
         "qos_network_policy_id": row["qos_network_policy_id"],
@@ -107,6 +109,7 @@ def rule(r: QosRule, embedded: bool = False) -> dict[str, Any]:
 
 def policy(row: dict[str, Any]) -> dict[str, Any]:
     out = _owned(row)
-    out.update({"shared": row["shared"], "is_default": row["is_default"],
+    out.update({"shared": bool(row["shared"] or row.get("granted")),
+                "is_default": row["is_default"],
                 "rules": [rule(r, embedded=True) for r in row["rules"]]})
     return out

@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 import webob
 
 from stratus.network import errors
+from stratus.network.store import tags
 from stratus.placement.http.wsgi import Context
 from stratus.web.inputs import InputError, decode_json
 
@@ -83,11 +84,27 @@ class Req:
         for name, value in self.query:
             if name in PAGING:
                 continue
-            if name not in allowed:
+            if name not in allowed and name not in tags.TAG_FILTERS:
                 raise errors.BadRequest(f"[{name}] is invalid attribute for filtering",
                                         "HTTPBadRequest")
             out.setdefault(name, []).append(value)
         return out
+
+    def fields(self) -> list[str]:
+        """``fields=`` of the query: the attributes to answer with (all when none)."""
+        return [f for f in self.all("fields") if f]
+
+    def items(self, member: str, collection: str) -> tuple[list[Any], bool]:
+        """The bodies a create names, each as ``{member: {...}}``, and whether the request
+        was a bulk one (``{collection: [...]}``, all created or none)."""
+        body = self.body()
+        if isinstance(body, dict) and list(body) == [collection]:
+            items = body[collection]
+            if not isinstance(items, list) or not items:
+                raise errors.BadRequest(f"Invalid input for {collection}: a non-empty list "
+                                        "is required.", "HTTPBadRequest")
+            return [{member: item} for item in items], True
+        return [body], False
 
     def all(self, name: str) -> list[str]:
         return [v for k, v in self.query if k == name]
@@ -100,6 +117,23 @@ class Req:
 def json_response(body: Any, status: int = 200) -> webob.Response:
     return webob.Response(status=status, body=json.dumps(body).encode(),
                           content_type="application/json", charset=None)
+
+
+def narrowed(item: Mapping[str, Any], fields: Sequence[str]) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k in fields} if fields else dict(item)
+
+
+def shown(req: Req, member: str, item: Mapping[str, Any], status: int = 200
+          ) -> webob.Response:
+    """``{member: item}``, narrowed to the request's ``fields=``."""
+    return json_response({member: narrowed(item, req.fields())}, status)
+
+
+def created(req: Req, member: str, collection: str, items: Sequence[Mapping[str, Any]],
+            bulk: bool) -> webob.Response:
+    if bulk:
+        return json_response({collection: [dict(i) for i in items]}, 201)
+    return shown(req, member, items[0], 201)
 
 
 def empty_response(status: int = 204) -> webob.Response:
@@ -136,7 +170,8 @@ def matches(item: Mapping[str, Any], filters: Mapping[str, Sequence[str]]) -> bo
 def listing(req: Req, collection: str, items: list[dict[str, Any]],
             filters: Mapping[str, Sequence[str]]) -> webob.Response:
     """Filter, sort, page and project ``items`` (rendered, id-ordered) as Neutron does."""
-    items = [i for i in items if matches(i, filters)]
+    plain = {k: v for k, v in filters.items() if k not in tags.TAG_FILTERS}
+    items = [i for i in items if matches(i, plain) and tags.matches(i.get("tags", ()), filters)]
     keys, dirs = req.all("sort_key"), req.all("sort_dir")
     if dirs and len(dirs) != len(keys):
         raise errors.BadRequest("The number of sort_keys and sort_dirs must be same",
@@ -153,9 +188,9 @@ def listing(req: Req, collection: str, items: list[dict[str, Any]],
     links: list[dict[str, str]] = []
     if limit is not None:
         items, links = _page(req, collection, items, limit)
-    fields = [f for f in req.all("fields") if f]
+    fields = req.fields()
     if fields:
-        items = [{k: v for k, v in i.items() if k in fields} for i in items]
+        items = [narrowed(i, fields) for i in items]
     body: dict[str, Any] = {collection: items}
     if links:
         body[f"{collection}_links"] = links
@@ -190,26 +225,32 @@ def _limit(raw: str | None) -> int | None:
 
 def _page(req: Req, collection: str, items: list[dict[str, Any]], limit: int
           ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """One page and Neutron's links: ``next`` unless a forward page came back short,
+    ``previous`` unless a reverse one did; each names the page's last (first) item as
+    its marker, or no marker for an empty page. A marker the caller cannot find (gone,
+    or not theirs) is an empty page, so a client walking links stops rather than
+    starting over."""
     marker = req.one("marker")
     reverse = (req.one("page_reverse") or "").lower() == "true"
     ids = [i.get("id") for i in items]
-    if marker:
-        if marker not in ids:
-            raise errors.NotFound(f"Marker {marker} could not be found.", "HTTPNotFound")
+    if marker and marker not in ids:
+        page: list[dict[str, Any]] = []
+    elif marker:
         at = ids.index(marker)
         page = items[max(0, at - limit):at] if reverse else items[at + 1:at + 1 + limit]
     else:
         page = items[-limit:] if reverse else items[:limit]
     base = [(k, v) for k, v in req.query if k not in ("marker", "page_reverse")]
     url = req.webob.host_url + req.webob.script_name + req.webob.path_info
-    full = len(page) == limit
+    short = len(page) < limit
     links = []
-    if page and (reverse or full):
-        links.append({"rel": "next", "href": url + "?" + urlencode(
-            [*base, ("marker", page[-1]["id"])])})
-    if page and ((reverse and full) or (not reverse and marker)):
+    if not (short and not reverse):
+        after = [("marker", page[-1]["id"])] if page else []
+        links.append({"rel": "next", "href": url + "?" + urlencode([*base, *after])})
+    if not (short and reverse):
+        before = [("marker", page[0]["id"])] if page else []
         links.append({"rel": "previous", "href": url + "?" + urlencode(
-            [*base, ("marker", page[0]["id"]), ("page_reverse", "True")])})
+            [*base, *before, ("page_reverse", "True")])})
     return page, links
 
 

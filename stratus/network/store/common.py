@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from stratus.network import errors
+from stratus.network import errors, schema
 
 
 def utcnow() -> dt.datetime:
@@ -52,6 +52,12 @@ def bump(conn: Connection, table: sa.Table, ident: str, values: Mapping[str, Any
                 f"Constrained to revision {expect_revision}, but the resource {ident} is at "
                 "another revision now.", "RevisionNumberConstraintFailed")
         raise errors.NotFound(f"{ident} could not be found.")
+
+
+def forget_tags(conn: Connection, ids: Sequence[str] | sa.Select) -> None:
+    """Deleted resources' tags go with them (tags are kept by resource id, no key)."""
+    t = schema.resource_tags
+    conn.execute(sa.delete(t).where(t.c.resource_id.in_(ids)))
 
 
 Filters = Mapping[str, Sequence[str]]

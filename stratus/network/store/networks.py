@@ -1,4 +1,4 @@
-"""Networks (with their provider segment) and subnets.
+"""Networks, with their provider segment.
 
 A network is one segment: ``flat`` or ``vlan`` on a physical network, a tunnel
 (``vxlan``, ``geneve``, ``gre``) with no physnet, or ``local``. Its physnet is what
@@ -9,7 +9,6 @@ of one cannot both win.
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
 import sqlalchemy as sa
@@ -17,7 +16,8 @@ from sqlalchemy.engine import Connection
 
 from stratus.network import errors
 from stratus.network import schema as s
-from stratus.network.store.common import Filters, bump, new_id, utcnow, where
+from stratus.network.store import access, rbac
+from stratus.network.store.common import Filters, bump, forget_tags, new_id, utcnow, where
 
 NETWORK_TYPES = ("flat", "vlan", "vxlan", "geneve", "gre", "local")
 DEFAULT_TYPE = "geneve"
@@ -34,11 +34,8 @@ NETWORK_COLUMNS = {"id": "id", "name": "name", "description": "description",
                    "provider:segmentation_id": "segmentation_id",
                    "qos_policy_id": "qos_policy_id", "revision_number": "revision_number",
                    "port_security_enabled": "port_security_enabled"}
-SUBNET_COLUMNS = {"id": "id", "name": "name", "description": "description",
-                  "project_id": "project_id", "tenant_id": "project_id",
-                  "network_id": "network_id", "ip_version": "ip_version", "cidr": "cidr",
-                  "gateway_ip": "gateway_ip", "enable_dhcp": "enable_dhcp",
-                  "revision_number": "revision_number"}
+# Ports a network's deletion takes with it (the network's own); any other keeps it.
+AUTO_DELETED = ("network:dhcp", "network:floatingip")
 
 
 # ---- networks ------------------------------------------------------------------------
@@ -114,11 +111,12 @@ def get_network(conn: Connection, network_id: str) -> dict[str, Any]:
 
 def list_networks(conn: Connection, filters: Filters, project_id: str | None
                   ) -> list[dict[str, Any]]:
-    """Networks matching ``filters``; a ``project_id`` caller sees its own and shared ones."""
+    """Networks matching ``filters``; a ``project_id`` caller sees its own, shared and
+    external ones."""
     t = s.networks
     query = where(sa.select(t), t, filters, NETWORK_COLUMNS)
     if project_id is not None:
-        query = query.where(sa.or_(t.c.project_id == project_id, t.c.shared))
+        query = query.where(access.network_visible(project_id))
     return _networks(conn, query)
 
 
@@ -132,12 +130,26 @@ def create_network(conn: Connection, *, project_id: str, network_type: str | Non
         id=network_id, project_id=project_id, network_type=network_type,
         physical_network=physical_network, segmentation_id=seg, segment_key=key,
         mtu=mtu or MTU.get(network_type, 1500), created_at=utcnow(), **values))
+    for flag, action in (("shared", access.SHARED), ("external", access.EXTERNAL)):
+        if values.get(flag):
+            rbac.set_wildcard(conn, "network", network_id, action, True, project_id)
     return get_network(conn, network_id)
 
 
 def update_network(conn: Connection, network_id: str, values: dict[str, Any],
                    expect_revision: int | None = None) -> dict[str, Any]:
-    get_network(conn, network_id)
+    network = get_network(conn, network_id)
+    for flag, action in (("shared", access.SHARED), ("external", access.EXTERNAL)):
+        if flag in values and values[flag] != network[flag]:
+            try:
+                rbac.set_wildcard(conn, "network", network_id, action, values[flag],
+                                  network["project_id"])
+            except errors.Conflict:
+                if flag == "shared":
+                    raise errors.Conflict(
+                        f"Unable to reconfigure sharing settings for network {network_id}. "
+                        "Multiple tenants are using it.", "InvalidSharedSetting") from None
+                raise
     bump(conn, s.networks, network_id, values, expect_revision)
     return get_network(conn, network_id)
 
@@ -146,96 +158,19 @@ def delete_network(conn: Connection, network_id: str) -> None:
     get_network(conn, network_id)
     p = s.ports
     in_use = conn.execute(sa.select(p.c.id).where(
-        p.c.network_id == network_id, sa.not_(p.c.device_owner.like("network:%"))).limit(1)
+        p.c.network_id == network_id, p.c.device_owner.not_in(AUTO_DELETED)).limit(1)
     ).scalar()
     if in_use is not None:
         raise errors.Conflict(f"Unable to complete operation on network {network_id}. There "
                               "are one or more ports still in use on the network.",
                               "NetworkInUse")
+    fip = s.floating_ips
+    forget_tags(conn, sa.select(fip.c.id).where(fip.c.floating_network_id == network_id))
+    forget_tags(conn, sa.select(p.c.id).where(p.c.network_id == network_id))
+    forget_tags(conn, sa.select(s.subnets.c.id).where(s.subnets.c.network_id == network_id))
+    forget_tags(conn, [network_id])
+    conn.execute(sa.delete(fip).where(fip.c.floating_network_id == network_id))
     conn.execute(sa.delete(p).where(p.c.network_id == network_id))
     conn.execute(sa.delete(s.subnets).where(s.subnets.c.network_id == network_id))
+    rbac.delete_for(conn, "network", network_id)
     conn.execute(sa.delete(s.networks).where(s.networks.c.id == network_id))
-
-
-# ---- subnets -------------------------------------------------------------------------
-
-
-def get_subnet(conn: Connection, subnet_id: str) -> dict[str, Any]:
-    row = conn.execute(sa.select(s.subnets).where(s.subnets.c.id == subnet_id)).first()
-    if row is None:
-        raise errors.not_found("subnet", subnet_id)
-    return dict(row._mapping)
-
-
-def list_subnets(conn: Connection, filters: Filters, project_id: str | None
-                 ) -> list[dict[str, Any]]:
-    t, n = s.subnets, s.networks
-    query = where(sa.select(t), t, filters, SUBNET_COLUMNS)
-    if project_id is not None:
-        shared = sa.select(n.c.id).where(n.c.shared)
-        query = query.where(sa.or_(t.c.project_id == project_id, t.c.network_id.in_(shared)))
-    return [dict(r._mapping) for r in conn.execute(query.order_by(t.c.id))]
-
-
-def parse_cidr(cidr: str, ip_version: int) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
-    try:
-        net = ipaddress.ip_network(cidr, strict=True)
-    except ValueError:
-        raise errors.BadRequest(f"Invalid input for cidr. Reason: '{cidr}' is not a valid IP "
-                                "subnet.", "HTTPBadRequest") from None
-    if net.version != ip_version:
-        raise errors.BadRequest(f"Invalid input for operation: Cidr {cidr} does not match "
-                                f"ip_version {ip_version}.", "InvalidInput")
-    if net.num_addresses < 4:
-        raise errors.BadRequest(f"Invalid input for cidr. Reason: {cidr} is too small for "
-                                "a subnet (a gateway and at least one address).",
-                                "HTTPBadRequest")
-    return net
-
-
-def _address(text: str, field: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    try:
-        return ipaddress.ip_address(text)
-    except ValueError:
-        raise errors.BadRequest(f"Invalid input for {field}. Reason: '{text}' is not a valid "
-                                "IP address.", "HTTPBadRequest") from None
-
-
-def create_subnet(conn: Connection, *, network_id: str, project_id: str, ip_version: int,
-                  cidr: str, gateway_ip: str | None = None, **values: Any) -> dict[str, Any]:
-    get_network(conn, network_id)
-    net = parse_cidr(cidr, ip_version)
-    for other in list_subnets(conn, {"network_id": [network_id]}, None):
-        if ipaddress.ip_network(other["cidr"]).overlaps(net):
-            raise errors.BadRequest(f"Invalid input for operation: Requested subnet with cidr: "
-                                    f"{cidr} for network: {network_id} overlaps with another "
-                                    "subnet.", "InvalidInput")
-    if gateway_ip is None:
-        gateway_ip = str(next(net.hosts()))
-    elif _address(gateway_ip, "gateway_ip") not in net:
-        raise errors.BadRequest(f"Invalid input for operation: Gateway ip {gateway_ip} "
-                                f"conflicts with the subnet {cidr}.", "InvalidInput")
-    subnet_id = new_id()
-    conn.execute(sa.insert(s.subnets).values(
-        id=subnet_id, network_id=network_id, project_id=project_id, ip_version=ip_version,
-        cidr=str(net), gateway_ip=gateway_ip, created_at=utcnow(), **values))
-    bump(conn, s.networks, network_id, {})
-    return get_subnet(conn, subnet_id)
-
-
-def update_subnet(conn: Connection, subnet_id: str, values: dict[str, Any],
-                  expect_revision: int | None = None) -> dict[str, Any]:
-    get_subnet(conn, subnet_id)
-    bump(conn, s.subnets, subnet_id, values, expect_revision)
-    return get_subnet(conn, subnet_id)
-
-
-def delete_subnet(conn: Connection, subnet_id: str) -> None:
-    subnet = get_subnet(conn, subnet_id)
-    used = conn.execute(sa.select(s.ip_allocations.c.port_id)
-                        .where(s.ip_allocations.c.subnet_id == subnet_id).limit(1)).scalar()
-    if used is not None:
-        raise errors.Conflict(f"Unable to complete operation on subnet {subnet_id}: One or more "
-                              "ports have an IP allocation from this subnet.", "SubnetInUse")
-    conn.execute(sa.delete(s.subnets).where(s.subnets.c.id == subnet_id))
-    bump(conn, s.networks, subnet["network_id"], {})

@@ -1,19 +1,17 @@
-"""Ports: their addresses, their bindings, and the resource request their QoS policy makes.
+"""Ports: their addresses, security groups, options, ACTIVE binding, and the resource
+request their QoS policy makes.
 
-Bindings follow Neutron's ml2 with the port-bindings extension: a port always has
-exactly one ACTIVE binding (host ``''`` while unbound), which its ``binding:*``
-attributes show; ``create_binding`` adds INACTIVE ones on other hosts (a live
-migration's destination, with its own ``allocation``), ``activate_binding`` swaps
-which one is ACTIVE. Bindings are only for compute ports (``device_owner``
-``compute:*``), as in Neutron.
+A port always has exactly one ACTIVE binding (host ``''`` while unbound), as
+Neutron's ml2 keeps it; :mod:`.bindings` adds the INACTIVE ones. A new port joins
+its project's default security group unless it names groups, has port security off,
+or is the network's own (``network:*``); port security defaults to its network's.
+Ports owned by a router or a floating IP are changed through those, not deleted here
+(``L3PortInUse``).
 """
 
 from __future__ import annotations
 
-import ipaddress
-import random
-import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,12 +19,22 @@ from sqlalchemy.engine import Connection
 
 from stratus.network import errors
 from stratus.network import schema as s
+from stratus.network.store import access, addresses, port_options, quotas
 from stratus.network.store import networks as net_store
 from stratus.network.store import qos as qos_store
-from stratus.network.store.common import Filters, bump, dumps, loads, new_id, utcnow, where
+from stratus.network.store import security_groups as sg_store
+from stratus.network.store.common import (
+    Filters,
+    bump,
+    dumps,
+    forget_tags,
+    loads,
+    new_id,
+    utcnow,
+    where,
+)
 
 ACTIVE, INACTIVE = "ACTIVE", "INACTIVE"
-MAC = re.compile(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
 PORT_COLUMNS = {"id": "id", "name": "name", "description": "description",
                 "project_id": "project_id", "tenant_id": "project_id",
                 "network_id": "network_id", "mac_address": "mac_address",
@@ -40,6 +48,8 @@ VIF = {"normal": ("ovs", {"connectivity": "l2", "port_filter": True, "ovs_hybrid
        "direct": ("hw_veb", {"connectivity": "l2", "port_filter": False}),
        "macvtap": ("hw_veb", {"connectivity": "l2", "port_filter": False}),
        "direct-physical": ("hostdev_physical", {"connectivity": "l2", "port_filter": False})}
+# Ports only their router or floating IP may remove.
+L3_OWNERS = ("network:router_interface", "network:router_gateway", "network:floatingip")
 
 
 def vif(vnic_type: str, host: str) -> tuple[str, dict[str, Any]]:
@@ -49,30 +59,36 @@ def vif(vnic_type: str, host: str) -> tuple[str, dict[str, Any]]:
     return VIF.get(vnic_type, VIF["normal"])
 
 
-def _status(host: str, admin_state_up: bool) -> str:
-    return "ACTIVE" if host and admin_state_up else "DOWN"
+def status_for(host: str, admin_state_up: bool, device_owner: str = "") -> str:
+    """ACTIVE once bound (a router's or floating IP's port: at once), else DOWN."""
+    bound = bool(host) or device_owner.startswith("network:")
+    return "ACTIVE" if bound and admin_state_up else "DOWN"
+
+
+def is_network_owned(device_owner: str) -> bool:
+    return device_owner.startswith("network:")
 
 
 # ---- reading -------------------------------------------------------------------------
 
 
 def _load(conn: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each port with what rendering it needs: addresses, ACTIVE binding, its network's
-    segment and QoS policy, and the rules of the policy in force."""
+    """Each port with what rendering it needs: addresses, groups, options, ACTIVE
+    binding, its network's segment and QoS policy, and the rules of the policy in force."""
     ids = [r["id"] for r in rows]
     if not ids:
         return rows
-    ips: dict[str, list[dict[str, str]]] = {i: [] for i in ids}
-    for row in conn.execute(sa.select(s.ip_allocations).where(
-            s.ip_allocations.c.port_id.in_(ids)).order_by(s.ip_allocations.c.ip_address)):
-        ips[row.port_id].append({"subnet_id": row.subnet_id, "ip_address": row.ip_address})
+    ips = addresses.of_ports(conn, ids)
+    groups = sg_store.groups_of(conn, ids)
+    pairs, options = port_options.of_ports(conn, ids)
     bindings = {row.port_id: dict(row._mapping) for row in conn.execute(
         sa.select(s.port_bindings).where(s.port_bindings.c.port_id.in_(ids),
                                          s.port_bindings.c.status == ACTIVE))}
     net_ids = sorted({r["network_id"] for r in rows})
     nets = {row.id: row for row in conn.execute(
         sa.select(s.networks.c.id, s.networks.c.physical_network, s.networks.c.network_type,
-                  s.networks.c.qos_policy_id).where(s.networks.c.id.in_(net_ids)))}
+                  s.networks.c.qos_policy_id, s.networks.c.project_id)
+        .where(s.networks.c.id.in_(net_ids)))}
     policies = {r["qos_policy_id"] or nets[r["network_id"]].qos_policy_id for r in rows}
     rules = qos_store.rules_of(conn, (p for p in policies if p))
     for port in rows:
@@ -81,14 +97,18 @@ def _load(conn: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                               "profile": "{}", "vif_type": "unbound",
                                               "vif_details": "{}", "status": ACTIVE}
         policy = port["qos_policy_id"] or net.qos_policy_id
-        port.update(fixed_ips=ips[port["id"]], binding=_binding(binding),
+        port.update(fixed_ips=ips[port["id"]], binding=binding_of(binding),
+                    security_groups=groups[port["id"]],
+                    allowed_address_pairs=pairs[port["id"]],
+                    extra_dhcp_opts=options[port["id"]],
                     physical_network=net.physical_network, network_type=net.network_type,
+                    network_project_id=net.project_id,
                     qos_network_policy_id=net.qos_policy_id,
                     rules=list(rules.get(policy, [])) if policy else [])
     return rows
 
 
-def _binding(row: Mapping[str, Any] | sa.RowMapping) -> dict[str, Any]:
+def binding_of(row: Mapping[str, Any] | sa.RowMapping) -> dict[str, Any]:
     return {"host": row["host"], "vnic_type": row["vnic_type"], "vif_type": row["vif_type"],
             "profile": loads(row["profile"]), "vif_details": loads(row["vif_details"]),
             "status": row["status"]}
@@ -103,111 +123,78 @@ def get_port(conn: Connection, port_id: str) -> dict[str, Any]:
 
 def list_ports(conn: Connection, filters: Filters, project_id: str | None
                ) -> list[dict[str, Any]]:
-    """Ports matching the filters that are columns (``binding:host_id`` too); a
-    ``project_id`` caller sees its own only."""
+    """Ports matching the filters the store knows (columns, ``binding:host_id``,
+    ``fixed_ips``, ``security_groups``); a ``project_id`` caller sees its own and those
+    on its networks."""
     t = s.ports
     query = where(sa.select(t), t, filters, PORT_COLUMNS)
     if "binding:host_id" in filters:
         b = s.port_bindings
         query = query.where(t.c.id.in_(sa.select(b.c.port_id).where(
             b.c.status == ACTIVE, b.c.host.in_(list(filters["binding:host_id"])))))
+    if "fixed_ips" in filters:
+        query = query.where(addresses.filter_clause(filters["fixed_ips"]))
+    if "security_groups" in filters:
+        psg = s.port_security_groups
+        query = query.where(t.c.id.in_(sa.select(psg.c.port_id).where(
+            psg.c.security_group_id.in_(list(filters["security_groups"])))))
     if project_id is not None:
-        query = query.where(t.c.project_id == project_id)
+        owned = sa.select(s.networks.c.id).where(s.networks.c.project_id == project_id)
+        query = query.where(sa.or_(t.c.project_id == project_id, t.c.network_id.in_(owned)))
     return _load(conn, [dict(r._mapping) for r in conn.execute(query.order_by(t.c.id))])
+
+
+def visible_port(conn: Connection, port_id: str, project_id: str | None) -> dict[str, Any]:
+    """The port if ``project_id`` (None: an admin) owns it or its network, else 404."""
+    port = get_port(conn, port_id)
+    if project_id is not None and project_id not in (port["project_id"],
+                                                     port["network_project_id"]):
+        raise errors.not_found("port", port_id)
+    return port
 
 
 # ---- writing -------------------------------------------------------------------------
 
 
-def _mac(conn: Connection, network_id: str, wanted: str | None) -> str:
-    taken = set(conn.execute(sa.select(s.ports.c.mac_address)
-                             .where(s.ports.c.network_id == network_id)).scalars())
-    if wanted is not None:
-        mac = wanted.lower()
-        if not MAC.fullmatch(mac):
-            raise errors.BadRequest(f"Invalid input for mac_address. Reason: '{wanted}' is not "
-                                    "a valid MAC address.", "HTTPBadRequest")
-        if mac in taken:
-            raise errors.Conflict(f"Unable to complete operation for network {network_id}. The "
-                                  f"mac address {mac} is in use.", "MacAddressInUse")
-        return mac
-    while True:
-        mac = "fa:16:3e:" + ":".join(f"{random.randrange(256):02x}" for _ in range(3))
-        if mac not in taken:
-            return mac
+def check_policy_change(conn: Connection, old_policy_id: str | None,
+                        project_id: str | None) -> None:
+    """A project may take a QoS policy off its network or port only if it may see it
+    (Neutron's PolicyRemoveAuthorizationError, 403): an admin's policy set on a
+    project's network stays until an admin (or a grant) lets the project change it."""
+    if old_policy_id is not None and not access.can(conn, "qos_policy", old_policy_id,
+                                                    project_id):
+        raise errors.Forbidden(f"Failed to remove provided policy {old_policy_id} because "
+                               "you are not authorized.", "PolicyRemoveAuthorizationError")
 
 
-def _addresses(conn: Connection, network_id: str, wanted: list[dict[str, Any]] | None
-               ) -> list[tuple[str, str]]:
-    """(subnet, address) pairs for a new port: what was asked for, or the lowest free
-    address of the network's first subnet of each IP version."""
-    subnets = net_store.list_subnets(conn, {"network_id": [network_id]}, None)
-    by_id = {sub["id"]: sub for sub in subnets}
-    if wanted is None:
-        firsts: dict[int, dict[str, Any]] = {}
-        for sub in subnets:
-            firsts.setdefault(sub["ip_version"], sub)
-        wanted = [{"subnet_id": sub["id"]} for sub in firsts.values()]
-    out: list[tuple[str, str]] = []
-    for item in wanted:
-        subnet_id, address = item.get("subnet_id"), item.get("ip_address")
-        if subnet_id is None:
-            subnet_id = _subnet_of(subnets, address)
-        chosen = by_id.get(str(subnet_id))
-        if chosen is None:
-            raise errors.BadRequest(f"Invalid input for operation: Failed to create port on "
-                                    f"network {network_id}, because fixed_ips included invalid "
-                                    f"subnet {subnet_id}.", "InvalidInput")
-        out.append((chosen["id"], _address(conn, chosen, address, {a for _, a in out})))
-    return out
-
-
-def _subnet_of(subnets: list[dict[str, Any]], address: Any) -> str:
-    try:
-        ip = ipaddress.ip_address(str(address))
-    except ValueError:
-        raise errors.BadRequest(f"Invalid input for fixed_ips. Reason: '{address}' is not a "
-                                "valid IP address.", "HTTPBadRequest") from None
-    for sub in subnets:
-        if ip in ipaddress.ip_network(sub["cidr"]):
-            return str(sub["id"])
-    raise errors.BadRequest(f"Invalid input for operation: IP address {address} is in no "
-                            "subnet of the network.", "InvalidInput")
-
-
-def _address(conn: Connection, subnet: dict[str, Any], wanted: Any, also: set[str]) -> str:
-    net = ipaddress.ip_network(subnet["cidr"])
-    used = set(conn.execute(sa.select(s.ip_allocations.c.ip_address)
-                            .where(s.ip_allocations.c.subnet_id == subnet["id"])).scalars())
-    used |= also | {subnet["gateway_ip"]}
-    if wanted is not None:
-        try:
-            ip = ipaddress.ip_address(str(wanted))
-        except ValueError:
-            raise errors.BadRequest(f"Invalid input for fixed_ips. Reason: '{wanted}' is not "
-                                    "a valid IP address.", "HTTPBadRequest") from None
-        if ip not in net or ip in (net.network_address, net.broadcast_address):
-            raise errors.BadRequest(f"Invalid input for operation: IP address {wanted} is not "
-                                    f"a valid IP for the specified subnet.", "InvalidInput")
-        if str(ip) in used:
-            raise errors.Conflict(f"Unable to complete operation for network "
-                                  f"{subnet['network_id']}. The IP address {wanted} is in "
-                                  "use.", "IpAddressAlreadyAllocated")
-        return str(ip)
-    for ip in net.hosts():
-        if str(ip) not in used:
-            return str(ip)
-    raise errors.Conflict(f"No more IP addresses available for subnet {subnet['id']}.",
-                          "IpAddressGenerationFailure")
-
-
-def _check_policy(conn: Connection, policy_id: str | None, project_id: str | None) -> None:
-    """The policy exists and ``project_id`` (None: an admin) may use it."""
+def check_policy(conn: Connection, policy_id: str | None, project_id: str | None) -> None:
+    """The QoS policy exists and ``project_id`` (None: an admin) may use it."""
     if policy_id is None:
         return
-    policy = qos_store.get_policy(conn, policy_id)
-    if project_id is not None and policy["project_id"] != project_id and not policy["shared"]:
+    qos_store.get_policy(conn, policy_id)
+    if not access.can(conn, "qos_policy", policy_id, project_id):
         raise errors.not_found("policy", policy_id)
+
+
+def _security(conn: Connection, port_id: str, project_id: str, is_admin: bool,
+              device_owner: str, enabled: bool, groups: Sequence[str] | None,
+              pairs: Sequence[tuple[str, str]], creating: bool) -> None:
+    """Port security's rules: groups and address pairs need it on; a new port naming no
+    group joins its project's default group."""
+    if not enabled:
+        if groups:
+            raise errors.BadRequest("Port security must be enabled and port must have an IP "
+                                    "address in order to use security groups.",
+                                    "PortSecurityAndIPRequiredForSecurityGroups")
+        if pairs:
+            raise errors.Conflict("Port Security must be enabled in order to have allowed "
+                                  "address pairs on a port.",
+                                  "AddressPairAndPortSecurityRequired")
+    if groups is None and creating:
+        groups = [] if not enabled or is_network_owned(device_owner) else \
+            [sg_store.ensure_default(conn, project_id)]
+    if groups is not None:
+        sg_store.set_port_groups(conn, port_id, groups, project_id, is_admin)
 
 
 def create_port(conn: Connection, *, network_id: str, project_id: str,
@@ -215,27 +202,41 @@ def create_port(conn: Connection, *, network_id: str, project_id: str,
                 fixed_ips: list[dict[str, Any]] | None = None, vnic_type: str = "normal",
                 host: str = "", profile: Mapping[str, Any] | None = None,
                 qos_policy_id: str | None = None, admin_state_up: bool = True,
-                **values: Any) -> dict[str, Any]:
-    """A new port; ``caller_project`` (None for an admin) must see the network."""
+                security_groups: Sequence[str] | None = None,
+                port_security_enabled: bool | None = None,
+                allowed_address_pairs: Any = None, extra_dhcp_opts: Any = None,
+                device_owner: str = "", **values: Any) -> dict[str, Any]:
+    """A new port; ``caller_project`` (None for an admin) must be allowed to use the
+    network (its own, or shared with it)."""
     network = net_store.get_network(conn, network_id)
-    if caller_project is not None and network["project_id"] != caller_project \
-            and not network["shared"]:
+    if caller_project is not None and not access.can(
+            conn, "network", network_id, caller_project, access.network_usable(caller_project)):
         raise errors.not_found("network", network_id)
-    _check_policy(conn, qos_policy_id, caller_project)
+    check_policy(conn, qos_policy_id, caller_project)
+    if port_security_enabled is None:
+        port_security_enabled = bool(network["port_security_enabled"])
     port_id = new_id()
+    mac = addresses.mac(conn, network_id, mac_address)
+    pairs = port_options.address_pairs(allowed_address_pairs, mac)
     conn.execute(sa.insert(s.ports).values(
-        id=port_id, network_id=network_id, project_id=project_id,
-        mac_address=_mac(conn, network_id, mac_address), status=_status(host, admin_state_up),
-        vnic_type=vnic_type, qos_policy_id=qos_policy_id, admin_state_up=admin_state_up,
+        id=port_id, network_id=network_id, project_id=project_id, mac_address=mac,
+        status=status_for(host, admin_state_up, device_owner), vnic_type=vnic_type,
+        qos_policy_id=qos_policy_id, admin_state_up=admin_state_up,
+        port_security_enabled=port_security_enabled, device_owner=device_owner,
         created_at=utcnow(), **values))
-    pairs = _addresses(conn, network_id, fixed_ips)
-    if pairs:
-        conn.execute(sa.insert(s.ip_allocations), [
-            {"port_id": port_id, "subnet_id": sub, "ip_address": ip} for sub, ip in pairs])
+    addresses.write(conn, port_id, addresses.plan(conn, network_id, mac, fixed_ips,
+                                                  device_owner=device_owner))
+    _security(conn, port_id, project_id, caller_project is None, device_owner,
+              port_security_enabled, security_groups, pairs, creating=True)
+    port_options.write_pairs(conn, port_id, pairs)
+    port_options.write_dhcp(conn, port_id, port_options.dhcp_options(extra_dhcp_opts),
+                            replace=True)
     vif_type, details = vif(vnic_type, host)
     conn.execute(sa.insert(s.port_bindings).values(
         port_id=port_id, host=host, status=ACTIVE, vnic_type=vnic_type, vif_type=vif_type,
         profile=dumps(profile), vif_details=dumps(details)))
+    if project_id:   # routers' gateways and floating IPs' ports belong to no project
+        quotas.check(conn, project_id, "port")
     return get_port(conn, port_id)
 
 
@@ -243,26 +244,49 @@ def update_port(conn: Connection, port_id: str, values: dict[str, Any], *,
                 host: str | None = None, profile: Mapping[str, Any] | None = None,
                 caller_project: str | None = None,
                 expect_revision: int | None = None) -> dict[str, Any]:
-    """Change the port's own fields and its ACTIVE binding (``host``, ``profile``)."""
+    """Change the port's own fields, its addresses, groups and options, and its ACTIVE
+    binding (``host``, ``profile``)."""
     port = get_port(conn, port_id)
+    values = dict(values)
     binding = port["binding"]
     if "vnic_type" in values and values["vnic_type"] != port["vnic_type"] and binding["host"]:
         raise errors.Conflict(f"Cannot change the vNIC type of port {port_id} while it is "
                               f"bound to host {binding['host']}.", "PortBound")
     if "qos_policy_id" in values and values["qos_policy_id"] != port["qos_policy_id"]:
-        _check_policy(conn, values["qos_policy_id"], caller_project)
-        if binding["profile"].get("allocation"):
-            raise errors.Conflict(
-                f"Cannot change the QoS policy of port {port_id}: it holds an allocation in "
-                "Placement for its server (binding:profile allocation). Detach it from the "
-                "server first.", "QosPlacementAllocationUpdateConflict")
+        check_policy_change(conn, port["qos_policy_id"], caller_project)
+        check_policy(conn, values["qos_policy_id"], caller_project)
     new_host = binding["host"] if host is None else host
-    if new_host != binding["host"] and new_host and _binding_row(conn, port_id, new_host):
+    if new_host != binding["host"] and new_host and binding_row(conn, port_id, new_host):
         raise errors.Conflict(f"Binding for port {port_id} on host {new_host} already exists.",
                               "PortBindingAlreadyExists")
+    fixed_ips = values.pop("fixed_ips", None)
+    groups = values.pop("security_groups", None)
+    given_pairs = values.pop("allowed_address_pairs", None)
+    dhcp = values.pop("extra_dhcp_opts", None)
+    owner = str(values.get("device_owner", port["device_owner"]))
+    if fixed_ips is not None:
+        keep = [(a["subnet_id"], a["ip_address"]) for a in port["fixed_ips"]]
+        addresses.write(conn, port_id, addresses.plan(
+            conn, port["network_id"], port["mac_address"], fixed_ips, keep, owner))
+    enabled = bool(values.get("port_security_enabled", port["port_security_enabled"]))
+    pairs = port_options.address_pairs(given_pairs, port["mac_address"]) \
+        if given_pairs is not None else None
+    current_groups = port["security_groups"] if groups is None else groups
+    current_pairs = [(p["ip_address"], p["mac_address"])
+                     for p in port["allowed_address_pairs"]] if pairs is None else pairs
+    if not enabled and current_groups and groups is None:
+        raise errors.Conflict("Port has security group associated. Cannot disable port "
+                              "security or ip address until security group is removed.",
+                              "PortSecurityPortHasSecurityGroup")
+    _security(conn, port_id, port["project_id"], caller_project is None, owner, enabled,
+              groups, current_pairs, creating=False)
+    if pairs is not None:
+        port_options.write_pairs(conn, port_id, pairs)
+    if dhcp is not None:
+        port_options.write_dhcp(conn, port_id, port_options.dhcp_options(dhcp), replace=False)
     vnic_type = values.get("vnic_type", port["vnic_type"])
     admin_up = values.get("admin_state_up", port["admin_state_up"])
-    values = dict(values, status=_status(new_host, admin_up))
+    values["status"] = status_for(new_host, admin_up, owner)
     bump(conn, s.ports, port_id, values, expect_revision)
     if not values.get("device_id", port["device_id"]) and \
             not str(values.get("device_owner", port["device_owner"])).startswith("compute:"):
@@ -279,112 +303,35 @@ def update_port(conn: Connection, port_id: str, values: dict[str, Any], *,
     return get_port(conn, port_id)
 
 
-def delete_port(conn: Connection, port_id: str) -> None:
-    get_port(conn, port_id)
+def set_allocation(conn: Connection, port_id: str, allocation: Any) -> None:
+    """Write the ACTIVE binding's ``allocation`` (a QoS change moved what it holds)."""
+    port = get_port(conn, port_id)
+    profile = dict(port["binding"]["profile"])
+    if allocation:
+        profile["allocation"] = allocation
+    else:
+        profile.pop("allocation", None)
+    conn.execute(sa.update(s.port_bindings).where(
+        s.port_bindings.c.port_id == port_id, s.port_bindings.c.status == ACTIVE).values(
+        profile=dumps(profile)))
+
+
+def delete_port(conn: Connection, port_id: str, *, by_l3: bool = False) -> None:
+    port = get_port(conn, port_id)
+    if port["device_owner"] in L3_OWNERS and not by_l3:
+        raise errors.Conflict(f"Port {port_id} cannot be deleted directly via the port API: "
+                              f"has device owner {port['device_owner']}.", "L3PortInUse")
+    fip = s.floating_ips
+    conn.execute(sa.update(fip).where(fip.c.fixed_port_id == port_id).values(
+        fixed_port_id=None, fixed_ip_address=None, router_id=None, status="DOWN",
+        updated_at=utcnow(), revision_number=fip.c.revision_number + 1))
     conn.execute(sa.delete(s.ip_allocations).where(s.ip_allocations.c.port_id == port_id))
     conn.execute(sa.delete(s.port_bindings).where(s.port_bindings.c.port_id == port_id))
     conn.execute(sa.delete(s.ports).where(s.ports.c.id == port_id))
+    forget_tags(conn, [port_id])
 
 
-# ---- bindings (the port-bindings extension) ------------------------------------------
-
-
-def _binding_row(conn: Connection, port_id: str, host: str) -> dict[str, Any] | None:
+def binding_row(conn: Connection, port_id: str, host: str) -> dict[str, Any] | None:
     row = conn.execute(sa.select(s.port_bindings).where(
         s.port_bindings.c.port_id == port_id, s.port_bindings.c.host == host)).first()
     return dict(row._mapping) if row else None
-
-
-def _compute_port(conn: Connection, port_id: str) -> dict[str, Any]:
-    port = get_port(conn, port_id)
-    if not str(port["device_owner"]).startswith("compute:"):
-        raise errors.BadRequest(f"Bad port request: Invalid port {port_id}. Operation only "
-                                "valid on compute and shared filesystem ports.", "BadRequest")
-    return port
-
-
-def _binding_not_found(port_id: str, host: str) -> errors.NotFound:
-    return errors.NotFound(f"Binding for port {port_id} for host {host} could not be found.",
-                           "PortBindingNotFound")
-
-
-def list_bindings(conn: Connection, port_id: str) -> list[dict[str, Any]]:
-    _compute_port(conn, port_id)
-    rows = conn.execute(sa.select(s.port_bindings).where(
-        s.port_bindings.c.port_id == port_id, s.port_bindings.c.host != "")
-        .order_by(s.port_bindings.c.host))
-    return [_binding(r._mapping) for r in rows]
-
-
-def get_binding(conn: Connection, port_id: str, host: str) -> dict[str, Any]:
-    _compute_port(conn, port_id)
-    row = _binding_row(conn, port_id, host) if host else None
-    if row is None:
-        raise _binding_not_found(port_id, host)
-    return _binding(row)
-
-
-def create_binding(conn: Connection, port_id: str, host: str, vnic_type: str | None,
-                   profile: Mapping[str, Any] | None) -> dict[str, Any]:
-    """An INACTIVE binding on ``host`` (a live migration's destination)."""
-    port = _compute_port(conn, port_id)
-    if _binding_row(conn, port_id, host) is not None:
-        raise errors.Conflict(f"Binding for port {port_id} on host {host} already exists.",
-                              "PortBindingAlreadyExists")
-    vnic = vnic_type or port["vnic_type"]
-    vif_type, details = vif(vnic, host)
-    conn.execute(sa.insert(s.port_bindings).values(
-        port_id=port_id, host=host, status=INACTIVE, vnic_type=vnic, vif_type=vif_type,
-        profile=dumps(profile), vif_details=dumps(details)))
-    bump(conn, s.ports, port_id, {})
-    return get_binding(conn, port_id, host)
-
-
-def update_binding(conn: Connection, port_id: str, host: str, vnic_type: str | None,
-                   profile: Mapping[str, Any] | None) -> dict[str, Any]:
-    current = get_binding(conn, port_id, host)
-    vnic = vnic_type or current["vnic_type"]
-    vif_type, details = vif(vnic, host)
-    conn.execute(sa.update(s.port_bindings).where(
-        s.port_bindings.c.port_id == port_id, s.port_bindings.c.host == host).values(
-        vnic_type=vnic, vif_type=vif_type, vif_details=dumps(details),
-        profile=dumps(current["profile"] if profile is None else profile)))
-    if current["status"] == ACTIVE and vnic != current["vnic_type"]:
-        conn.execute(sa.update(s.ports).where(s.ports.c.id == port_id).values(vnic_type=vnic))
-    bump(conn, s.ports, port_id, {})
-    return get_binding(conn, port_id, host)
-
-
-def activate_binding(conn: Connection, port_id: str, host: str) -> dict[str, Any]:
-    """``host``'s INACTIVE binding becomes the ACTIVE one; the old ACTIVE one turns INACTIVE
-    (an unbound one, host '', simply goes)."""
-    port = _compute_port(conn, port_id)
-    if port["binding"]["host"] == host:
-        raise errors.Conflict(f"Binding for port {port_id} on host {host} is already active.",
-                              "PortBindingAlreadyActive")
-    target = _binding_row(conn, port_id, host) if host else None
-    if target is None:
-        raise _binding_not_found(port_id, host)
-    b = s.port_bindings
-    old = port["binding"]["host"]
-    if old:
-        conn.execute(sa.update(b).where(b.c.port_id == port_id, b.c.host == old)
-                     .values(status=INACTIVE))
-    else:
-        conn.execute(sa.delete(b).where(b.c.port_id == port_id, b.c.host == ""))
-    conn.execute(sa.update(b).where(b.c.port_id == port_id, b.c.host == host)
-                 .values(status=ACTIVE))
-    bump(conn, s.ports, port_id, {"vnic_type": target["vnic_type"],
-                                  "status": _status(host, port["admin_state_up"])})
-    return get_binding(conn, port_id, host)
-
-
-def delete_binding(conn: Connection, port_id: str, host: str) -> None:
-    current = get_binding(conn, port_id, host)
-    if current["status"] == ACTIVE:
-        raise errors.Conflict(f"Binding for port {port_id} on host {host} is the active one; "
-                              "activate another binding first (or unbind the port).",
-                              "PortBindingActive")
-    conn.execute(sa.delete(s.port_bindings).where(s.port_bindings.c.port_id == port_id,
-                                                  s.port_bindings.c.host == host))
-    bump(conn, s.ports, port_id, {})

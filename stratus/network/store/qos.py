@@ -13,7 +13,8 @@ from sqlalchemy.engine import Connection
 from stratus.network import errors
 from stratus.network import schema as s
 from stratus.network.model import PLACEMENT_RULES, QosRule
-from stratus.network.store.common import Filters, bump, new_id, utcnow, where
+from stratus.network.store import access, rbac
+from stratus.network.store.common import Filters, bump, forget_tags, new_id, utcnow, where
 
 POLICY_COLUMNS = {"id": "id", "name": "name", "description": "description",
                   "project_id": "project_id", "tenant_id": "project_id", "shared": "shared",
@@ -54,11 +55,12 @@ def get_policy(conn: Connection, policy_id: str) -> dict[str, Any]:
 
 def list_policies(conn: Connection, filters: Filters, project_id: str | None
                   ) -> list[dict[str, Any]]:
-    """Policies matching ``filters``; a ``project_id`` caller sees its own and shared ones."""
+    """Policies matching ``filters``; a ``project_id`` caller sees its own and those
+    shared with it."""
     t = s.qos_policies
     query = where(sa.select(t), t, filters, POLICY_COLUMNS)
     if project_id is not None:
-        query = query.where(sa.or_(t.c.project_id == project_id, t.c.shared))
+        query = query.where(access.visible("qos_policy", project_id))
     return _policies(conn, query)
 
 
@@ -70,7 +72,17 @@ def create_policy(conn: Connection, *, project_id: str, name: str = "", descript
     conn.execute(sa.insert(s.qos_policies).values(
         id=policy_id, project_id=project_id, name=name, description=description,
         shared=shared, is_default=is_default, created_at=utcnow()))
+    if shared:
+        rbac.set_wildcard(conn, "qos_policy", policy_id, access.SHARED, True, project_id)
     return get_policy(conn, policy_id)
+
+
+def default_for(conn: Connection, project_id: str) -> str | None:
+    """The project's default policy (qos-default): a network made without one takes it."""
+    t = s.qos_policies
+    found = conn.execute(sa.select(t.c.id).where(t.c.project_id == project_id, t.c.is_default)
+                         ).scalar()
+    return str(found) if found is not None else None
 
 
 def _only_default(conn: Connection, project_id: str, but: str | None = None) -> None:
@@ -89,6 +101,9 @@ def update_policy(conn: Connection, policy_id: str, values: dict[str, Any],
     policy = get_policy(conn, policy_id)
     if values.get("is_default"):
         _only_default(conn, policy["project_id"], but=policy_id)
+    if "shared" in values and values["shared"] != policy["shared"]:
+        rbac.set_wildcard(conn, "qos_policy", policy_id, access.SHARED, values["shared"],
+                          policy["project_id"])
     bump(conn, s.qos_policies, policy_id, values, expect_revision)
     return get_policy(conn, policy_id)
 
@@ -110,7 +125,9 @@ def delete_policy(conn: Connection, policy_id: str) -> None:
         raise errors.Conflict(f"QoS Policy {policy_id} is used by {kind} {ident}.",
                               "QosPolicyInUse")
     conn.execute(sa.delete(s.qos_rules).where(s.qos_rules.c.policy_id == policy_id))
+    rbac.delete_for(conn, "qos_policy", policy_id)
     conn.execute(sa.delete(s.qos_policies).where(s.qos_policies.c.id == policy_id))
+    forget_tags(conn, [policy_id])
 
 
 # ---- rules ---------------------------------------------------------------------------

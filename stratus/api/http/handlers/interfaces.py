@@ -41,11 +41,12 @@ def attach_interface(req: Req) -> webob.Response:
     port = ops.attach(req.api, req.arg("server_id"), _owner_filter(req),
                       port_id=data.get("port_id"), network_id=data.get("net_id"),
                       fixed_ip=ips[0]["ip_address"] if ips else None,
-                      is_admin=req.is_admin)
+                      is_admin=req.is_admin, caller=req.caller)
     return json_response({"interfaceAttachment": _body(req, port)})
 
 
 def detach_interface(req: Req) -> webob.Response:
     req.authorize("os_compute_api:os-attach-interfaces:delete")
-    ops.detach(req.api, req.arg("server_id"), _owner_filter(req), req.arg("port_id"))
+    ops.detach(req.api, req.arg("server_id"), _owner_filter(req), req.arg("port_id"),
+               req.caller)
     return empty_response(202)

@@ -8,7 +8,7 @@ from typing import Any
 
 import webob
 
-from stratus.api.http.handlers import lifecycle_actions
+from stratus.api.http.handlers import lifecycle_actions, security_groups
 from stratus.api.http.handlers.servers import _flavor, _owner_filter
 from stratus.api.http.schemas import SERVER_ACTION
 from stratus.api.http.wsgi import Req, empty_response, json_response, timestamp
@@ -27,11 +27,12 @@ def server_action(req: Req) -> webob.Response:
     raw = req.body(None)
     if isinstance(raw, dict) and len(raw) == 1:
         action = next(iter(raw))
-        lifecycle = lifecycle_actions.ACTIONS.get(action)
+        lifecycle = lifecycle_actions.ACTIONS.get(action) or \
+            security_groups.ACTIONS.get(action)
         if lifecycle is not None:
             return lifecycle(req, raw)
         if action not in ACTIONS:
-            known = sorted((*ACTIONS, *lifecycle_actions.ACTIONS))
+            known = sorted((*ACTIONS, *lifecycle_actions.ACTIONS, *security_groups.ACTIONS))
             raise BadRequest(f"There is no such action: {action} (this cloud has "
                              f"{', '.join(known)}).")
     body = req.body(SERVER_ACTION)

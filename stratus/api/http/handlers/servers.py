@@ -16,7 +16,7 @@ from stratus.api.http.views import servers as views
 from stratus.api.http.wsgi import Req, empty_response, json_response
 from stratus.api.ops import images as image_ops
 from stratus.api.ops import ports as port_ops
-from stratus.api.ops import server_list, soft_delete
+from stratus.api.ops import security_groups, server_list, soft_delete
 from stratus.api.ops import servers as ops
 from stratus.api.store import flavors as flavor_store
 from stratus.api.store import keypairs as keypair_store
@@ -164,14 +164,17 @@ def _flavor_ids(req: Req, servers: list[Server]) -> dict[str, str]:
 def extras(req: Req, servers: list[Server]) -> dict[str, views.Extras]:
     """What each server's body shows beyond its record (addresses, host status...),
     gathered once for the whole page."""
-    addresses = _addresses(req, servers)
+    ports = port_ops.ports_of(req.api, [s.uuid for s in servers])
+    addresses = _addresses(req, servers, ports)
+    groups = security_groups.names_of(req.api, ports)
     statuses = (_host_statuses(req, servers)
                 if req.is_admin and req.want.supports("server_host_status") else None)
     flavor_ids = _flavor_ids(req, servers)
     out = {}
     for s in servers:
         extra = views.Extras(addresses=addresses.get(s.uuid, {}),
-                             flavor_id=flavor_ids.get(str(s.flavor.get("name"))))
+                             flavor_id=flavor_ids.get(str(s.flavor.get("name"))),
+                             security_groups=groups.get(s.uuid, []))
         if statuses is not None:
             extra.host_status = statuses.get(s.host or "", "") if s.host else ""
         out[s.uuid] = extra
@@ -290,10 +293,13 @@ def list_servers(req: Req) -> webob.Response:
                           **_links(req, servers)})
 
 
-def _addresses(req: Req, servers: list[Server]) -> dict[str, dict[str, object]]:
-    """Each server's ``addresses``, from its ports (one network request for all); none
+def _addresses(req: Req, servers: list[Server],
+               ports: dict[str, list[dict[str, Any]]] | None = None
+               ) -> dict[str, dict[str, object]]:
+    """Each server's ``addresses``, from its ports (read once for all, unless given); none
     while it builds, as Nova."""
-    ports = port_ops.ports_of(req.api, [s.uuid for s in servers])
+    if ports is None:
+        ports = port_ops.ports_of(req.api, [s.uuid for s in servers])
     names = port_ops.network_names(req.api, [p for found in ports.values() for p in found])
     building = {s.uuid for s in servers if s.vm_state == BUILDING}
     return {uuid: {} if uuid in building else port_ops.addresses(found, names)

@@ -1,50 +1,62 @@
-"""/v2.0/networks and /v2.0/subnets."""
+"""/v2.0/networks."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import webob
+from sqlalchemy.engine import Connection
 
-from stratus.network import errors
+from stratus.network import errors, qos_allocations
 from stratus.network.http import attrs, render
-from stratus.network.http.wsgi import Req, empty_response, json_response, listing
+from stratus.network.http.wsgi import Req, created, empty_response, listing, shown
+from stratus.network.store import access, quotas, tags
+from stratus.network.store import address_scopes as scope_store
 from stratus.network.store import networks as store
+from stratus.network.store import ports as port_store
 from stratus.network.store import qos as qos_store
+from stratus.network.store import security_groups as sg_store
 from stratus.storage import engine as db
+from stratus.undo import Undo
 
 NETWORK_FILTERS = (*store.NETWORK_COLUMNS, "status", "subnets", "availability_zones")
-SUBNET_FILTERS = (*store.SUBNET_COLUMNS,)
 
 
-def _visible(req: Req, row: dict[str, Any], kind: str) -> dict[str, Any]:
-    """``row`` if the caller may see it (admin, owner, or a shared network), else 404."""
-    if req.scope is not None and row["project_id"] != req.scope and not row.get("shared"):
-        raise errors.not_found(kind, row["id"])
+def visible(req: Req, conn: Connection, network_id: str) -> dict[str, Any]:
+    """The network if the caller may see it (its own, shared with it, external), else 404."""
+    row = store.get_network(conn, network_id)
+    if not access.can(conn, "network", network_id, req.scope):
+        raise errors.not_found("network", network_id)
     return row
 
 
-def _owner(req: Req, row: dict[str, Any], kind: str) -> None:
-    """Only the owner (or an admin) changes or deletes; others may not even learn of it
-    unless it is shared (then 403)."""
+def owned(req: Req, conn: Connection, network_id: str, rule: str = "update_network"
+          ) -> dict[str, Any]:
+    """The network if the caller may change it (owner or admin); 403 for one it only sees."""
+    row = visible(req, conn, network_id)
     if req.scope is not None and row["project_id"] != req.scope:
-        if row.get("shared"):
-            raise errors.Forbidden(f"(rule:update_{kind}) is disallowed by policy")
-        raise errors.not_found(kind, row["id"])
+        raise errors.Forbidden(f"(rule:{rule}) is disallowed by policy")
+    return row
 
 
-def _check_policy(req: Req, conn: Any, policy_id: str | None) -> None:
-    if policy_id is None:
-        return
-    policy = qos_store.get_policy(conn, policy_id)
-    if req.scope is not None and policy["project_id"] != req.scope and not policy["shared"]:
-        raise errors.not_found("policy", policy_id)
+def _rows(req: Req, conn: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with their tags, address scopes and, for a project, whether one is shared with
+    it alone."""
+    tags.attach(conn, rows)
+    scopes = scope_store.of_networks(conn, [r["id"] for r in rows])
+    for row in rows:
+        row["scopes"] = scopes.get(row["id"], {})
+    if req.scope is not None:
+        granted = access.grants_to(conn, "network", [r["id"] for r in rows], req.scope)
+        for row in rows:
+            row["granted"] = row["id"] in granted
+    return rows
 
 
 def list_networks(req: Req) -> webob.Response:
     filters = req.filters(NETWORK_FILTERS)
     with db.read(req.deps.engine) as conn:
-        rows = store.list_networks(conn, filters, req.scope)
+        rows = _rows(req, conn, store.list_networks(conn, filters, req.scope))
     columns = set(store.NETWORK_COLUMNS)
     rest = {k: v for k, v in filters.items() if k not in columns}
     return listing(req, "networks", [render.network(req, r) for r in rows], rest)
@@ -52,90 +64,66 @@ def list_networks(req: Req) -> webob.Response:
 
 def show_network(req: Req) -> webob.Response:
     with db.read(req.deps.engine) as conn:
-        row = _visible(req, store.get_network(conn, req.arg("id")), "network")
-    return json_response({"network": render.network(req, row)})
+        row = _rows(req, conn, [visible(req, conn, req.arg("id"))])[0]
+    return shown(req, "network", render.network(req, row))
+
+
+def check_policy(req: Req, conn: Connection, policy_id: str | None) -> None:
+    port_store.check_policy(conn, policy_id, req.scope)
 
 
 def create_network(req: Req) -> webob.Response:
-    data = attrs.parse(req.body(), "network", attrs.NETWORK, creating=True,
-                       is_admin=req.is_admin)
-    data.pop("availability_zone_hints", None)
-    data.setdefault("project_id", req.project_id)
+    bodies, bulk = req.items("network", "networks")
+    items = []
+    for body in bodies:
+        data = attrs.parse(body, "network", attrs.NETWORK, creating=True, is_admin=req.is_admin)
+        data.pop("availability_zone_hints", None)
+        data.setdefault("project_id", req.project_id)
+        items.append(data)
     with db.write(req.deps.engine) as conn:
-        _check_policy(req, conn, data.get("qos_policy_id"))
-        row = store.create_network(conn, **data)
-    return json_response({"network": render.network(req, row)}, status=201)
+        rows = []
+        for data in items:
+            if "qos_policy_id" not in data:
+                data["qos_policy_id"] = qos_store.default_for(conn, data["project_id"])
+            check_policy(req, conn, data.get("qos_policy_id"))
+            sg_store.ensure_default(conn, data["project_id"])
+            rows.append(store.create_network(conn, **data))
+            quotas.check(conn, data["project_id"], "network")
+        rows = _rows(req, conn, rows)
+    return created(req, "network", "networks", [render.network(req, r) for r in rows], bulk)
 
 
 def update_network(req: Req) -> webob.Response:
+    """A new QoS policy moves the allocations of the bound ports that inherit it (all of
+    them or, when one NIC lacks room, none: the undo stack gives back what was moved)."""
     data = attrs.parse(req.body(), "network", attrs.NETWORK, creating=False,
                        is_admin=req.is_admin)
-    with db.write(req.deps.engine) as conn:
-        _owner(req, store.get_network(conn, req.arg("id")), "network")
-        if "qos_policy_id" in data:
-            _check_policy(req, conn, data["qos_policy_id"])
-        row = store.update_network(conn, req.arg("id"), data, req.expect_revision())
-    return json_response({"network": render.network(req, row)})
+    undo = Undo()
+    try:
+        with db.write(req.deps.engine) as conn:
+            network = owned(req, conn, req.arg("id"))
+            if "qos_policy_id" in data and data["qos_policy_id"] != network["qos_policy_id"]:
+                port_store.check_policy_change(conn, network["qos_policy_id"], req.scope)
+                check_policy(req, conn, data["qos_policy_id"])
+            inheriting = port_store.list_ports(conn, {"network_id": [req.arg("id")]}, None)
+            inheriting = [p for p in inheriting if p["qos_policy_id"] is None]
+            row = store.update_network(conn, req.arg("id"), data, req.expect_revision())
+            if "qos_policy_id" in data:
+                for before in inheriting:
+                    after = port_store.get_port(conn, before["id"])
+                    change = qos_allocations.plan(before, before["rules"], after["rules"])
+                    if change is not None:
+                        qos_allocations.apply(req.deps.placement, change, undo)
+                        port_store.set_allocation(conn, before["id"], change.allocation)
+            row = _rows(req, conn, [row])[0]
+    except BaseException:
+        undo.rollback()
+        raise
+    return shown(req, "network", render.network(req, row))
 
 
 def delete_network(req: Req) -> webob.Response:
     with db.write(req.deps.engine) as conn:
-        _owner(req, store.get_network(conn, req.arg("id")), "network")
+        owned(req, conn, req.arg("id"), "delete_network")
         store.delete_network(conn, req.arg("id"))
-    return empty_response(204)
-
-
-# ---- subnets -------------------------------------------------------------------------
-
-
-def list_subnets(req: Req) -> webob.Response:
-    filters = req.filters(SUBNET_FILTERS)
-    with db.read(req.deps.engine) as conn:
-        rows = store.list_subnets(conn, filters, req.scope)
-    return listing(req, "subnets", [render.subnet(req, r) for r in rows], {})
-
-
-def _subnet(req: Req, conn: Any) -> dict[str, Any]:
-    row = store.get_subnet(conn, req.arg("id"))
-    network = store.get_network(conn, row["network_id"])
-    if req.scope is not None and row["project_id"] != req.scope and not network["shared"]:
-        raise errors.not_found("subnet", row["id"])
-    return row
-
-
-def show_subnet(req: Req) -> webob.Response:
-    with db.read(req.deps.engine) as conn:
-        row = _subnet(req, conn)
-    return json_response({"subnet": render.subnet(req, row)})
-
-
-def create_subnet(req: Req) -> webob.Response:
-    data = attrs.parse(req.body(), "subnet", attrs.SUBNET, creating=True, is_admin=req.is_admin)
-    for required in ("network_id", "ip_version"):
-        if required not in data:
-            raise errors.BadRequest(f"Failed to parse request. Required attribute '{required}' "
-                                    "not specified", "HTTPBadRequest")
-    if "cidr" not in data:
-        raise errors.BadRequest("Bad subnets request: a cidr must be specified in the "
-                                "absence of a subnet pool.", "BadRequest")
-    data.setdefault("project_id", req.project_id)
-    with db.write(req.deps.engine) as conn:
-        _owner(req, store.get_network(conn, data["network_id"]), "network")
-        row = store.create_subnet(conn, **data)
-    return json_response({"subnet": render.subnet(req, row)}, status=201)
-
-
-def update_subnet(req: Req) -> webob.Response:
-    data = attrs.parse(req.body(), "subnet", attrs.SUBNET, creating=False,
-                       is_admin=req.is_admin)
-    with db.write(req.deps.engine) as conn:
-        _owner(req, _subnet(req, conn), "subnet")
-        row = store.update_subnet(conn, req.arg("id"), data, req.expect_revision())
-    return json_response({"subnet": render.subnet(req, row)})
-
-
-def delete_subnet(req: Req) -> webob.Response:
-    with db.write(req.deps.engine) as conn:
-        _owner(req, _subnet(req, conn), "subnet")
-        store.delete_subnet(conn, req.arg("id"))
     return empty_response(204)
