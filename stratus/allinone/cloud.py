@@ -394,8 +394,8 @@ class AllInOne:
             guard = self.identity.guard
 
         def serve(name: str, app: Any, port: int, streams_bodies: bool = False) -> str:
-            server = ThreadedServer(name, guard(app), self.listen, port, log_level=level,
-                                    streams_bodies=streams_bodies)
+            server = ThreadedServer(name, guard(app, name.removesuffix("-api")), self.listen,
+                                    port, log_level=level, streams_bodies=streams_bodies)
             self.started.servers.append(server)
             server.start()
             return server.url
@@ -416,9 +416,9 @@ class AllInOne:
         self.started.servers.append(identity)
         identity.start()
         self.identity.url = self.identity_url = identity.url + "/v3"
-        self.identity.deps.catalog = identity_service.catalog(
+        identity_service.set_catalog(self.identity.deps, identity_service.catalog(
             self.config, identity=self.identity_url, compute=self.api_url,
-            placement=self.placement_url, network=self.network_url, image=self.image_url)
+            placement=self.placement_url, network=self.network_url, image=self.image_url))
         self.client_files = write_client_files(
             Path(self.config.data_dir), self.identity, str(self.config.get("identity",
                                                                            "region")))

@@ -156,7 +156,8 @@ def test_admins_make_projects_users_and_grants_and_others_cannot(identity):
     assert [p["name"] for p in http.get("/v3/auth/projects", headers=alice
                                         ).json()["projects"]] == ["team"]
     assignments = http.get("/v3/role_assignments", headers=admin,
-                           params={"user.id": uid}).json()["role_assignments"]
+                           params={"user.id": uid, "include_names": "1"}
+                           ).json()["role_assignments"]
     assert [(a["scope"]["project"]["id"], a["role"]["name"]) for a in assignments] == [
         (pid, "member")]
     assert http.delete(f"/v3/projects/{pid}/users/{uid}/roles/{role['id']}",
