@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,16 +97,27 @@ def all_servers(http: httpx.Client) -> list[dict]:
     return found
 
 
-def run_round(api_url: str, boots: int, clients: int) -> Round:
+def stratus_boot(i: int) -> dict[str, Any]:
+    return {"server": {"name": f"bench-{i}", "flavorRef": "1"}}
+
+
+def run_round(api_url: str, boots: int, clients: int,
+              headers: dict[str, str] | None = None,
+              body: Callable[[int], dict[str, Any]] = stratus_boot,
+              interval: float | None = None) -> Round:
+    """``boots`` single-server boots from ``clients`` threads; ``body(i)`` is the i-th
+    POST's body (a cloud that needs an image or ``networks`` says so there); the servers
+    are listed every ``interval`` seconds (default ``poll_interval(boots)``)."""
+    interval = interval or poll_interval(boots)
+    headers = headers or HEADERS
     result = Round(boots)
     lock = threading.Lock()
     done = threading.Event()
 
     def boot(i: int) -> None:
-        with httpx.Client(base_url=api_url, headers=HEADERS, timeout=120) as http:
+        with httpx.Client(base_url=api_url, headers=headers, timeout=120) as http:
             t0 = time.monotonic()
-            resp = http.post("/v2.1/servers", json={"server": {
-                "name": f"bench-{i}", "flavorRef": "1"}})
+            resp = http.post("/v2.1/servers", json=body(i))
             t1 = time.monotonic()
         with lock:
             result.answered.append(t1 - t0)
@@ -115,7 +127,7 @@ def run_round(api_url: str, boots: int, clients: int) -> Round:
                 result.failed(f"POST {resp.status_code}: {resp.text[:120]}")
 
     def watch() -> None:
-        with httpx.Client(base_url=api_url, headers=HEADERS, timeout=120) as http:
+        with httpx.Client(base_url=api_url, headers=headers, timeout=120) as http:
             while not done.is_set():
                 now = time.monotonic()
                 for server in all_servers(http):
@@ -130,7 +142,7 @@ def run_round(api_url: str, boots: int, clients: int) -> Round:
                     if len(result.sent) + result.errors >= boots and \
                             set(result.sent) <= set(result.active):
                         done.set()
-                time.sleep(poll_interval(boots))
+                time.sleep(interval)
 
     watcher = threading.Thread(target=watch, daemon=True)
     result.started = time.monotonic()
@@ -142,8 +154,8 @@ def run_round(api_url: str, boots: int, clients: int) -> Round:
     return result
 
 
-def clean(api_url: str) -> None:
-    with httpx.Client(base_url=api_url, headers=HEADERS, timeout=120) as http:
+def clean(api_url: str, headers: dict[str, str] | None = None) -> None:
+    with httpx.Client(base_url=api_url, headers=headers or HEADERS, timeout=120) as http:
         servers = all_servers(http)
         with ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda s: http.delete(f"/v2.1/servers/{s['id']}"), servers))

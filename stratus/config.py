@@ -132,7 +132,7 @@ OPTIONS: list[Option] = [
           ("server_groups", 10, "Server groups"),
           ("server_group_members", 10, "Servers in one server group"),
           ("key_pairs", 100, "Key pairs of each user"),
-          ("metadata_items", 128, "Metadata items of a server (shown, not enforced)"),
+          ("metadata_items", 128, "Metadata items of one server"),
           ("injected_files", 5, "Injected files (shown before 2.57, not enforced)"),
           ("injected_file_content_bytes", 10240,
            "Bytes of an injected file (shown before 2.57, not enforced)"),
@@ -167,6 +167,15 @@ OPTIONS: list[Option] = [
            "Seconds a shelved server stays on its host before it is offloaded (Nova's "
            "option): 0 offloads at once, -1 never (shelveOffload does it); Stratus "
            "offloads either at once or on request.", minimum=-1),
+    Option("DEFAULT", "reclaim_instance_interval", int, 0,
+           "Seconds a deleted server is kept (SOFT_DELETED, powered off, holding what "
+           "it held; restore brings it back, forceDelete ends it) before the conductor "
+           "reclaims it (Nova's option); 0 deletes at once."),
+    Option("api", "enable_instance_password", bool, True,
+           "Answer a boot, rebuild or rescue with the server's admin password "
+           "(adminPass), generated when the request gives none (Nova's option)."),
+    Option("DEFAULT", "password_length", int, 12,
+           "Length of generated admin passwords (Nova's option).", minimum=1),
     Option("upgrade_levels", "compute", str, "",
            "Pin the ComputeRPC version the API and the conductor send (e.g. 1.3) during a "
            "rolling upgrade, or 'auto' for the oldest compute's; empty: the newest. A "
@@ -193,16 +202,31 @@ OPTIONS: list[Option] = [
            "Answer ports' resource_request in Neutron's old single-group format (no "
            "port-resource-request-groups extension, bandwidth only), as a Neutron before "
            "Xena does."),
+    Option("network", "binding_extended", bool, True,
+           "Offer the multiple port bindings API (Neutron's binding-extended extension: "
+           "/v2.0/ports/{id}/bindings), which live migration uses. false stands in for a "
+           "Neutron before Rocky: servers whose ports have resource requests cannot be "
+           "live-migrated, others are, with their ports rebound at the end."),
     Option("network_client", "endpoint", str, "http://127.0.0.1:9696",
            "Where the compute plane (API, conductor, computes) reaches the network API."),
     Option("network_client", "token", str, "admin",
            "Token the compute plane sends to the network API (noauth2: 'admin' is admin)."),
+    Option("network_client", "retry_seconds", float, 30.0,
+           "Seconds a service keeps sending a request to the network API again after a "
+           "connection failure or timeout (jittered backoff), when that is safe: reads, "
+           "updates and deletes; a port create only if it never reached the service. 0: "
+           "no retries. Cover a restart of the network API."),
     Option("api_database", "connection", str, "", "API database URL (cell mappings, "
            "flavors, aggregates, request specs); default: api.db in data_dir."),
     Option("placement_client", "endpoint", str, "http://127.0.0.1:8778",
            "Where services (scheduler, conductor, compute) reach the Placement API."),
     Option("placement_client", "token", str, "admin",
            "Token services send to Placement (noauth2: 'admin' is an admin)."),
+    Option("placement_client", "retry_seconds", float, 30.0,
+           "Seconds a service keeps sending a request to Placement again after a "
+           "connection failure or timeout (jittered backoff), when that is safe: reads, "
+           "deletes and writes guarded by a generation (a claim); others only if they never "
+           "reached Placement. 0: no retries. Cover a restart of placement-api."),
     Option("scheduler", "max_placement_results", int, 1000,
            "Allocation candidates asked of Placement per request (its 'limit').", minimum=1),
     Option("scheduler", "max_attempts", int, 3,
@@ -267,9 +291,10 @@ OPTIONS: list[Option] = [
            "the image API reads (creates, patches, members, metadefs); larger ones get "
            "413.", minimum=1),
     Option("glance", "api_servers", list, [], "The image API(s) the compute API looks "
-           "boots' imageRef up in (the first is used; empty: imageRef is not checked)."),
-    Option("glance", "token", str, "admin", "Token the compute API sends to the image "
-           "API (noauth2: 'admin' is admin)."),
+           "boots' imageRef up in and a compute uploads snapshots to (the first is used; "
+           "empty: imageRef is not checked and createImage fails on the compute)."),
+    Option("glance", "token", str, "admin", "Token the compute API and the computes send "
+           "to the image API (noauth2: 'admin' is admin)."),
     Option("catalog", "identity", str, "", "The identity endpoint in the catalog "
            "(e.g. http://127.0.0.1:5000/v3)."),
     Option("catalog", "compute", str, "", "The compute endpoint in the catalog "
@@ -328,9 +353,16 @@ class Config:
     # The INI files read, absolute, in order: relative paths in them (the
     # policy file) are looked up beside them, as oslo.config does.
     files: tuple[str, ...] = ()
+    # The options a file, the environment or a flag set (the rest are defaults).
+    given: frozenset[tuple[str, str]] = frozenset()
 
     def get(self, section: str, name: str) -> Any:
         return self.values[(section, name)]
+
+    def is_set(self, section: str, name: str) -> bool:
+        """Whether the option was set (by a file, the environment or a flag), not left
+        at its default."""
+        return (section, name) in self.given
 
     def section(self, name: str) -> Mapping[str, str]:
         return self.raw_sections.get(name, {})
@@ -346,12 +378,14 @@ class Config:
 
     def with_overrides(self, overrides: Mapping[tuple[str, str], Any]) -> Config:
         values = dict(self.values)
+        given = set(self.given)
         for key, value in overrides.items():
             if key not in _BY_KEY:
                 raise ConfigError(f"unknown option [{key[0]}] {key[1]}")
             if value is not None:
                 values[key] = value
-        return Config(values, self.raw_sections, self.files)
+                given.add(key)
+        return Config(values, self.raw_sections, self.files, frozenset(given))
 
 
 def load(
@@ -366,6 +400,7 @@ def load(
         "data"
     )
     raw: dict[str, dict[str, str]] = {}
+    given: set[tuple[str, str]] = set()
     for path in files:
         parser = configparser.ConfigParser(interpolation=None, strict=False)
         try:
@@ -386,10 +421,13 @@ def load(
                 opt = _BY_KEY.get((section, name))
                 if opt is not None:
                     values[(section, name)] = _parse(opt, value, path)
+                    given.add((section, name))
     for opt in OPTIONS:
         if opt.env_var in environ:
             values[(opt.section, opt.name)] = _parse(opt, environ[opt.env_var], f"${opt.env_var}")
-    config = Config(values, raw, tuple(os.path.abspath(path) for path in files))
+            given.add((opt.section, opt.name))
+    config = Config(values, raw, tuple(os.path.abspath(path) for path in files),
+                    frozenset(given))
     return config.with_overrides(overrides or {})
 
 

@@ -23,8 +23,10 @@ BUS = "amqp://stratus:RABBIT_PASSWORD@rabbit.example:5672/stratus"
 POLICY = [("oslo_policy", n) for n in ("policy_file", "enforce_scope", "enforce_new_defaults")]
 CORS = [("cors", n) for n in ("allowed_origin", "allow_credentials", "expose_headers",
                               "max_age", "allow_methods", "allow_headers")]
-CLIENTS = [("placement_client", "endpoint"), ("placement_client", "token")]
-NETWORK_CLIENT = [("network_client", "endpoint"), ("network_client", "token")]
+CLIENTS = [("placement_client", "endpoint"), ("placement_client", "token"),
+           ("placement_client", "retry_seconds")]
+NETWORK_CLIENT = [("network_client", "endpoint"), ("network_client", "token"),
+                  ("network_client", "retry_seconds")]
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ ROLES = (
           ("DEFAULT", "rpc_response_timeout"), ("DEFAULT", "default_availability_zone"),
           ("DEFAULT", "internal_service_availability_zone"),
           ("DEFAULT", "allow_resize_to_same_host"), ("DEFAULT", "shelved_offload_time"),
+          ("DEFAULT", "reclaim_instance_interval"), ("api", "enable_instance_password"),
+          ("DEFAULT", "password_length"),
           ("api_database", "connection"), ("api", "auth_strategy"),
           ("api", "max_servers_per_request"), ("api", "max_limit"),
           ("api_server", "max_body_bytes"), ("metrics", "enabled"),
@@ -69,7 +73,8 @@ ROLES = (
          "stratus network-api --config-file /etc/stratus/network-api.conf --host 0.0.0.0",
          (("DEFAULT", "debug"), ("network_database", "connection"),
           ("network_database", "sync_on_startup"), ("network", "legacy_resource_request"),
-          ("api", "auth_strategy"), ("api_server", "max_body_bytes"), ("metrics", "enabled"),
+          ("network", "binding_extended"), ("api", "auth_strategy"),
+          ("api_server", "max_body_bytes"), ("metrics", "enabled"),
           *POLICY),
          {("network_database", "connection"): f"{DB}_network"}),
     Role("scheduler.conf", "a scheduler",
@@ -89,7 +94,8 @@ ROLES = (
           *NETWORK_CLIENT, ("compute", "report_interval"), ("compute", "service_down_time"),
           ("scheduler", "max_attempts"), ("scheduler", "claim_retries"),
           ("conductor", "stuck_move_after"), ("conductor", "stuck_build_after"),
-          ("conductor", "recovery_interval"), ("upgrade_levels", "compute")),
+          ("conductor", "recovery_interval"), ("upgrade_levels", "compute"),
+          ("DEFAULT", "reclaim_instance_interval")),
          {("DEFAULT", "transport_url"): BUS, ("api_database", "connection"): f"{DB}_api",
           ("placement_client", "endpoint"): "http://placement.example:8778",
           ("network_client", "endpoint"): "http://network.example:9696"}),
@@ -99,6 +105,7 @@ ROLES = (
          "--cell-db postgresql://stratus:DB_PASSWORD@db.example/stratus_cell1 "
          "--cell-uuid CELL1_UUID",
          (("DEFAULT", "debug"), ("DEFAULT", "transport_url"), *CLIENTS, *NETWORK_CLIENT,
+          ("glance", "api_servers"), ("glance", "token"),
           ("compute", "report_interval"), ("compute", "resource_tracker_interval")),
          {("DEFAULT", "transport_url"):
           "amqp://stratus:RABBIT_PASSWORD@rabbit.example:5672/stratus-cell1",

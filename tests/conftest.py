@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 import sqlalchemy as sa
+from hypothesis import HealthCheck, settings
 
 from stratus import config as configuration
 from stratus.placement import db as placement_db
@@ -27,6 +28,12 @@ from stratus.placement.http.app import PlacementApp, build_wsgi
 from stratus.storage import engine as db
 from stratus.web.server import UVICORN_OPTIONS
 from tests.functional.cli_helpers import unavailable
+
+# No property test has a time limit: a deadline is a timing assertion, and a loaded
+# machine (CI on two cores) turns it into a flake.
+settings.register_profile("stratus", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("stratus")
 
 BACKENDS = ["sqlite", "postgresql", "mysql"]
 _ENV = {"postgresql": "STRATUS_TEST_POSTGRES_URL", "mysql": "STRATUS_TEST_MYSQL_URL"}

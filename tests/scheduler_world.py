@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import uuid as uuidlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,12 +73,15 @@ class FakeClock:
 
 class Cloud:
     def __init__(self, tmp_path: Any, placement_app: Any, database_url: str,
-                 cells: Iterable[str] = ("cell1",), refresh_interval: float = 60.0) -> None:
+                 cells: Iterable[str] = ("cell1",), refresh_interval: float = 60.0,
+                 db_url: Callable[[str], str] | None = None) -> None:
         self.tmp = tmp_path
         self.database_url = database_url
+        # The API and cell databases' URLs by name (SQLite files by default).
+        self.db_url = db_url or (lambda name: f"sqlite:///{tmp_path}/{name}.db")
         self.wsgi = build_wsgi(placement_app)
         self.placement = self.client()
-        self.api_engine = db.create_engine(f"sqlite:///{tmp_path}/api.db")
+        self.api_engine = db.create_engine(self.db_url("api"))
         migrate.upgrade(self.api_engine, API_MIGRATIONS)
         self.engines = CellEngines()
         self.cells: dict[str, mappings.CellMapping] = {}
@@ -99,7 +102,7 @@ class Cloud:
                                transport=httpx.WSGITransport(app=self.wsgi))
 
     def _cell_db(self, name: str) -> str:
-        url = f"sqlite:///{self.tmp}/{name}.db"
+        url = self.db_url(name)
         engine = db.create_engine(url)
         migrate.upgrade(engine, CELL_MIGRATIONS)
         engine.dispose()

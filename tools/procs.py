@@ -101,7 +101,7 @@ class ManagedProcess:
 
     def rss_bytes(self) -> int:
         """Resident memory of the server and every process it forked (bytes)."""
-        return sum(_rss(pid) for pid in _tree(self.proc.pid))
+        return sum(_rss(pid) for pid in tree(self.proc.pid))
 
 
 def _children(pid: int) -> list[int]:
@@ -114,7 +114,7 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def _tree(pid: int) -> list[int]:
+def tree(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
         current = todo.pop()

@@ -38,6 +38,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from stratus import config as configuration
+from stratus import deployment
 from stratus.allinone import networks, seed
 from stratus.allinone.computes import FleetCompute, Heartbeats
 from stratus.allinone.http import ThreadedServer
@@ -63,7 +64,7 @@ from stratus.conductor.build import ConductorContext
 from stratus.conductor.build_recovery import recover_builds
 from stratus.conductor.recovery import recover_moves
 from stratus.identity import service as identity_service
-from stratus.image.client import ImageClient
+from stratus.image.client import ImageClient, ImageWriter
 from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
 from stratus.storage import engine as db
@@ -116,6 +117,8 @@ class AllInOne:
         self.timings: dict[str, float] = {}
         # What the start-up recovery pass did with builds a stop interrupted.
         self.recovered_builds: dict[str, str] = {}
+        # The data directory's deployment id (deployment.json), once recorded.
+        self.deployment_id: str | None = None
 
     # ---- start ------------------------------------------------------------------------
 
@@ -195,6 +198,11 @@ class AllInOne:
         seed_image(deps)
         self.image_deps = deps
         self.image_wsgi = image_service.make_app(self.config, deps)
+
+    def image_writer(self) -> ImageWriter:
+        writer = ImageWriter("http://image.allinone", wsgi_app=self.image_wsgi)
+        self.started.closers.append(writer.close)
+        return writer
 
     def network_client(self) -> NetworkClient:
         client = NetworkClient("http://network.allinone",
@@ -354,6 +362,7 @@ class AllInOne:
         config = self.config
         placement = self.placement_client()
         network = self.network_client()
+        images = self.image_writer()
         beats = Heartbeats(float(config.get("compute", "report_interval")))
         total = sum(len(v) for v in by_cell.values())
         done = 0
@@ -365,7 +374,8 @@ class AllInOne:
                 svc = FleetCompute(driver.host, driver, bus, engine, placement,
                                    tracker_interval=config.get("compute",
                                                                "resource_tracker_interval"),
-                                   first_pass_done=driver.host in skip, network=network)
+                                   first_pass_done=driver.host in skip, network=network,
+                                   image=images)
                 svc.start()
                 self.started.computes.append(svc)
                 beats.add(engine, svc)
@@ -380,10 +390,15 @@ class AllInOne:
 
         deps = make_deps(self.config, bus=api_bus, placement=self.placement_client(),
                          network=self.network_client(),
-                         image=ImageClient("http://image.allinone", wsgi_app=self.image_wsgi))
+                         image=ImageClient("http://image.allinone", wsgi_app=self.image_wsgi),
+                         images=self.image_writer())
         self.started.closers.append(deps.close)
         self.compute_deps = deps
         if not self.http:
+            # A zone's leaf: its books are reached through its data directory only.
+            self.deployment_id = deployment.record(
+                self.layout.data_dir, {"placement": None, "network": None},
+                by=f"stratus serve (zone leaf, bus {self.layout.bus_prefix})")
             return
         level = "info" if self.config.get("DEFAULT", "debug") else "warning"
         if self.keystone_config is not None:
@@ -392,10 +407,13 @@ class AllInOne:
             self.identity = start_identity(self.config, Path(self.config.data_dir))
             self.started.closers.append(self.identity.deps.engine.dispose)
             guard = self.identity.guard
+        self.deployment_id = deployment.record(self.layout.data_dir, {}, by="stratus serve")
 
         def serve(name: str, app: Any, port: int, streams_bodies: bool = False) -> str:
-            server = ThreadedServer(name, guard(app, name.removesuffix("-api")), self.listen,
-                                    port, log_level=level, streams_bodies=streams_bodies)
+            server = ThreadedServer(name, deployment.tag(guard(app, name.removesuffix("-api")),
+                                                         self.deployment_id),
+                                    self.listen, port, log_level=level,
+                                    streams_bodies=streams_bodies)
             self.started.servers.append(server)
             server.start()
             return server.url
@@ -407,12 +425,15 @@ class AllInOne:
                              self.api_port) + "/v2.1"
         self.image_url = serve("image-api", self.image_wsgi, self.image_port,
                                streams_bodies=True)
+        served = {"placement": self.placement_url, "network": self.network_url,
+                  "compute": self.api_url, "image": self.image_url + "/"}
         if self.identity is None:   # a real Keystone: its catalog is the operator's
             self.identity_url = str(self.config.get("catalog", "identity"))
+            deployment.record(self.layout.data_dir, served, by="stratus serve")
             return
-        identity = ThreadedServer("identity-api", identity_service.make_app(
+        identity = ThreadedServer("identity-api", deployment.tag(identity_service.make_app(
             self.identity.deps, metrics=bool(self.config.get("metrics", "enabled"))),
-            self.listen, self.identity_port, log_level=level)
+            self.deployment_id), self.listen, self.identity_port, log_level=level)
         self.started.servers.append(identity)
         identity.start()
         self.identity.url = self.identity_url = identity.url + "/v3"
@@ -422,6 +443,8 @@ class AllInOne:
         self.client_files = write_client_files(
             Path(self.config.data_dir), self.identity, str(self.config.get("identity",
                                                                            "region")))
+        deployment.record(self.layout.data_dir, {**served, "identity": self.identity_url},
+                          by="stratus serve")
 
     # ---- running ----------------------------------------------------------------------
 

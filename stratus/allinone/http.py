@@ -27,10 +27,12 @@ class ThreadedServer:
         from a2wsgi import WSGIMiddleware
 
         from stratus.web.bodies import guard_disconnects
+        from stratus.web.disconnect import tolerate_disconnects
         from stratus.web.server import UVICORN_OPTIONS
 
         self.name, self.host, self.port = name, host, port
-        self._asgi = WSGIMiddleware(wsgi_app, workers=threads)
+        self._asgi = WSGIMiddleware(tolerate_disconnects(wsgi_app),  # type: ignore[arg-type]
+                                    workers=threads)
         app: Any = guard_disconnects(self._asgi) if streams_bodies else self._asgi
         config = uvicorn.Config(app, host=host, **UVICORN_OPTIONS,
                                 port=port, log_level=log_level,

@@ -14,7 +14,7 @@ from stratus.bus import Bus, RPCClient
 from stratus.cells import services
 from stratus.cells.mappings import CellMapping
 from stratus.conductor.manager import CellBuses
-from stratus.image.client import ImageClient
+from stratus.image.client import ImageClient, ImageWriter
 from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
 
@@ -48,6 +48,15 @@ class ComputeAPIDeps:
     network: NetworkClient | None = None
     # The image service (boots by imageRef); None: imageRef is taken as it is.
     image: ImageClient | None = None
+    # Its writes and lists (createImage, the /images proxy); None: those answer 503.
+    images: ImageWriter | None = None
+    # Seconds a deleted server is kept soft-deleted ([DEFAULT] reclaim_instance_interval;
+    # 0: deleted at once).
+    reclaim_instance_interval: int = 0
+    # Answer boots, rebuilds and rescues with the admin password ([api]
+    # enable_instance_password), made [DEFAULT] password_length long when not given.
+    enable_instance_password: bool = True
+    password_length: int = 12
     _buses: CellBuses | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -77,5 +86,7 @@ class ComputeAPIDeps:
             self.network.close()
         if self.image is not None:
             self.image.close()
+        if self.images is not None:
+            self.images.close()
         self.dbs.engines.dispose()
         self.dbs.api.dispose()

@@ -68,6 +68,8 @@ flavors = sa.Table(
     sa.Column("is_public", sa.Boolean, nullable=False, server_default=sa.true()),
     sa.Column("description", sa.Text, nullable=True),
     *columns.timestamps(),
+    # Added by migration 0009 (Nova's, shown until compute API 2.102).
+    sa.Column("rxtx_factor", sa.Float, nullable=False, server_default="1.0"),
 )
 
 flavor_extra_specs = sa.Table(
@@ -76,6 +78,16 @@ flavor_extra_specs = sa.Table(
     sa.Column("flavor_id", sa.Integer, sa.ForeignKey("flavors.id"), primary_key=True),
     sa.Column("key", columns.name(255), primary_key=True),
     sa.Column("value", sa.Text, nullable=False),
+)
+
+# Added by migration 0009: the projects that may see and boot a private flavor
+# (os-flavor-access).
+flavor_projects = sa.Table(
+    "flavor_projects",
+    metadata,
+    sa.Column("flavor_id", sa.Integer, sa.ForeignKey("flavors.id"), primary_key=True),
+    sa.Column("project_id", columns.name(255), primary_key=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
 )
 
 server_groups = sa.Table(
@@ -143,6 +155,10 @@ build_requests = sa.Table(
     sa.Column("project_id", columns.name(255), nullable=False, index=True),
     sa.Column("user_id", columns.name(255), nullable=False),
     sa.Column("name", columns.name(255), nullable=False, index=True),
+    # Added by migration 0010: what the boot asked for beyond the name (JSON: metadata,
+    # tags, description, access addresses, reservation id...), shown while no cell
+    # holds the server and copied into its cell row by the conductor.
+    sa.Column("instance", sa.Text, nullable=True),
     *columns.timestamps(),
     sa.Index(None, "created_at", "instance_uuid"),   # GET /servers: the default order
 )

@@ -22,10 +22,11 @@ from stratus.api.ops import quotas
 from stratus.api.store.cells import CellDBs
 from stratus.bus import Bus
 from stratus.cells.engines import CellEngines
-from stratus.image.client import ImageClient
+from stratus.image.client import ImageClient, ImageWriter
 from stratus.metrics.wsgi import database_probe, instrument
 from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
+from stratus.retry import RetryPolicy
 from stratus.storage import engine as db
 from stratus.storage import migrate
 
@@ -44,8 +45,8 @@ def api_db_url(config: configuration.Config) -> str:
 def make_deps(config: configuration.Config, *, bus: Bus | None = None,
               placement: PlacementClient | None = None,
               network: NetworkClient | None = None, sync: bool = False,
-              identity: str | None = None, image: ImageClient | None = None
-              ) -> ComputeAPIDeps:
+              identity: str | None = None, image: ImageClient | None = None,
+              images: ImageWriter | None = None) -> ComputeAPIDeps:
     """Everything the API needs; ``bus`` and ``placement`` may be passed in (all-in-one)."""
     engine = db.create_engine(api_db_url(config))
     if sync:
@@ -64,16 +65,25 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
         bus = Bus(url, identity=identity or f"api-{socket.gethostname()}:{os.getpid()}",
                   timeout=timeout)
     if placement is None:
-        placement = PlacementClient(str(config.get("placement_client", "endpoint")),
-                                    token=str(config.get("placement_client", "token")))
+        placement = PlacementClient(
+            str(config.get("placement_client", "endpoint")),
+            token=str(config.get("placement_client", "token")),
+            retry=RetryPolicy(float(config.get("placement_client", "retry_seconds"))))
     if network is None and config.get("network_client", "endpoint"):
-        network = NetworkClient(str(config.get("network_client", "endpoint")),
-                                token=str(config.get("network_client", "token")))
+        network = NetworkClient(
+            str(config.get("network_client", "endpoint")),
+            token=str(config.get("network_client", "token")),
+            retry=RetryPolicy(float(config.get("network_client", "retry_seconds"))))
     servers = config.get("glance", "api_servers")
     if image is None and servers:
         image = ImageClient(str(servers[0]), token=str(config.get("glance", "token")))
+    if images is None and servers:
+        images = ImageWriter(str(servers[0]), token=str(config.get("glance", "token")))
     return ComputeAPIDeps(
-        network=network, image=image,
+        network=network, image=image, images=images,
+        reclaim_instance_interval=int(config.get("DEFAULT", "reclaim_instance_interval")),
+        enable_instance_password=bool(config.get("api", "enable_instance_password")),
+        password_length=int(config.get("DEFAULT", "password_length")),
         dbs=CellDBs(engine, CellEngines(), timeout=float(config.get("scheduler",
                                                                     "cell_timeout"))),
         placement=placement, bus=bus,

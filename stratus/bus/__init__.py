@@ -22,6 +22,7 @@ from stratus.bus.errors import (
     RemoteError,
     ReplayedMessage,
     SecurityError,
+    TransportClosed,
     TransportError,
     UnknownSender,
     UnsignedMessage,
@@ -29,7 +30,7 @@ from stratus.bus.errors import (
     WrongZone,
 )
 from stratus.bus.interfaces import RPCInterface, rpc_method
-from stratus.bus.rpc import Bus, RPCClient, RPCServer, current_sender
+from stratus.bus.rpc import Bus, RPCClient, RPCServer, current_sender, redelivered
 from stratus.bus.signing import HmacSigner, HmacVerifier
 from stratus.bus.transport import Target, Transport, get_transport
 
@@ -51,6 +52,7 @@ __all__ = [
     "SecurityError",
     "Target",
     "Transport",
+    "TransportClosed",
     "TransportError",
     "UnknownSender",
     "UnsignedMessage",
@@ -59,5 +61,6 @@ __all__ = [
     "WrongZone",
     "current_sender",
     "get_transport",
+    "redelivered",
     "rpc_method",
 ]

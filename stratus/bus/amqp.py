@@ -17,11 +17,23 @@ timeout. URL options, removed before kombu sees the URL: ``namespace=NAME``,
 ``durable=false`` (non-durable, auto-deleted queues: what the tests use so
 they need no admin rights and leave nothing behind).
 
+Delivery is at least once: a request is acknowledged after its handler has
+returned (and, for a call, after its reply is published), so a server that dies
+leaves what it held unacknowledged, and the broker hands it to the next consumer
+of its queue, or to the server itself once it is back. Each consumer has a
+prefetch of ``max_inflight``: the broker pushes no more than that ahead of the
+handlers, per queue, and what a dying server held is bounded by it. A handler
+that raises is acknowledged too (the failure is its answer); a message whose
+reply could not be published is returned to its queue.
+
 Threads: one thread owns the consuming connection (kombu connections are not
-thread-safe); other threads ask it to subscribe or cancel through a command
-queue. Publishing goes through a second connection under a lock. If the
-consuming connection drops, the thread reconnects with backoff and consumes
-again; calls in flight then time out.
+thread-safe); other threads ask it to subscribe, cancel, acknowledge or return
+messages through queues it drains between reads. Publishing goes through a
+second connection under a lock. If the consuming connection drops, the thread
+reconnects with backoff and consumes again; what it held is redelivered by the
+broker (acknowledgements of an older connection are dropped: they would name
+delivery tags the new channel does not know), and calls in flight time out
+unless their reply still arrives.
 """
 
 from __future__ import annotations
@@ -33,17 +45,28 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import kombu
 
 from stratus.bus import errors
-from stratus.bus.transport import Handler, Listener, Target, Transport, Workers
+from stratus.bus.transport import REDELIVERED, Handler, Listener, Target, Transport, Workers
 
 LOG = logging.getLogger(__name__)
 FALSE = {"0", "false", "no", "off"}
 Command = Callable[[Any], Any]  # run on the consuming thread with its channel
+
+
+@dataclass(frozen=True)
+class _Delivery:
+    message: Any            # kombu's Message: acknowledged on the consuming thread
+    epoch: int              # the consuming connection it came on
+    body: bytes
+    reply_to: str | None
+    correlation_id: str | None
+    redelivered: bool
 
 
 class _Subscription(Listener):
@@ -55,9 +78,9 @@ class _Subscription(Listener):
         self.consumer: kombu.Consumer | None = None
         self.cond = threading.Condition()
         self.inflight = 0
-        # Deliveries beyond max_inflight wait here: they are already acknowledged.
-        self.backlog: collections.deque[tuple[bytes, str | None, str | None]] = (
-            collections.deque())
+        # Deliveries beyond max_inflight (each of the three queues has its own prefetch)
+        # wait here, unacknowledged: a crash returns them to the broker.
+        self.backlog: collections.deque[_Delivery] = collections.deque()
         self.stopped = False
 
     def queues(self) -> list[kombu.Queue]:
@@ -74,33 +97,62 @@ class _Subscription(Listener):
 
     def on_message(self, message: Any) -> None:  # on the consuming thread
         props = message.properties
-        item = (message.body, props.get("reply_to"), props.get("correlation_id"))
+        delivery = _Delivery(message, self.transport.epoch, message.body,
+                             props.get("reply_to"), props.get("correlation_id"),
+                             bool(message.delivery_info.get("redelivered")))
         with self.cond:
+            if self.stopped:
+                self.transport.settle(delivery, requeue=True)
+                return
             if self.inflight >= self.max_inflight:
-                self.backlog.append(item)
+                self.backlog.append(delivery)
                 return
             self.inflight += 1
-        self.transport.workers.submit(lambda: self._run(*item))
+        self.transport.workers.submit(lambda: self._run(delivery))
 
-    def _run(self, body: bytes, reply_to: str | None, correlation_id: str | None) -> None:
+    def _run(self, delivery: _Delivery) -> None:
         while True:
-            try:
-                reply = self.handler(body, reply_to is not None)
-                if reply_to and reply is not None:
-                    self.transport.publish("", reply_to, reply, correlation_id=correlation_id)
-            except Exception:  # a handler's failure must not stop the consumer
-                LOG.exception("amqp: handler for %s.%s failed", self.topic, self.server)
+            self.transport.settle(delivery, requeue=not self._handle(delivery))
             with self.cond:
-                if not self.backlog:
+                # Deliveries of a connection that dropped are the broker's again.
+                current = self.transport.epoch
+                while self.backlog and self.backlog[0].epoch != current:
+                    self.backlog.popleft()
+                if self.stopped or not self.backlog:
                     self.inflight -= 1
                     self.cond.notify_all()
                     return
-                body, reply_to, correlation_id = self.backlog.popleft()
+                delivery = self.backlog.popleft()
+
+    def _handle(self, delivery: _Delivery) -> bool:
+        """Run the handler and send its reply; False if the reply could not be sent (the
+        message then goes back to its queue, to be handled and answered again)."""
+        token = REDELIVERED.set(delivery.redelivered)
+        try:
+            reply = self.handler(delivery.body, delivery.reply_to is not None)
+        except Exception:  # a handler's failure must not stop the consumer
+            LOG.exception("amqp: handler for %s.%s failed", self.topic, self.server)
+            return True
+        finally:
+            REDELIVERED.reset(token)
+        if delivery.reply_to and reply is not None:
+            try:
+                self.transport.publish("", delivery.reply_to, reply,
+                                       correlation_id=delivery.correlation_id)
+            except errors.TransportError as exc:
+                LOG.warning("amqp: %s.%s could not answer (%s); the call goes back to its "
+                            "queue", self.topic, self.server, exc)
+                return False
+        return True
 
     def stop(self, timeout: float = 10.0) -> None:
         if self.stopped:
             return
-        self.stopped = True
+        with self.cond:
+            self.stopped = True
+            waiting, self.backlog = list(self.backlog), collections.deque()
+        for delivery in waiting:   # never started: the next consumer's
+            self.transport.settle(delivery, requeue=True)
         self.transport.unsubscribe(self, timeout)
         with self.cond:
             if not self.cond.wait_for(lambda: self.inflight == 0, timeout):
@@ -128,6 +180,9 @@ class AmqpTransport(Transport):
         self._subscriptions: list[_Subscription] = []
         self._commands: collections.deque[tuple[Command, concurrent.futures.Future[Any]]] = (
             collections.deque())
+        # Acknowledgements (requeue False) and returns (True) for the consuming thread.
+        self._settling: collections.deque[tuple[_Delivery, bool]] = collections.deque()
+        self.epoch = 0   # bumped at each (re)connection of the consuming connection
         self._closing = threading.Event()
         self._ready = threading.Event()
         self._consuming: Any = None  # the consuming thread's kombu connection, when up
@@ -197,7 +252,7 @@ class AmqpTransport(Transport):
                 box = self._pending.pop(correlation_id)
                 self._pending_events.pop(correlation_id)
         if not box or box[0] is None:
-            raise errors.TransportError(f"transport {self._redacted()} closed while waiting "
+            raise errors.TransportClosed(f"transport {self._redacted()} closed while waiting "
                                         f"for {target}")
         return box[0]
 
@@ -208,6 +263,14 @@ class AmqpTransport(Transport):
             if box is not None and not box:
                 box.append(message.body)
                 self._pending_events[correlation_id].set()
+                return
+        # Its caller gave up (timed out) or already had an answer (a call handled
+        # twice, after a redelivery): nobody waits for it.
+        LOG.debug("amqp: dropped a reply nobody waits for (%s)", correlation_id)
+
+    def settle(self, delivery: _Delivery, requeue: bool) -> None:
+        """Acknowledge a delivery (or return it to its queue), on the consuming thread."""
+        self._settling.append((delivery, requeue))
 
     # -- consuming -----------------------------------------------------------
 
@@ -236,9 +299,22 @@ class AmqpTransport(Transport):
             self._command(cancel, timeout)
 
     def _consume(self, channel: Any, sub: _Subscription) -> None:
-        sub.consumer = kombu.Consumer(channel, queues=sub.queues(), no_ack=True,
-                                      on_message=sub.on_message)
+        # prefetch_count: basic.qos per consumer (not global), set before each consume.
+        sub.consumer = kombu.Consumer(channel, queues=sub.queues(), no_ack=False,
+                                      on_message=sub.on_message,
+                                      prefetch_count=sub.max_inflight)
         sub.consumer.consume()
+
+    def _settle_all(self) -> None:
+        """Send the acknowledgements and returns workers asked for (consuming thread)."""
+        while self._settling:
+            delivery, requeue = self._settling.popleft()
+            if delivery.epoch != self.epoch:
+                continue   # its connection is gone: the broker has it back already
+            if requeue:
+                delivery.message.requeue()
+            else:
+                delivery.message.ack()
 
     def _command(self, command: Command, timeout: float | None = None) -> Any:
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
@@ -263,6 +339,7 @@ class AmqpTransport(Transport):
             try:
                 conn.ensure_connection(max_retries=1)
                 self._consuming = conn
+                self.epoch += 1
                 channel = conn.channel()
                 replies = kombu.Queue(self._reply_queue, exclusive=True, auto_delete=True)
                 kombu.Consumer(channel, queues=[replies], no_ack=True,
@@ -273,8 +350,10 @@ class AmqpTransport(Transport):
                 backoff = 0.5
                 while not self._closing.is_set():
                     self._run_commands(channel)
+                    self._settle_all()
                     with contextlib.suppress(TimeoutError):
                         conn.drain_events(timeout=0.05)
+                self._settle_all()   # what the servers stopped before close finished
             except Exception as exc:  # reconnect on any connection failure
                 if self._closing.is_set():
                     break
@@ -293,7 +372,7 @@ class AmqpTransport(Transport):
             if not future.set_running_or_notify_cancel():
                 continue  # its caller gave up waiting
             if channel is None:
-                future.set_exception(errors.TransportError("transport closed"))
+                future.set_exception(errors.TransportClosed("transport closed"))
                 continue
             try:
                 future.set_result(command(channel))
@@ -306,7 +385,7 @@ class AmqpTransport(Transport):
 
     def _check_open(self) -> None:
         if self._closing.is_set():
-            raise errors.TransportError(f"transport {self._redacted()} is closed")
+            raise errors.TransportClosed(f"transport {self._redacted()} is closed")
 
     def close(self) -> None:
         if self._closing.is_set():

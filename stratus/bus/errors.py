@@ -4,6 +4,7 @@
 
     BusError
     ├── TransportError        cannot do its job: bad URL, broker unreachable, closed
+    │   └── TransportClosed   this side closed its transport (nothing to retry)
     ├── MessagingTimeout      no answer in time; names service, topic, server, method
     ├── BadMessage            undecodable, or arguments that do not fit the method
     ├── NoSuchMethod          the interface has no such method
@@ -37,6 +38,10 @@ class BusError(Exception):
 
 class TransportError(BusError):
     """The transport failed: unreachable broker, invalid URL, closed transport."""
+
+
+class TransportClosed(TransportError):
+    """This process closed the transport (it is stopping): retrying cannot help."""
 
 
 class MessagingTimeout(BusError):

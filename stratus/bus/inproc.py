@@ -174,7 +174,7 @@ class InprocTransport(Transport):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise errors.TransportError(f"transport {self.url} is closed")
+            raise errors.TransportClosed(f"transport {self.url} is closed")
 
     def listen(self, topic: str, server: str, handler: Handler, max_inflight: int = 16
                ) -> Listener:
@@ -205,7 +205,7 @@ class InprocTransport(Transport):
             with self._lock:
                 self._pending.discard(slot)
         if slot.payload is None:
-            raise errors.TransportError(f"transport {self.url} closed while waiting for {target}")
+            raise errors.TransportClosed(f"transport {self.url} closed while waiting for {target}")
         return slot.payload
 
     def close(self) -> None:

@@ -50,6 +50,9 @@ class MethodSpec:
     kind: str  # "call" or "cast": what the typed proxy sends
     signature: inspect.Signature
     arg_since: Mapping[str, Version]
+    # Safe to send again when sending failed (the server's answer to a repeat is the
+    # same, or the repeat does no harm): a call the client retries on a broker blink.
+    idempotent: bool = False
 
     @property
     def params(self) -> dict[str, inspect.Parameter]:
@@ -75,13 +78,15 @@ class MethodSpec:
 
 
 def rpc_method(since: str, kind: str = "call",
-        arg_since: Mapping[str, str] | None = None) -> Callable[[F], F]:
-    """Declare an RPC method introduced at interface version ``since``."""
+               arg_since: Mapping[str, str] | None = None,
+               idempotent: bool = False) -> Callable[[F], F]:
+    """Declare an RPC method introduced at interface version ``since``; ``idempotent``
+    if the client may send it again when sending failed (see :class:`MethodSpec`)."""
     if kind not in ("call", "cast"):
         raise ValueError(f"kind must be 'call' or 'cast', not {kind!r}")
 
     def mark(func: F) -> F:
-        setattr(func, _MARK, (since, kind, dict(arg_since or {})))
+        setattr(func, _MARK, (since, kind, dict(arg_since or {}), idempotent))
         return func
 
     return mark
@@ -118,8 +123,8 @@ class RPCInterface:
 
 
 def _method_spec(owner: str, name: str, func: Callable[..., Any],
-                 mark: tuple[str, str, dict[str, str]], current: Version) -> MethodSpec:
-    since_text, kind, arg_since_text = mark
+                 mark: tuple[str, str, dict[str, str], bool], current: Version) -> MethodSpec:
+    since_text, kind, arg_since_text, idempotent = mark
     where = f"{owner}.{name}"
     if name.startswith("_"):
         raise TypeError(f"{where}: RPC method names must not start with '_'")
@@ -140,4 +145,4 @@ def _method_spec(owner: str, name: str, func: Callable[..., Any],
             raise TypeError(f"{where}: '{arg}' cannot be added at {version}, before the method")
         if added.default is inspect.Parameter.empty:
             raise TypeError(f"{where}: '{arg}' was added after the method, so it needs a default")
-    return MethodSpec(name, since, kind, signature, arg_since)
+    return MethodSpec(name, since, kind, signature, arg_since, idempotent)

@@ -32,7 +32,8 @@ from stratus.bus import envelope, errors
 from stratus.bus.envelope import Reply, Request, Version
 from stratus.bus.interfaces import RPCInterface
 from stratus.bus.signing import Signer, Verifier
-from stratus.bus.transport import Listener, Target, Transport, get_transport
+from stratus.bus.transport import REDELIVERED, Listener, Target, Transport, get_transport
+from stratus.retry import RetryPolicy, retrying
 
 LOG = logging.getLogger(__name__)
 IfaceT = TypeVar("IfaceT", bound=RPCInterface)
@@ -44,6 +45,16 @@ _SENDER: contextvars.ContextVar[str | None] = contextvars.ContextVar("sender", d
 def current_sender() -> str | None:
     """Who sent the message being handled (None outside a handler)."""
     return _SENDER.get()
+
+
+def redelivered() -> bool:
+    """Whether the message being handled was delivered before, to a server that stopped
+    (or lost its broker connection) without finishing it: its work may be half done."""
+    return REDELIVERED.get()
+
+
+# How long an idempotent call keeps trying to reach the broker (within its timeout).
+SEND_RETRY = RetryPolicy(deadline=10.0)
 DESCRIBE = "_describe"  # answered by every server itself, at any version
 
 
@@ -148,6 +159,9 @@ class RPCServer:
         if message.method == DESCRIBE:
             return self.describe()
         spec = self.interface.method(message.method)
+        if REDELIVERED.get():
+            LOG.info("%s: %s from %s delivered again (a server stopped before finishing it)",
+                     self.receiver, message.method, message.sender)
         if not self.version.can_accept(requested):
             raise errors.UnsupportedVersion(self.interface.service, message.method,
                                             str(requested), str(self.version), "server")
@@ -191,11 +205,25 @@ class RPCClient(Generic[IfaceT]):
         return Version.parse(version) <= self.cap
 
     def call(self, method: str, /, **args: Any) -> Any:
-        """Send to one server (``self.server``, or any on the topic) and wait for its answer."""
+        """Send to one server (``self.server``, or any on the topic) and wait for its answer.
+
+        A method declared idempotent is sent again, with backoff, while the broker cannot
+        take it (TransportError), for up to ``SEND_RETRY``'s deadline. A timeout is not
+        retried: the request waits in its queue for the whole timeout (and is delivered
+        again if a server dies holding it), so a second copy would only double the work.
+        """
         request = self._request(method, args)
         target = Target(self.interface.topic, self.server)
+
+        def send() -> bytes:
+            return self.bus.transport.request(target, self.bus.sign(request), self.timeout)
+
         try:
-            payload = self.bus.transport.request(target, self.bus.sign(request), self.timeout)
+            if self.interface.method(method).idempotent:
+                payload = retrying(send, SEND_RETRY, _unsent,
+                                   f"{self.interface.service}.{method} to {target}")
+            else:
+                payload = send()
         except TimeoutError:
             raise errors.MessagingTimeout(self.interface.service, self.interface.topic,
                                           self.server, method, self.timeout) from None
@@ -268,6 +296,12 @@ class RPCClient(Generic[IfaceT]):
             raise errors.from_wire(reply.error, self.interface.errors,
                                    self.interface.service, request.method)
         return reply.result
+
+
+def _unsent(exc: Exception) -> bool:
+    """A failure to hand a message to the broker (not a closed transport: that is ours)."""
+    return (isinstance(exc, errors.TransportError)
+            and not isinstance(exc, errors.TransportClosed))
 
 
 class _Proxy:

@@ -12,13 +12,20 @@ A server's topic and per-server queues outlive the server (messages wait for
 it to come back); its fan-out queue does not. A message sent where no queue
 exists is dropped, so a call to it times out. Calls carry an expiry equal to
 their timeout: a request nobody picked up in time is discarded rather than
-executed after its caller gave up. Delivery is at most once: a message is
-acknowledged when it is handed to a server, before the handler runs.
+executed after its caller gave up.
+
+Delivery over a broker is at least once: a message is acknowledged after its handler
+returns, so one held by a server that dies is delivered again, to another server of
+the queue or to the same one restarted (``REDELIVERED`` is then true while its handler
+runs). Handlers must therefore be safe to run twice (docs/bus.md says how each is). In
+one process there is nothing to redeliver to: the queues die with the process, whose
+recovery passes at start take over what it left.
 """
 
 from __future__ import annotations
 
 import abc
+import contextvars
 import logging
 import queue
 import threading
@@ -32,6 +39,10 @@ LOG = logging.getLogger(__name__)
 
 # handler(payload, wants_reply) -> reply payload (ignored for casts)
 Handler = Callable[[bytes, bool], "bytes | None"]
+# True while a handler runs a message the broker delivered before (to a consumer that
+# stopped, or lost its connection, without acknowledging it).
+REDELIVERED: contextvars.ContextVar[bool] = contextvars.ContextVar("redelivered",
+                                                                   default=False)
 
 
 @dataclass(frozen=True)

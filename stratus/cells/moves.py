@@ -53,6 +53,9 @@ LIVE_MIGRATING = "migrating"                                      # task state
 REBUILDING, REBUILD_SPAWNING = "rebuilding", "rebuild_spawning"  # evacuate's
 SHELVING, SHELVING_OFFLOADING = "shelving", "shelving_offloading"
 UNSHELVING = "unshelving"
+# The API's delete marks the server so first: from then on no move writes its record and
+# every move that sees it clears what it made (stratus.conductor.leftovers).
+DELETING = "deleting"
 SHELVED, SHELVED_OFFLOADED, STOPPED = "shelved", "shelved_offloaded", "stopped"   # vm states
 
 

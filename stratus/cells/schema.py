@@ -75,12 +75,54 @@ instances = sa.Table(
     # Added by migration 0002: what the server booted from and the key pair it got.
     sa.Column("image_ref", columns.name(36), nullable=True),
     sa.Column("key_name", columns.name(255), nullable=True),
+    # Added by migration 0005 (the server lifecycle): what a user set on the server
+    # (description, access addresses), its lock (``locked_by`` "owner" or "admin", None
+    # while unlocked, Nova's values), how a multi-create named it (reservation id and
+    # index), what it was given at boot (hostname, user data, config drive), when it was
+    # soft-deleted (it then still holds its resources until reclaimed) and terminated,
+    # and Nova's system metadata (JSON: the boot image's inheritable properties as
+    # ``image_<key>``, ``image_base_image_ref``, the owner's names; a snapshot inherits
+    # them).
+    sa.Column("description", sa.Text, nullable=True),
+    sa.Column("access_ip_v4", sa.String(39), nullable=True),
+    sa.Column("access_ip_v6", sa.String(39), nullable=True),
+    sa.Column("locked_by", sa.String(16), nullable=True),
+    sa.Column("locked_reason", sa.Text, nullable=True),
+    sa.Column("reservation_id", columns.name(36), nullable=True),
+    sa.Column("launch_index", sa.Integer, nullable=True),
+    sa.Column("hostname", columns.name(255), nullable=True),
+    sa.Column("user_data", sa.Text, nullable=True),
+    sa.Column("config_drive", sa.String(255), nullable=True),
+    sa.Column("soft_deleted_at", sa.DateTime, nullable=True),
+    sa.Column("terminated_at", sa.DateTime, nullable=True),
+    sa.Column("system_metadata", sa.Text, nullable=True),
     *columns.timestamps(),
     # GET /servers: its default order (created_at, uuid), for all and for a project, and
     # changes-since.
     sa.Index(None, "created_at", "uuid"),
     sa.Index(None, "project_id", "created_at", "uuid"),
     sa.Index(None, "updated_at"),
+)
+
+# Added by migration 0005: a server's metadata (Nova's instance_metadata: string keys and
+# values of at most 255 characters) and its tags (Nova's tags, microversion 2.26).
+instance_metadata = sa.Table(
+    "instance_metadata",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("instance_uuid", columns.name(36), nullable=False),
+    sa.Column("key", columns.name(255), nullable=False),
+    sa.Column("value", sa.String(255), nullable=True),
+    *columns.timestamps(),
+    sa.UniqueConstraint("instance_uuid", "key"),
+)
+
+instance_tags = sa.Table(
+    "instance_tags",
+    metadata,
+    sa.Column("instance_uuid", columns.name(36), primary_key=True),
+    sa.Column("tag", columns.name(60), primary_key=True),
+    sa.Index(None, "tag"),
 )
 
 migrations = sa.Table(

@@ -93,7 +93,12 @@ def cmd_api(args: argparse.Namespace) -> int:
         common.fail(f"{exc} (API database {shown})", common.USAGE_ERROR)
     except BusError as exc:
         common.fail(f"cannot use the message bus: {exc}")
-    app = service.build_wsgi(api, config)
+    from stratus import deployment
+
+    deployment_id = deployment.record(
+        config.data_dir, {"compute": deployment.listen_url(args.host, args.port, "/v2.1")},
+        by="stratus api")
+    app = deployment.tag(service.build_wsgi(api, config), deployment_id)
     print(f"compute API: http://{args.host}:{args.port}/  (API database: {shown}, "
           f"auth: {config.get('api', 'auth_strategy')})", flush=True)
     # uvicorn stops on SIGTERM/SIGINT, then raises the signal again for the handlers it

@@ -57,13 +57,20 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_image_api)
 
 
-def _run(app: Any, args: argparse.Namespace, debug: bool, max_body: int | None) -> None:
+def _run(app: Any, args: argparse.Namespace, debug: bool, max_body: int | None,
+         data_dir: str, service: str, path: str = "/") -> None:
     """Serve ``app``; ``max_body`` None streams request bodies to it (the image API reads
     image data in pieces), a number reads each whole body first, up to that size."""
     import uvicorn
 
+    from stratus import deployment
     from stratus.web.server import UVICORN_OPTIONS
     from stratus.web.wsgi_bridge import WSGIBridge
+
+    deployment_id = deployment.record(
+        data_dir, {service: deployment.listen_url(args.host, args.port, path)},
+        by=f"stratus {service}-api")
+    app = deployment.tag(app, deployment_id)
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: None)
@@ -73,8 +80,9 @@ def _run(app: Any, args: argparse.Namespace, debug: bool, max_body: int | None) 
         from a2wsgi import WSGIMiddleware
 
         from stratus.web.bodies import guard_disconnects
+        from stratus.web.disconnect import tolerate_disconnects
 
-        asgi: Any = guard_disconnects(WSGIMiddleware(app, workers=16))
+        asgi: Any = guard_disconnects(WSGIMiddleware(tolerate_disconnects(app), workers=16))
     else:
         asgi = WSGIBridge(app, max_body_bytes=max_body)
     uvicorn.run(asgi, host=args.host, port=args.port,
@@ -115,7 +123,7 @@ def cmd_identity_api(args: argparse.Namespace) -> int:
           f"{services})", flush=True)
     try:
         _run(service.make_app(deps, metrics=bool(config.get("metrics", "enabled"))),
-             args, debug, 65_536)
+             args, debug, 65_536, config.data_dir, "identity", "/v3")
     finally:
         engine.dispose()
     print("Identity API stopped", flush=True)
@@ -131,7 +139,7 @@ def cmd_image_api(args: argparse.Namespace) -> int:
     try:
         # Image data may be large: bodies are streamed to the API, which bounds them
         # itself ([image] max_image_size for data, max_json_body_bytes for JSON).
-        _run(service.make_app(config, deps), args, debug, None)
+        _run(service.make_app(config, deps), args, debug, None, config.data_dir, "image")
     finally:
         engine.dispose()
     print("Image API stopped", flush=True)

@@ -8,7 +8,7 @@ import argparse
 import json
 from typing import Any
 
-from stratus.cli.client import HTTP, ClientError, fields, find_server, leaf, table
+from stratus.cli.client_base import HTTP, ClientError, fields, find_server, leaf, table
 
 ACTION_COLUMNS = ("Request ID", "Action", "Start time", "User", "Message")
 EVENT_COLUMNS = ("Event", "Result", "Start time", "Finish time", "Host", "Details")

@@ -8,8 +8,8 @@ import argparse
 import time
 from typing import Any
 
-from stratus.cli import client_events
-from stratus.cli.client import HTTP, ClientError, emit, find_flavor, find_server, leaf, table
+from stratus.cli import client_events, common
+from stratus.cli.client_base import HTTP, ClientError, emit, find_flavor, find_server, leaf, table
 from stratus.cli.progress import Progress
 
 HOST = "OS-EXT-SRV-ATTR:host"
@@ -94,26 +94,35 @@ def _move(args: argparse.Namespace, api: HTTP, server: dict[str, Any],
                           f"events {server['name']} says why)")
 
 
-def _finish(args: argparse.Namespace, api: HTTP, action: str, done: str) -> None:
+def _finish(args: argparse.Namespace, api: HTTP, action: str, asked: str, done: str
+            ) -> None:
     server = find_server(api, args.server)
     request_id = _start(api, server, {action: None})
-    after = _settle(api, server["id"], args.timeout) if args.wait else \
-        api.call("GET", f"/servers/{server['id']}")["server"]
-    if args.wait:
-        _check_action(api, server, request_id, action)
+    if not args.wait:
+        # The compute finishes it after the API answers: what can be read now is the
+        # state from before, so say that it was asked for, not that it is done.
+        now = api.call("GET", f"/servers/{server['id']}")["server"]
+        emit(args, {"server": server["id"], "action": action, "request_id": request_id,
+                    "status": now["status"]}, lambda: print(
+            f"server {server['name']} ({server['id']}): {asked} requested; it is "
+            f"{now['status']} on {now.get(HOST) or '-'} until its compute has finished "
+            "(--wait waits for that)"))
+        return
+    after = _settle(api, server["id"], args.timeout)
+    _check_action(api, server, request_id, action)
     _report(args, after, done)
-    if args.wait and after["status"] != "ACTIVE":
+    if after["status"] != "ACTIVE":
         raise ClientError(f"{server['name']} is {after['status']} after {action}"
                           + (f": {after['fault']['message']}" if after.get("fault") else "")
                           + f" (stratus server events {server['name']} says more)")
 
 
 def server_resize_confirm(args: argparse.Namespace, api: HTTP) -> None:
-    _finish(args, api, "confirmResize", "resize confirmed")
+    _finish(args, api, "confirmResize", "resize confirm", "resize confirmed")
 
 
 def server_resize_revert(args: argparse.Namespace, api: HTTP) -> None:
-    _finish(args, api, "revertResize", "resize reverted")
+    _finish(args, api, "revertResize", "resize revert", "resize reverted")
 
 
 def _act(args: argparse.Namespace, api: HTTP, body: dict[str, Any], what: str,
@@ -244,5 +253,5 @@ def add_server_commands(servers: Any, conn: list[argparse.ArgumentParser]) -> No
 
 def _wait_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wait", action="store_true", help="wait until the server has no task")
-    p.add_argument("--timeout", type=float, default=300.0,
+    p.add_argument("--timeout", type=common.positive_seconds, default=300.0,
                    help="seconds --wait waits (default %(default)s)")

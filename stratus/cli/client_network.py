@@ -12,17 +12,21 @@ from collections.abc import Callable
 from typing import Any
 
 from stratus.cli import common
-from stratus.cli.client import HTTP, ClientError, area, emit, fields, leaf, table
+from stratus.cli.client_base import (
+    HTTP,
+    ClientError,
+    area,
+    emit,
+    fields,
+    leaf,
+    network_http,
+    table,
+)
 
 NETWORK_COLUMNS = ("ID", "Name", "Type", "Physnet", "Segment", "Shared", "Subnets", "QoS")
 PORT_COLUMNS = ("ID", "Name", "Network", "Status", "Server", "Host", "vNIC", "QoS",
                 "Allocation")
 QOS_COLUMNS = ("ID", "Name", "Shared", "Rules")
-
-
-def network_http(args: argparse.Namespace) -> HTTP:
-    return HTTP(args.network_url, args.token, "network API", "network 2.0",
-                "--network-url or $STRATUS_NETWORK_URL")
 
 
 def with_network(func: Callable[[argparse.Namespace, HTTP], None]

@@ -6,7 +6,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from stratus.cli.client import HTTP, ClientError, area, emit, leaf, table
+from stratus.cli.client_base import (
+    HTTP,
+    ClientError,
+    area,
+    emit,
+    find_project,
+    leaf,
+    project_of,
+    table,
+)
 
 # The quota resources the client sets, as flags: (flag, resource, help).
 SETTABLE = (
@@ -18,12 +27,6 @@ SETTABLE = (
     ("--key-pairs", "key_pairs", "key pairs"),
     ("--metadata-items", "metadata_items", "metadata items of a server"),
 )
-
-
-def token_project(token: str) -> str:
-    """The project a noauth2 token ``user[:project]`` acts for (the user's own if none)."""
-    user, _, project = token.partition(":")
-    return project or user
 
 
 def _json_format(args: argparse.Namespace) -> None:
@@ -53,7 +56,7 @@ def quota_show(args: argparse.Namespace, api: HTTP) -> None:
         quota = api.call("GET", f"/os-quota-class-sets/{args.quota_class}")[
             "quota_class_set"]
     else:
-        project = args.project or token_project(args.token)
+        project = find_project(args, args.project) if args.project else project_of(args)
         suffix = "/defaults" if args.default else "/detail" if args.detail else ""
         if args.default and args.detail:
             raise ClientError("--default and --detail do not go together")
@@ -80,21 +83,21 @@ def quota_set(args: argparse.Namespace, api: HTTP) -> None:
                          json_body={"quota_class_set": wanted})["quota_class_set"]
     else:
         body: dict[str, Any] = dict(wanted, force=True) if args.force else wanted
-        quota = api.call("PUT", f"/os-quota-sets/{args.project}",
+        quota = api.call("PUT", f"/os-quota-sets/{find_project(args, args.project)}",
                          json_body={"quota_set": body})["quota_set"]
     emit(args, quota, lambda: table(("Resource", "Limit"), _rows(quota, False)))
 
 
 def quota_delete(args: argparse.Namespace, api: HTTP) -> None:
     _json_format(args)
-    api.call("DELETE", f"/os-quota-sets/{args.project}")
+    api.call("DELETE", f"/os-quota-sets/{find_project(args, args.project)}")
     emit(args, {"deleted": args.project}, lambda: print(
         f"project {args.project}'s quota is back to the defaults"))
 
 
 def limits_show(args: argparse.Namespace, api: HTTP) -> None:
     _json_format(args)
-    params = {"tenant_id": args.project} if args.project else None
+    params = {"tenant_id": find_project(args, args.project)} if args.project else None
     absolute = api.call("GET", "/limits", params=params)["limits"]["absolute"]
     emit(args, absolute, lambda: table(("Name", "Value"), sorted(absolute.items())))
 

@@ -8,10 +8,9 @@ import time
 from typing import Any
 
 from stratus.cli import client_moves, common
-from stratus.cli.client import (
+from stratus.cli.client_base import (
     HTTP,
     ClientError,
-    _properties,
     area,
     emit,
     fields,
@@ -19,10 +18,13 @@ from stratus.cli.client import (
     find_flavor,
     find_group,
     find_server,
+    key_values,
     leaf,
     list_pages,
+    network_http,
     table,
 )
+from stratus.cli.client_network import find
 from stratus.cli.progress import Progress, count_states
 
 HOST = "OS-EXT-SRV-ATTR:host"
@@ -110,7 +112,7 @@ def _dry_run(args: argparse.Namespace, api: HTTP, body: dict[str, Any]) -> None:
 
 def _networks(args: argparse.Namespace) -> list[dict[str, str]] | str:
     """--port/--network/--nic, in the order given, as the boot's ``networks``."""
-    from stratus.cli.client_network import find, network_http
+
 
     plain = [v for kind, v in args.nics if kind == "nic"]
     if plain:
@@ -204,7 +206,7 @@ def _flavor_row(f: dict[str, Any]) -> list[Any]:
 
 
 def flavor_create(args: argparse.Namespace, api: HTTP) -> None:
-    properties = _properties(args.property)
+    properties = key_values(args.property)
     body: dict[str, Any] = {"name": args.name, "vcpus": args.vcpus, "ram": args.ram,
                             "disk": args.disk, "OS-FLV-EXT-DATA:ephemeral": args.ephemeral,
                             "swap": args.swap, "os-flavor-access:is_public": not args.private}
@@ -245,7 +247,7 @@ def flavor_delete(args: argparse.Namespace, api: HTTP) -> None:
 
 def flavor_set(args: argparse.Namespace, api: HTTP) -> None:
     flavor = find_flavor(api, args.flavor)
-    properties = _properties(args.property)
+    properties = key_values(args.property)
     if not (properties or args.unset_property or args.description is not None):
         raise ClientError("nothing to set: give --property, --unset-property or "
                           "--description")
@@ -338,7 +340,7 @@ def agg_remove_host(args: argparse.Namespace, api: HTTP) -> None:
 
 
 def agg_set(args: argparse.Namespace, api: HTTP) -> None:
-    metadata: dict[str, Any] = dict(_properties(args.property))
+    metadata: dict[str, Any] = dict(key_values(args.property))
     if args.zone:
         metadata["availability_zone"] = args.zone
     for key in args.unset_property or ():
@@ -380,7 +382,7 @@ def add_commands(sub: Any, conn: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--wait", action="store_true",
                    help="wait until every server is ACTIVE or ERROR; exit 1 unless all "
                    "are ACTIVE")
-    p.add_argument("--timeout", type=float, default=300.0,
+    p.add_argument("--timeout", type=common.positive_seconds, default=300.0,
                    help="seconds --wait waits (default %(default)s)")
     p.add_argument("--dry-run", action="store_true",
                    help="create nothing: say whether it would fit now, on which hosts "

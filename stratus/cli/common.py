@@ -91,6 +91,27 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
                         help="log at debug level ([DEFAULT] debug)")
 
 
+def add_leading_config_args(parser: argparse.ArgumentParser) -> None:
+    """``--data-dir`` and ``--config-file`` before the command too (``stratus-manage
+    --data-dir D cell_v2 list_cells``). Their own names: a subcommand's defaults would
+    overwrite shared ones; :func:`merge_leading_config_args` hands them on."""
+    parser.add_argument("--data-dir", dest="leading_data_dir", metavar="DIR",
+                        help="the data directory, for every command (as after it)")
+    parser.add_argument("--config-file", dest="leading_config_files", action="append",
+                        default=[], metavar="PATH",
+                        help="configuration file, for every command (as after it)")
+
+
+def merge_leading_config_args(args: argparse.Namespace) -> None:
+    """The options given before the command, where the command's own do not say."""
+    leading = getattr(args, "leading_data_dir", None)
+    if leading and getattr(args, "data_dir", None) is None:
+        args.data_dir = leading
+    files = getattr(args, "leading_config_files", None) or []
+    if files:
+        args.config_file = [*files, *(getattr(args, "config_file", None) or [])]
+
+
 def add_traceback_flag(parser: argparse.ArgumentParser) -> None:
     """``PROG --debug COMMAND``: a failure shows its traceback (as STRATUS_DEBUG=1 does).
     Its own name: a command's --debug (log level) would overwrite a shared one."""
@@ -129,6 +150,19 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid value {text!r}: not a number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"invalid value {value}: must be at least 1")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type for a time limit: a number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: not a number of "
+                                         "seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"invalid value {text}: must be a number of "
+                                         "seconds above 0")
     return value
 
 
@@ -374,11 +408,13 @@ def wants_traceback(args: argparse.Namespace | None) -> bool:
 
 
 def _known(exc: BaseException) -> bool:
+    import httpx
     import sqlalchemy as sa
 
     from stratus.storage import engine as db
 
-    return isinstance(exc, (db.NoSuchDatabase, sa.exc.DBAPIError, OSError))
+    return isinstance(exc, (db.NoSuchDatabase, sa.exc.DBAPIError, OSError,
+                            httpx.TransportError))
 
 
 def explain(exc: BaseException) -> str:
@@ -400,6 +436,11 @@ def explain(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
         return f"{exc.strerror or exc}{where}"
+    import httpx
+
+    if isinstance(exc, httpx.TransportError):
+        # A service a command talks to stopped answering (connection refused, timeout).
+        return f"cannot reach a service: {type(exc).__name__}: {one_line(str(exc))}"
     return f"unexpected {type(exc).__name__}: {one_line(str(exc))}"
 
 

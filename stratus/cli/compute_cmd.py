@@ -141,10 +141,11 @@ def cmd_compute(args: argparse.Namespace) -> int:
     bus = open_bus(config, f"compute:{args.host}")
     placement = placement_client(config)
     network = network_client(config)
+    images = image_writer(config)
     if args.count == 1:
         services: list[ComputeService] = [ComputeService(
             args.host, by_host[args.host], bus, engine, placement, rpc_version=rpc_version,
-            network=network, report_interval=config.get("compute", "report_interval"),
+            network=network, image=images, report_interval=config.get("compute", "report_interval"),
             tracker_interval=config.get("compute", "resource_tracker_interval"))]
         beats = None
     else:
@@ -153,7 +154,7 @@ def cmd_compute(args: argparse.Namespace) -> int:
         beats = Heartbeats(float(config.get("compute", "report_interval")))
         services = [FleetCompute(
             host, driver, bus, engine, placement, rpc_version=rpc_version, network=network,
-            tracker_interval=config.get("compute", "resource_tracker_interval"))
+            image=images, tracker_interval=config.get("compute", "resource_tracker_interval"))
             for host, driver in by_host.items()]
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -193,3 +194,14 @@ def cmd_compute(args: argparse.Namespace) -> int:
         engine.dispose()
     print(f"compute {args.host} stopped", flush=True)
     return 0
+
+
+def image_writer(config: Any) -> Any:
+    """Where snapshots are uploaded: ``[glance] api_servers`` (the first), or None (a
+    createImage then fails on this compute, saying so)."""
+    from stratus.image.client import ImageWriter
+
+    servers = config.get("glance", "api_servers")
+    if not servers:
+        return None
+    return ImageWriter(str(servers[0]), token=str(config.get("glance", "token")))

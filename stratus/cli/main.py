@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"stratus {__version__}")
     common.add_traceback_flag(parser)
+    common.add_leading_config_args(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve.add_commands(sub)
     compute_cmd.add_commands(sub)
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
+    common.merge_leading_config_args(args)
     if not getattr(args, "func", None):
         # Nothing to do: what there is, briefly, and exit as argparse does on a usage
         # mistake (2). The full --help lists every configuration option as well.

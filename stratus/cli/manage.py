@@ -9,7 +9,9 @@ MariaDB, reading the same placement.conf. ``db check-usage`` checks (and with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from stratus import config as configuration
@@ -26,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=common.HelpFormatter,
     )
     common.add_traceback_flag(parser)
+    common.add_leading_config_args(parser)
     top = parser.add_subparsers(dest="area", metavar="AREA")
     placement = common.add_parser(top, "placement", help="Placement database commands",
                                   description="Placement database commands.", options=False)
@@ -107,24 +110,59 @@ def _repair_commands(psub: Any) -> None:
     audit.set_defaults(func=cmd_audit)
 
 
-def _books(args: argparse.Namespace) -> Any:
+@contextlib.contextmanager
+def _books(args: argparse.Namespace) -> Iterator[Any]:
+    """The data directory's books, with the Placement and network service proven to be
+    its own before anything is read from them (``manage_target``); a refusal, or a
+    service that stops answering, is one line and exit status 1."""
+    import httpx
+
     from stratus.api.service import api_db_url
     from stratus.cells.engines import CellEngines
-    from stratus.cli.scheduler_cmd import network_client, placement_client
-    from stratus.repair.audit import Books
+    from stratus.cli import manage_target
+    from stratus.repair.audit import Books, cells_state
 
     config = common.load_config(args)
+    try:
+        target = manage_target.resolve(config)
+        refused = None
+    except manage_target.ZoneTop as exc:
+        common.fail(str(exc))
+    except manage_target.Refused as exc:   # said once the databases are known to be there
+        target, refused = None, exc
     engine = common.connect(api_db_url(config), DB_WAIT_SECONDS, "API",
                             sync_command="stratus-manage api_db sync")
-    return Books(engine, CellEngines(), placement_client(config), network_client(config))
+    engines = CellEngines()
+    closers: list[Any] = [engine.dispose, engines.dispose]
+    try:
+        servers, _, roots = cells_state(engine, engines)
+        if refused is not None:
+            raise refused
+        assert target is not None
+        placement, network, more = manage_target.clients(target, config)
+        closers += more
+        books = Books(engine, engines, placement, network)
+        manage_target.prove(target, {uuid: name for name, uuid in roots.items()},
+                            set(servers), placement, network)
+        for note in target.notes:
+            print(f"note: {note}", file=sys.stderr)
+        yield books
+    except manage_target.Refused as exc:
+        common.fail(str(exc))
+    except httpx.TransportError as exc:
+        common.fail(f"cannot reach {_which(target, exc)}: {common.one_line(str(exc))}")
+    finally:
+        for close in reversed(closers):
+            close()
 
 
-def _close(books: Any) -> None:
-    books.placement.close()
-    if books.network is not None:
-        books.network.close()
-    books.engines.dispose()
-    books.api_engine.dispose()
+def _which(target: Any, exc: Exception) -> str:
+    """Which service a lost connection was to, as "Placement at URL"."""
+    text = str(getattr(getattr(exc, "request", None), "url", "")) or str(exc)
+    network = target.network
+    if network is not None and network.url and text.startswith(network.url.rstrip("/")):
+        return f"the network API at {network.url}"
+    return f"Placement at {target.placement.url or 'its database (in-process)'}"
 
 
 def cmd_heal_allocations(args: argparse.Namespace) -> int:
@@ -136,8 +174,7 @@ def cmd_heal_allocations(args: argparse.Namespace) -> int:
         common.fail("--instance and --cell cannot be combined", 127)
     if args.force and not args.instance:
         common.fail("--force needs --instance", 127)
-    books = _books(args)
-    try:
+    with _books(args) as books:
         with db.read(books.api_engine) as conn:
             cells = [c for c in list_cells(conn) if not c.is_cell0]
         if args.cell:
@@ -161,8 +198,6 @@ def cmd_heal_allocations(args: argparse.Namespace) -> int:
         except heal.HealError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return exc.code
-    finally:
-        _close(books)
     if code == heal.NOTHING_TO_DO:
         print("nothing to heal" if not args.dry_run else "[dry-run] done: nothing changed")
     return code
@@ -174,15 +209,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     from stratus.repair import audit
 
-    books = _books(args)
-    try:
-        findings = audit.audit(books)
+    with _books(args) as books:
+        report = audit.audit_report(books)
+        findings = report.findings
         deleted = audit.delete_leaks(books, findings) if args.delete else []
-    finally:
-        _close(books)
     if args.json:
         print(json.dumps({"findings": [dataclasses.asdict(f) for f in findings],
-                          "deleted": [f.consumer for f in deleted]}, indent=2))
+                          "deleted": [f.consumer for f in deleted],
+                          "foreign_consumers": report.foreign}, indent=2))
     else:
         for f in findings:
             print(f.line() + ("  (allocations deleted)" if f in deleted else ""))
@@ -190,6 +224,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
             print("the allocations match the servers, migrations and ports")
         elif args.verbose:
             print(f"{len(findings)} finding(s): {audit.summary(findings)}")
+        if report.foreign and (args.verbose or not findings):
+            print(f"left alone: {report.foreign} consumer(s) holding allocations only on "
+                  "providers that are not this deployment's compute nodes")
     if not findings:
         return 0
     return 4 if deleted else 3
@@ -294,6 +331,7 @@ def _revision(engine: Any) -> str | None:
 def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
+    common.merge_leading_config_args(args)
     if not getattr(args, "func", None):
         # Nothing to do: what there is, briefly, and exit as argparse does on a usage
         # mistake (2). The full --help lists every configuration option as well.

@@ -39,6 +39,11 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--legacy-resource-request", action="store_true", default=None,
                    help="answer resource_request in the old single-group format "
                    "([network] legacy_resource_request)")
+    p.add_argument("--no-binding-extended", dest="binding_extended", action="store_false",
+                   default=None,
+                   help="offer no multiple port bindings API, as a Neutron before Rocky "
+                   "([network] binding_extended = false): servers whose ports have "
+                   "resource requests then cannot be live-migrated")
     p.set_defaults(func=cmd_network_api)
 
 
@@ -51,7 +56,8 @@ def cmd_network_api(args: argparse.Namespace) -> int:
 
     config = common.load_config(args, {
         ("network_database", "connection"): args.db,
-        ("network", "legacy_resource_request"): args.legacy_resource_request})
+        ("network", "legacy_resource_request"): args.legacy_resource_request,
+        ("network", "binding_extended"): args.binding_extended})
     debug = bool(config.get("DEFAULT", "debug"))
     common.setup_logging(debug)
     common.check_can_listen(args.host, args.port)
@@ -64,7 +70,12 @@ def cmd_network_api(args: argparse.Namespace) -> int:
     except Exception as exc:
         engine.dispose()
         common.fail(f"cannot migrate the network database at {shown}: {common.db_error(exc)}")
-    app = service.make_app(config, deps)
+    from stratus import deployment
+
+    deployment_id = deployment.record(
+        config.data_dir, {"network": deployment.listen_url(args.host, args.port)},
+        by="stratus network-api")
+    app = deployment.tag(service.make_app(config, deps), deployment_id)
     print(f"Network API: http://{args.host}:{args.port}/  (database: {shown}, auth: "
           f"{config.get('api', 'auth_strategy')})", flush=True)
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -109,18 +109,26 @@ def open_bus(config: configuration.Config, identity: str) -> Any:
 
 def placement_client(config: configuration.Config) -> Any:
     from stratus.placement.client import PlacementClient
+    from stratus.retry import RetryPolicy
 
     return PlacementClient(str(config.get("placement_client", "endpoint")),
-                           token=str(config.get("placement_client", "token")))
+                           token=str(config.get("placement_client", "token")),
+                           retry=RetryPolicy(float(config.get("placement_client",
+                                                              "retry_seconds"))))
 
 
 def network_client(config: configuration.Config) -> Any:
     """The network API's client, or None when ``[network_client] endpoint`` is empty
     (servers then boot without ports)."""
     from stratus.network.client import NetworkClient
+    from stratus.retry import RetryPolicy
 
     url = str(config.get("network_client", "endpoint"))
-    return NetworkClient(url, token=str(config.get("network_client", "token"))) if url else None
+    if not url:
+        return None
+    return NetworkClient(url, token=str(config.get("network_client", "token")),
+                         retry=RetryPolicy(float(config.get("network_client",
+                                                            "retry_seconds"))))
 
 
 def add_network_arg(p: argparse.ArgumentParser) -> None:

@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from stratus import config as configuration
-from stratus import runtime
+from stratus import deployment, runtime
 from stratus.allinone import topology
-from stratus.cli import client, common
+from stratus.cli import client_base, common
 from stratus.cli.scheduler_cmd import wait_for_stop
 
 LOG = logging.getLogger("stratus")
@@ -148,6 +148,10 @@ def _serve_placement(args: argparse.Namespace, db_url: str | None, workers: int)
     service.export_config(
         args.config_file, {k: v for k, v in overrides.items() if v is not None}
     )
+    # Before the workers start: each reads the deployment's id to send with every answer.
+    deployment.record(config.data_dir, {"placement": deployment.listen_url(args.host,
+                                                                           args.port)},
+                      by="stratus placement-api")
     print(f"Placement API: http://{args.host}:{args.port}/  (database: "
           f"{common.redact(config.placement_db_url)}, workers: {workers}, "
           f"auth: {config.get('api', 'auth_strategy')})", flush=True)
@@ -237,8 +241,8 @@ def _hint(placement_url: str, api_url: str, network_url: str, physnet: str | Non
             f"  stratus port create p1 --network {physnet} --qos-policy gold",
             "  stratus server create vm2 --flavor m1.tiny --port p1 --wait",
             "  stratus port show p1      (binding:profile.allocation: the NIC it reserved)"]
-    defaults = (client.DEFAULT_API_URL, client.DEFAULT_PLACEMENT_URL,
-                client.DEFAULT_NETWORK_URL)
+    defaults = (client_base.DEFAULT_API_URL, client_base.DEFAULT_PLACEMENT_URL,
+                client_base.DEFAULT_NETWORK_URL)
     if (api, placement, network) == defaults:
         return "Try: " + "\n".join(lines)
     return (f"Try: export STRATUS_API_URL={api} STRATUS_PLACEMENT_URL={placement} "
@@ -279,9 +283,11 @@ def cmd_serve_zones(args: argparse.Namespace, config: configuration.Config) -> i
         return 130
     try:
         api = tree.api_url.removesuffix("/v2.1")
+        deployment.record(config.data_dir, {"compute": tree.api_url},
+                          by=f"stratus serve --zones (top zone {spec.top})")
 
         def announce() -> None:
-            env = "" if api == client.DEFAULT_API_URL else \
+            env = "" if api == client_base.DEFAULT_API_URL else \
                 f"export STRATUS_API_URL={api}\n"
             print(f"Compute API (top zone {spec.top}): {tree.api_url}", flush=True)
             print(f"Ready in {time.monotonic() - started:.1f}s. Try: {env}stratus server "

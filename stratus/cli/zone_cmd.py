@@ -242,7 +242,7 @@ def _zone_parsers(sub: Any) -> None:
                       help="the bus between zones ([zones] transport_url)")
     talk.add_argument("--service", default="cli",
                       help="sign as zone:ZONE/SERVICE (default cli)")
-    talk.add_argument("--timeout", type=float, default=10.0,
+    talk.add_argument("--timeout", type=common.positive_seconds, default=10.0,
                       help="seconds to wait for each answer (default 10)")
     talk.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -371,7 +371,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2, sort_keys=True))
         return 0
-    from stratus.cli.client import table
+    from stratus.cli.client_base import table
 
     table(("Zone", "State", "Hosts", "VCPU free", "MEMORY_MB free", "DISK_GB free"),
           [("  " * r["depth"] + r["zone"], r["state"], r["hosts"],
@@ -389,7 +389,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(described, indent=2, sort_keys=True))
         return 0
-    from stratus.cli.client import table
+    from stratus.cli.client_base import table
 
     table(("Field", "Value"), [
         ("name", described["name"]), ("parent", described["parent"]),
@@ -412,7 +412,7 @@ def cmd_capabilities(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(caps, indent=2, sort_keys=True))
         return 0
-    from stratus.cli.client import table
+    from stratus.cli.client_base import table
 
     table(("Resource class", "Total", "Free", "Largest free on one host"),
           [(rc, *figures) for rc, figures in sorted(caps["resources"].items())])
@@ -521,7 +521,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(entries, indent=2, sort_keys=True))
             return 0
-        from stratus.cli.client import table
+        from stratus.cli.client_base import table
 
         table(("Sender", "Key id", "Not after"),
               [(e["sender"], e["key_id"], time.strftime("%Y-%m-%d %H:%M:%S UTC",

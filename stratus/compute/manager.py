@@ -19,8 +19,11 @@ from stratus.cells import actions, services
 from stratus.compute import cell_records
 from stratus.compute.drivers import Driver, Instance
 from stratus.compute.drivers.errors import DriverError, InstanceNotFound
+from stratus.compute.lifecycle import LifecycleSteps
 from stratus.compute.moves import MoveSteps
 from stratus.compute.resource_tracker import ResourceTracker
+from stratus.compute.snapshot import SnapshotSteps
+from stratus.image.client import ImageWriter
 from stratus.metrics import events
 from stratus.network import client as nc
 from stratus.network.model import binding_allocation
@@ -36,14 +39,15 @@ class Rescheduler(Protocol):
     def reschedule(self, instance_uuid: str, failed_host: str, reason: str) -> None: ...
 
 
-class ComputeManager(MoveSteps):
+class ComputeManager(MoveSteps, SnapshotSteps, LifecycleSteps):
     def __init__(self, host: str, driver: Driver, tracker: ResourceTracker,
                  cell_engine: Engine, conductor: Rescheduler | None, *,
                  clock: Callable[[], dt.datetime] = services.utcnow,
-                 network: nc.NetworkClient | None = None) -> None:
+                 network: nc.NetworkClient | None = None,
+                 image: ImageWriter | None = None) -> None:
         self.host, self.driver, self.tracker = host, driver, tracker
         self.cell_engine, self.conductor, self.clock = cell_engine, conductor, clock
-        self.network = network
+        self.network, self.image = network, image
 
     def set_host_enabled(self, enabled: bool) -> str:
         """The disabled trait on this host's root providers, in Placement before answering.
@@ -113,7 +117,8 @@ class ComputeManager(MoveSteps):
                    mappings: dict[str, list[str]]) -> list[dict]:
         """Bind the instance's ports here, each with the provider Placement's ``mappings``
         name for its groups (``binding:profile.allocation``). All or none: a failure
-        unbinds what this call bound, and raises."""
+        unbinds what this call bound, and raises. A port that is no longer the
+        instance's by the time it is written (the server's delete freed it) is skipped."""
         if not port_ids:
             return []
         if self.network is None:
@@ -125,7 +130,10 @@ class ComputeManager(MoveSteps):
         try:
             for port in ports:
                 allocation = binding_allocation(port, mappings)
-                bound.append(self.network.bind_port(port, self.host, allocation))
+                done = self.network.bind_server_port(port, instance_uuid, self.host,
+                                                     allocation)
+                if done is not None:
+                    bound.append(done)
         except Exception:
             self.unbind_ports(bound)
             raise
@@ -149,9 +157,15 @@ class ComputeManager(MoveSteps):
         LOG.info("%s: port %s left instance %s", self.host, port_id, instance_uuid)
 
     def terminate_instance(self, instance_uuid: str) -> None:
-        try:
-            self.driver.destroy(instance_uuid)
-        except InstanceNotFound:
+        # The running copy, and one a shelve (or a move) keeps powered off here.
+        gone = 0
+        for drop in (self.driver.destroy, self.driver.confirm_migration):
+            try:
+                drop(instance_uuid)
+                gone += 1
+            except InstanceNotFound:
+                pass
+        if not gone:
             LOG.info("%s: instance %s was not on this host", self.host, instance_uuid)
         with db.write(self.cell_engine) as conn:
             cell_records.instance_deleted(conn, instance_uuid, self.clock())

@@ -57,13 +57,15 @@ class MoveSteps:
     def _bind_for_move(self, instance_uuid: str, request_spec: dict[str, Any] | None
                        ) -> list[dict]:
         """Bind the instance's ports here for a move: with the spec's mappings, or, with
-        no spec, only if none of its ports has a resource request."""
+        no spec (a caller pinned to an older ComputeRPC), those not bound here already,
+        only if none of them has a resource request."""
         if request_spec is not None:
             return self.bind_ports(instance_uuid, request_spec.get("port_ids") or [],
                                    request_spec.get("provider_mappings") or {})
         if self.network is None:
             return []
-        ports = self.network.list_ports(device_id=instance_uuid)
+        ports = [p for p in self.network.list_ports(device_id=instance_uuid)
+                 if p.get("binding:host_id") != self.host]
         for port in ports:
             if port_groups(port):
                 raise PortUpdateFailed(str(port["id"]), NO_MAPPINGS)

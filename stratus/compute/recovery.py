@@ -119,9 +119,11 @@ def reap_orphans(host: str, driver: Driver, cell_engine: Engine,
     for placed in outgoing:
         uuid = placed.instance.uuid
         row = rows.get(uuid)
+        # Kept: a move's source copy, a shelved server's, and the one a failed revert
+        # leaves its server (ERROR on this host, Nova's powered-off guest).
         left_here = row is not None and row.deleted_at is None and (any(
             r.source_compute == host for r in moving.get(uuid, ())) or (
-            row.host == host and row.vm_state == moves.SHELVED))
+            row.host == host and row.vm_state in (moves.SHELVED, "error")))
         if not left_here:
             driver.confirm_migration(uuid)
             reaped.append(uuid)

@@ -24,6 +24,14 @@ Versions:
   (evacuation's destination), shelve_instance, shelve_offload_instance,
   unshelve_instance.
 
+- 1.5: the server lifecycle on the host (casts unless said): reboot_instance,
+  stop_instance, start_instance, pause_instance, unpause_instance, suspend_instance,
+  resume_instance, rescue_instance, unrescue_instance, rebuild_in_place,
+  snapshot_instance, soft_delete_instance, restore_instance, trigger_crash_dump;
+  get_console_output and get_diagnostics (calls). Each cast finds the task state the
+  API (or the conductor) set and does nothing otherwise, so a repeated delivery is
+  harmless (:mod:`stratus.compute.lifecycle`).
+
 A compute started with ``--rpc-version 1.0`` advertises 1.0 (on the bus and, encoded by
 :func:`service_version`, in its ``services.version`` row), as a not-yet-upgraded compute
 would during a rolling upgrade; callers check before sending newer methods
@@ -38,6 +46,7 @@ from __future__ import annotations
 from stratus.bus import RPCInterface, Version, rpc_method
 from stratus.compute import errors as compute_errors
 from stratus.compute.drivers import errors as driver_errors
+from stratus.compute.drivers import guests as guest_errors
 
 TOPIC = "compute"
 BINARY = "stratus-compute"
@@ -45,6 +54,7 @@ SET_HOST_ENABLED_SINCE = "1.1"
 MOVES_SINCE = "1.2"
 INTERFACES_SINCE = PORTS_SINCE = "1.3"
 PORT_MOVES_SINCE = "1.4"
+LIFECYCLE_SINCE = "1.5"
 
 
 def service_version(rpc_version: str) -> int:
@@ -61,7 +71,7 @@ def rpc_version(service_version_number: int) -> str:
 
 class ComputeRPC(RPCInterface):
     service = "compute"
-    version = "1.4"
+    version = "1.5"
     errors = (
         driver_errors.HypervisorUnavailable,
         driver_errors.NodeNotFound,
@@ -71,6 +81,8 @@ class ComputeRPC(RPCInterface):
         driver_errors.InsufficientCapacity,
         driver_errors.SpawnFailed,
         compute_errors.PortUpdateFailed,
+        guest_errors.InvalidGuestState,
+        guest_errors.GuestActionFailed,
     )
 
     @rpc_method(since="1.0", kind="cast")
@@ -167,4 +179,79 @@ class ComputeRPC(RPCInterface):
     @rpc_method(since=INTERFACES_SINCE)
     def detach_interface(self, instance_uuid: str, port_id: str, allocations: dict) -> None:
         """``port_id`` left the instance, whose allocations are now ``allocations``."""
+        raise NotImplementedError
+
+    # ---- 1.5: the server lifecycle (stratus.compute.lifecycle, .snapshot) -------------
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def reboot_instance(self, instance_uuid: str, reboot_type: str) -> None:
+        """Reboot ("SOFT" or "HARD"): task rebooting(_hard) -> reboot_pending(_hard) ->
+        reboot_started(_hard) -> none, ACTIVE; a failure leaves it in ERROR."""
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def stop_instance(self, instance_uuid: str) -> None:
+        """Power off: task powering-off -> none, STOPPED (power state SHUTDOWN)."""
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def start_instance(self, instance_uuid: str) -> None:
+        """Power on: task powering-on -> none, ACTIVE."""
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def pause_instance(self, instance_uuid: str) -> None:
+        """Task pausing -> none, PAUSED."""
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def unpause_instance(self, instance_uuid: str) -> None:
+        """Task unpausing -> none, ACTIVE."""
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def suspend_instance(self, instance_uuid: str) -> None:
+        """Task suspending -> none, SUSPENDED."""
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def resume_instance(self, instance_uuid: str) -> None:
+        """Task resuming -> none, ACTIVE."""
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def rescue_instance(self, instance_uuid: str, rescue_image_ref: str | None = None
+                        ) -> None:
+        """Boot the rescue image (None: the server's own) with the disk attached: task
+        rescuing -> none, RESCUED."""
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def unrescue_instance(self, instance_uuid: str) -> None:
+        """Task unrescuing -> none, ACTIVE."""
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def rebuild_in_place(self, instance_uuid: str, image_ref: str | None,
+                         stopped: bool = False) -> None:
+        """Rebuild on this host from ``image_ref``: task rebuilding ->
+        rebuild_block_device_mapping -> rebuild_spawning -> none, ACTIVE (STOPPED again
+        if ``stopped``); a failure leaves it in ERROR."""
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def snapshot_instance(self, instance_uuid: str, image_id: str) -> None:
+        """Copy the disk into the queued image ``image_id``: task image_snapshot_pending ->
+        image_snapshot -> image_pending_upload -> image_uploading -> none."""
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def soft_delete_instance(self, instance_uuid: str) -> None:
+        """Power off and keep: task soft-deleting -> none, SOFT_DELETED."""
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def restore_instance(self, instance_uuid: str) -> None:
+        """Power on a soft-deleted server: task restoring -> none, ACTIVE."""
+
+    @rpc_method(since=LIFECYCLE_SINCE, kind="cast")
+    def trigger_crash_dump(self, instance_uuid: str) -> None:
+        """An NMI to the guest (its kernel dumps and halts)."""
+
+    @rpc_method(since=LIFECYCLE_SINCE)
+    def get_console_output(self, instance_uuid: str, tail_length: int | None = None) -> str:
+        """The guest's console log (its last ``tail_length`` lines)."""
+        raise NotImplementedError
+
+    @rpc_method(since=LIFECYCLE_SINCE)
+    def get_diagnostics(self, instance_uuid: str) -> dict:
+        """What the hypervisor reports of the guest."""
         raise NotImplementedError

@@ -33,6 +33,7 @@ from stratus.compute.manager import ComputeManager, Rescheduler
 from stratus.compute.recovery import finish_evacuations, reap_orphans, recover_instances
 from stratus.compute.resource_tracker import PassReport, ResourceTracker
 from stratus.compute.rpcapi import BINARY, ComputeRPC, service_version
+from stratus.image.client import ImageWriter
 from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
 from stratus.storage import engine as db
@@ -52,7 +53,8 @@ class ComputeService:
                  tracker_interval: float = 60.0, rpc_version: str = ComputeRPC.version,
                  conductor: Rescheduler | None = None,
                  clock: Callable[[], dt.datetime] = services.utcnow,
-                 network: NetworkClient | None = None) -> None:
+                 network: NetworkClient | None = None,
+                 image: ImageWriter | None = None) -> None:
         self.host, self.driver, self.bus, self.cell_engine = host, driver, bus, cell_engine
         self.report_interval, self.tracker_interval = report_interval, tracker_interval
         self.rpc_version, self.clock = rpc_version, clock
@@ -64,7 +66,7 @@ class ComputeService:
         self.tracker = ResourceTracker(host, driver, placement, cell_engine, clock=clock)
         self.manager = ComputeManager(host, driver, self.tracker, cell_engine,
                                       conductor if conductor is not None else conductor_for(bus),
-                                      clock=clock, network=network)
+                                      clock=clock, network=network, image=image)
         self.events = HypervisorEventHandler(host, cell_engine, self.tracker)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []

@@ -14,7 +14,7 @@ The source's allocations stay with the migration until the source compute is bac
 it then drops its old copy, frees them and completes the evacuation
 (``compute.recovery.finish_evacuations``), as Nova's source compute does. An
 evacuation no host can take leaves the server in ERROR on its (down) host with every
-reason, holding its old allocations, its ports bound there again.
+reason, holding its old allocations, its ports bound there again as they were.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 from stratus.bus import BusError
 from stratus.cells import actions, moves
-from stratus.conductor import port_moves, ports, records
+from stratus.conductor import leftovers, port_moves, ports, records
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.resize import Move, drop_copy_if_any, give_back, load_move, still_wanted
 from stratus.conductor.selection import select_destinations
@@ -51,6 +51,9 @@ class EvacuateTask:
     outcome: str = ""
     failures: list[str] = field(default_factory=list)
     _undo: Undo = field(default_factory=Undo)
+    # What the move touched, for a server deleted during it (leftovers.settle).
+    _hosts: set[str] = field(default_factory=set)
+    _ports_before: list[dict[str, Any]] = field(default_factory=list)
 
     def execute(self) -> None:
         move = load_move(self.ctx, self.instance_uuid, self.migration_uuid, moves.ACCEPTED)
@@ -62,11 +65,17 @@ class EvacuateTask:
             if not isinstance(exc, EvacuationFailed):
                 LOG.exception("evacuation of %s failed unexpectedly", self.instance_uuid)
             self._fail(move, str(exc) or type(exc).__name__)
+        if not leftovers.settle(self.ctx, move.cell, self.instance_uuid, self.migration_uuid,
+                                {move.migration.source_compute, *self._hosts},
+                                [str(p["id"]) for p in self._ports_before]):
+            self.outcome = "deleted during the evacuation"
 
     def _evacuate(self, move: Move) -> None:
         port_moves.heal_first(self.ctx, move.engine, move.instance)
         try:
-            spec = port_moves.move_spec(self.ctx, self.instance_uuid, self.request_spec)
+            self._ports_before = port_moves.read(self.ctx, self.instance_uuid)
+            spec = port_moves.move_spec(self.ctx, self.instance_uuid, self.request_spec,
+                                        self._ports_before)
         except Exception as exc:
             raise EvacuationFailed(f"the server's ports could not be read: {exc}") from None
         claims.move_allocations(self.ctx.placement, self.instance_uuid, self.migration_uuid,
@@ -104,10 +113,12 @@ class EvacuateTask:
             if attempt and not self._move_claim(pick):
                 continue
             with db.write(move.engine) as conn:
+                if not records.update_instance(conn, self.instance_uuid, live_only=True,
+                                               task_state=moves.REBUILD_SPAWNING):
+                    raise EvacuationFailed("the server was deleted during its evacuation")
                 moves.update(conn, self.migration_uuid, dest_compute=pick["host"],
                              dest_node=pick["nodename"])
-                records.update_instance(conn, self.instance_uuid,
-                                        task_state=moves.REBUILD_SPAWNING)
+            self._hosts.add(pick["host"])
             try:
                 with actions.step(move.engine, self.instance_uuid, actions.EVACUATE,
                                   "compute_rebuild_instance", pick["host"]):
@@ -142,10 +153,7 @@ class EvacuateTask:
         self._undo.rollback()
         source = move.migration.source_compute or ""
         try:
-            held = self.ctx.placement.get_allocations(self.instance_uuid)
-            port_moves.bind_here(self.ctx, self.instance_uuid, source,
-                                 port_moves.mappings_from(self.ctx, self.instance_uuid,
-                                                          held.get("allocations") or {}))
+            port_moves.rebind(self.ctx, self.instance_uuid, self._ports_before)
         except Exception:
             LOG.exception("evacuation of %s: its ports could not be bound to %s again",
                           self.instance_uuid, source)

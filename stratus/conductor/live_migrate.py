@@ -19,6 +19,14 @@ Neutron's multiple bindings, so the source binding is never touched until the en
 Rolled back, the server runs on its source with its old allocations and its ports as
 they were (their source bindings were never changed), ACTIVE with the reason as its
 fault; the migration says ``error``.
+
+A network service without multiple bindings (no ``binding-extended`` extension, a
+Neutron before Rocky): a server whose ports have resource requests is refused before
+anything changes, as Nova refuses it (``Migration pre-check error: Required networking
+service API extension 'binding-extended' not found``: a port's allocation can move
+only with a second binding that names its destination's provider); other servers
+move with their ports rebound to the destination at the switch (undo: to the
+source again), as Nova's live migration did before the extension.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from typing import Any
 
 from stratus.bus import BusError
 from stratus.cells import actions, moves
-from stratus.conductor import port_moves, ports, records
+from stratus.conductor import leftovers, port_moves, ports, records
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.resize import (
     Move,
@@ -43,7 +51,7 @@ from stratus.conductor.resize import (
     still_wanted,
 )
 from stratus.conductor.selection import select_destinations
-from stratus.network.model import MappingMissing, binding_allocation
+from stratus.network.model import MappingMissing, binding_allocation, port_groups
 from stratus.scheduler import claims
 from stratus.scheduler.errors import NoValidHost
 from stratus.storage import engine as db
@@ -66,6 +74,10 @@ class LiveMigrationTask:
     outcome: str = ""
     failures: list[str] = field(default_factory=list)
     _undo: Undo = field(default_factory=Undo)
+    _extended: bool = True          # the network service offers multiple bindings
+    # What the move touched, for a server deleted during it (leftovers.settle).
+    _hosts: set[str] = field(default_factory=set)
+    _port_ids: list[str] = field(default_factory=list)
 
     def execute(self) -> None:
         move = load_move(self.ctx, self.instance_uuid, self.migration_uuid, moves.ACCEPTED)
@@ -77,15 +89,24 @@ class LiveMigrationTask:
             if not isinstance(exc, LiveMigrationFailed):
                 LOG.exception("live migration of %s failed unexpectedly", self.instance_uuid)
             self._roll_back(move, str(exc) or type(exc).__name__)
+        if not leftovers.settle(self.ctx, move.cell, self.instance_uuid, self.migration_uuid,
+                                self._hosts, self._port_ids):
+            self.outcome = "deleted during the live migration"
 
     def _migrate(self, move: Move) -> None:
         source = move.migration.source_compute or ""
-        port_moves.heal_first(self.ctx, move.engine, move.instance)
+        self._hosts.add(source)
         try:
-            spec = port_moves.move_spec(self.ctx, self.instance_uuid, self.request_spec)
+            found = port_moves.read(self.ctx, self.instance_uuid)
+            self._port_ids = [str(p["id"]) for p in found]
+            self._extended = not found or port_moves.bindings_extended(self.ctx)
         except Exception as exc:
             raise LiveMigrationFailed(f"the server's ports could not be read: {exc}") \
                 from None
+        if not self._extended:
+            self._check_without_bindings(found)
+        port_moves.heal_first(self.ctx, move.engine, move.instance)
+        spec = port_moves.move_spec(self.ctx, self.instance_uuid, self.request_spec, found)
         claims.move_allocations(self.ctx.placement, self.instance_uuid, self.migration_uuid,
                                 target_type="MIGRATION", retries=self.ctx.claim_retries)
         self._undo.push("give the source allocations back", lambda: give_back(
@@ -111,14 +132,29 @@ class LiveMigrationTask:
         self._switch_bindings(spec, source, dest)
         with db.write(move.engine) as conn:
             # The point of no return: from post-migrating a recovery finishes the move.
-            committed = moves.update(conn, self.migration_uuid, expect=moves.RUNNING,
-                                     status=moves.POST_MIGRATING)
-        if not committed:
-            raise LiveMigrationFailed("the migration was taken over during the move")
+            committed = records.update_instance(conn, self.instance_uuid, live_only=True) \
+                and moves.update(conn, self.migration_uuid, expect=moves.RUNNING,
+                                 status=moves.POST_MIGRATING)
+            if not committed:
+                raise LiveMigrationFailed("the server was deleted, or the migration taken "
+                                          "over, during the move")
         self._undo.forget()
         self.outcome = f"live-migrated to {dest}"
         finish(self.ctx, move, self.migration_uuid, source, dest, pick["node"],
                spec.get("port_ids") or [])
+
+    def _check_without_bindings(self, found: list[dict[str, Any]]) -> None:
+        """No multiple bindings: refused before anything changes if a port has a resource
+        request (its allocation could not follow it); a pre-check error, as Nova's."""
+        asking = [str(p["id"]) for p in found if port_groups(p)]
+        if asking:
+            raise LiveMigrationFailed(
+                "Migration pre-check error: Required networking service API extension "
+                f"'{port_moves.BINDING_EXTENDED}' not found: port(s) {', '.join(asking)} "
+                "have resource requests, and their allocations can move only with a "
+                "second, inactive port binding on the destination (Neutron's multiple "
+                "port bindings). Enable it in the network service (Stratus: [network] "
+                "binding_extended = true), or cold-migrate the server.")
 
     def _prepare_somewhere(self, move: Move, spec: dict[str, Any],
                            picks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -131,11 +167,13 @@ class LiveMigrationTask:
                 continue
             dest = pick["host"]
             self._set(move, moves.PREPARING, pick)
+            self._hosts.add(dest)
             step = Undo()
             try:
                 with actions.step(move.engine, self.instance_uuid, actions.LIVE_MIGRATION,
                                   "compute_pre_live_migration", dest):
-                    self._bind_inactive(ports.with_selection(spec, pick), dest, step)
+                    if self._extended:
+                        self._bind_inactive(ports.with_selection(spec, pick), dest, step)
                     node = compute.prepare(server=dest).call(
                         "pre_live_migration", instance=dict(body, node=pick["nodename"]),
                         allocations=pick["allocation_request"]["allocations"])
@@ -174,8 +212,18 @@ class LiveMigrationTask:
                       partial(network.delete_binding, str(port["id"]), dest))
 
     def _switch_bindings(self, spec: dict[str, Any], source: str, dest: str) -> None:
-        """The destination bindings become the active ones (undo: the source's again)."""
+        """The destination bindings become the active ones (undo: the source's again);
+        without multiple bindings, the ports are bound to the destination (undo: to the
+        source, as they were)."""
         network = self.ctx.network
+        if not self._extended:
+            before = port_moves.read(self.ctx, self.instance_uuid)
+            self._undo.push(f"ports bound to {source} again",
+                            partial(port_moves.rebind, self.ctx, self.instance_uuid, before))
+            for port in before:
+                assert network is not None
+                network.bind_server_port(port, self.instance_uuid, dest, None)
+            return
         for port_id in spec.get("port_ids") or []:
             assert network is not None
             network.activate_binding(port_id, dest)
@@ -194,10 +242,14 @@ class LiveMigrationTask:
         return outcome.ok
 
     def _set(self, move: Move, status: str, dest: dict[str, Any] | None = None) -> None:
+        """The next step in the records; LiveMigrationFailed (nothing written) once the
+        server's delete has started."""
         values: dict[str, Any] = {"status": status}
         if dest is not None:
             values.update(dest_compute=dest["host"], dest_node=dest["nodename"])
         with db.write(move.engine) as conn:
+            if not records.update_instance(conn, self.instance_uuid, live_only=True):
+                raise LiveMigrationFailed("the server was deleted during its live migration")
             moves.update(conn, self.migration_uuid, **values)
 
     def _roll_back(self, move: Move, reason: str) -> None:

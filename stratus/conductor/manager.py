@@ -14,7 +14,7 @@ from stratus.cells import actions, mappings, services
 from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
 from stratus.compute.rpcapi import BINARY, rpc_version
-from stratus.conductor import resize, shelve
+from stratus.conductor import rebuild, resize, shelve
 from stratus.conductor.action_events import judge, task_step
 from stratus.conductor.build import BuildTask, ConductorContext, RescheduleTask
 from stratus.conductor.evacuate import EvacuateTask
@@ -158,3 +158,12 @@ class ConductorManager:
             outcome = shelve.unshelve(self.ctx, instance_uuid, request_spec)
             judge(step, outcome)
         LOG.info("unshelve of %s: %s", instance_uuid, outcome)
+
+    def rebuild_server(self, instance_uuid: str, image_ref: str | None,
+                       orig_image_ref: str | None, request_spec: dict[str, Any] | None,
+                       stopped: bool = False) -> None:
+        with task_step(self.ctx, instance_uuid, "rebuild", "conductor_rebuild_server") as step:
+            outcome = rebuild.rebuild(self.ctx, instance_uuid, image_ref, orig_image_ref,
+                                      request_spec, stopped)
+            judge(step, outcome)
+        LOG.info("rebuild of %s: %s", instance_uuid, outcome)

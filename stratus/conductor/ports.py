@@ -32,8 +32,11 @@ LOG = logging.getLogger(__name__)
 
 def make_boot_ports(network: nc.NetworkClient | None, api_engine: Engine,
                     instance: Mapping[str, Any], spec: Mapping[str, Any]) -> list[str]:
-    """A port on each network the boot asked for, made once (a repeated build finds the
-    ones already made); the ids made now."""
+    """A port on each network the boot asked for, made once: a repeated build (delivered
+    again after its conductor died, or recovered) finds the ones already recorded, and
+    adopts a port the network service made for this server that no record names yet (a
+    conductor that died between the two, or a create whose answer was lost); the ids
+    made now."""
     requested = spec.get("requested_networks") or []
     if not requested:
         return []
@@ -42,22 +45,56 @@ def make_boot_ports(network: nc.NetworkClient | None, api_engine: Engine,
                                     "this conductor has no network service configured")
     uuid = str(instance["uuid"])
     with db.read(api_engine) as conn:
-        done = {p.position for p in port_store.of(conn, [uuid])[uuid]}
+        recorded = port_store.of(conn, [uuid])[uuid]
+    done = {p.position for p in recorded}
+    if all(position in done for position in range(len(requested))):
+        return []
+    known = {p.port_id for p in recorded}
+    strays = [p for p in network.list_ports(device_id=uuid) if p["id"] not in known]
     made = []
     owner = f"compute:{spec.get('availability_zone') or 'nova'}"
     for position, entry in enumerate(requested):
         if position in done:
             continue
-        attributes: dict[str, Any] = {"network_id": entry["network_id"], "device_id": uuid,
-                                      "device_owner": owner,
-                                      "project_id": instance["project_id"]}
-        if entry.get("fixed_ip"):
-            attributes["fixed_ips"] = [{"ip_address": entry["fixed_ip"]}]
-        port = network.create_port(**attributes)
+        port = _stray_on(strays, entry["network_id"])
+        if port is None:
+            attributes: dict[str, Any] = {"network_id": entry["network_id"], "device_id": uuid,
+                                          "device_owner": owner,
+                                          "project_id": instance["project_id"]}
+            if entry.get("fixed_ip"):
+                attributes["fixed_ips"] = [{"ip_address": entry["fixed_ip"]}]
+            port = _create_once(network, attributes, known)
+        known.add(str(port["id"]))
         with db.write(api_engine) as conn:
             port_store.add(conn, uuid, port["id"], preserve=False, position=position)
         made.append(str(port["id"]))
     return made
+
+
+def _stray_on(strays: list[dict[str, Any]], network_id: str) -> dict[str, Any] | None:
+    """Take the first unrecorded port of this server on ``network_id``, if there is one."""
+    for i, port in enumerate(strays):
+        if port.get("network_id") == network_id:
+            return strays.pop(i)
+    return None
+
+
+def _create_once(network: nc.NetworkClient, attributes: Mapping[str, Any],
+                 known: set[str]) -> dict[str, Any]:
+    """Create a port; if the request may have been done though its answer was lost, look
+    for it (a port of this server on that network no record names) before creating
+    another."""
+    try:
+        return network.create_port(**attributes)
+    except nc.NetworkUnavailable as exc:
+        if not exc.sent:
+            raise
+        LOG.warning("creating a port for %s: %s; looking for it before trying again",
+                    attributes["device_id"], exc)
+    found = [p for p in network.list_ports(device_id=str(attributes["device_id"]),
+                                           network_id=str(attributes["network_id"]))
+             if p["id"] not in known]
+    return found[0] if found else network.create_port(**attributes)
 
 
 def read_ports(network: nc.NetworkClient | None, api_engine: Engine,

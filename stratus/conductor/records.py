@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stratus.api import schema as api
+from stratus.cells import instance_meta, moves
 from stratus.cells import schema as cs
 from stratus.cells.mappings import CellMapping, get_cell
 from stratus.scheduler.request import persistable
@@ -160,27 +161,54 @@ def flavor_text(flavor: dict[str, Any]) -> str:
     return json.dumps(flavor, sort_keys=True)
 
 
+# What a boot asked for that the instance row keeps as it is (the API's build request
+# has the same keys; ``metadata`` and ``tags`` have tables of their own).
+_REQUESTED_COLUMNS = ("description", "access_ip_v4", "access_ip_v6", "reservation_id",
+                      "launch_index", "hostname", "user_data", "config_drive")
+
+
 def create_instance(conn: Connection, instance: dict[str, Any], flavor: dict[str, Any], *,
                     host: str | None, node: str | None, availability_zone: str | None,
                     vm_state: str, task_state: str | None, fault: str | None = None) -> None:
     now = utcnow()
+    system_metadata = instance.get("system_metadata")
     conn.execute(sa.insert(cs.instances).values(
         uuid=instance["uuid"], name=instance.get("name") or f"instance-{instance['uuid'][:8]}",
         project_id=instance["project_id"], user_id=instance["user_id"], host=host, node=node,
         availability_zone=availability_zone, flavor=flavor_text(flavor),
         vm_state=vm_state, task_state=task_state, fault=fault, created_at=now,
-        image_ref=instance.get("image_ref"), key_name=instance.get("key_name")))
+        image_ref=instance.get("image_ref"), key_name=instance.get("key_name"),
+        system_metadata=json.dumps(system_metadata, sort_keys=True)
+        if system_metadata else None,
+        **{k: instance.get(k) for k in _REQUESTED_COLUMNS}))
+    if instance.get("metadata"):
+        instance_meta.update_metadata(conn, instance["uuid"], instance["metadata"])
+    if instance.get("tags"):
+        instance_meta.add_tags(conn, instance["uuid"], instance["tags"])
 
 
 def update_instance(conn: Connection, instance_uuid: str, *, live_only: bool = False,
                     **values: Any) -> bool:
-    """Write ``values``; with ``live_only``, only if the instance is not deleted. True if
-    a row was written."""
+    """Write ``values``; with ``live_only``, only if the instance is neither deleted nor
+    being deleted (the API's delete marked it first: its record is the delete's now).
+    True if a row was written."""
     values.setdefault("updated_at", utcnow())
     query = sa.update(cs.instances).where(cs.instances.c.uuid == instance_uuid)
     if live_only:
-        query = query.where(cs.instances.c.deleted_at.is_(None))
+        query = query.where(*_live(cs.instances))
     return bool(conn.execute(query.values(**values)).rowcount)
+
+
+def _live(t: sa.Table) -> tuple[sa.ColumnElement[bool], ...]:
+    return (t.c.deleted_at.is_(None),
+            sa.or_(t.c.task_state.is_(None), t.c.task_state != moves.DELETING))
+
+
+def is_live(conn: Connection, instance_uuid: str) -> bool:
+    """Whether the cell still has the instance, neither deleted nor being deleted."""
+    t = cs.instances
+    return conn.execute(sa.select(t.c.id).where(t.c.uuid == instance_uuid, *_live(t))
+                        ).first() is not None
 
 
 def stuck_building(conn: Connection, before: dt.datetime) -> list[dict[str, Any]]:
@@ -212,6 +240,7 @@ def lease_instance(conn: Connection, instance_uuid: str, now: dt.datetime,
 
 def delete_instance(conn: Connection, instance_uuid: str) -> None:
     conn.execute(sa.delete(cs.instances).where(cs.instances.c.uuid == instance_uuid))
+    instance_meta.forget(conn, instance_uuid)
 
 
 def get_instance(conn: Connection, instance_uuid: str) -> dict[str, Any] | None:

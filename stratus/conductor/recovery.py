@@ -30,6 +30,7 @@ import datetime as dt
 import logging
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -37,7 +38,7 @@ from stratus.cells import actions, moves
 from stratus.cells import schema as cs
 from stratus.cells.mappings import CellMapping, list_cells
 from stratus.cells.services import utcnow
-from stratus.conductor import port_moves, records, shelve
+from stratus.conductor import leftovers, port_moves, records, shelve
 from stratus.conductor import ports as conductor_ports
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.live_migrate import finish as live_finish
@@ -113,12 +114,19 @@ def _recover_live(ctx: ConductorContext, cell: CellMapping, m: moves.Migration) 
         if move is None:
             return "ignored"
         live_finish(ctx, move, m.uuid, source, dest, m.dest_node, ports)
+        _settle(ctx, cell, m, ports)
         return "live migration finished on " + dest
     if not _taken(ctx, cell, m, moves.ERROR):
         return "taken over by someone else"
     compute = ctx.compute(cell)
     network = ctx.network
-    for port_id in ports:   # the source's bindings active again, the destination's gone
+    if ports and not port_moves.bindings_extended(ctx):   # bound to one host at a time
+        _best_effort(lambda: port_moves.bind_back(ctx, m.instance_uuid, source),
+                     f"bind the ports to {source} again")
+        ports_left: list[str] = []
+    else:
+        ports_left = ports
+    for port_id in ports_left:   # the source's bindings active again, the destination's gone
         assert network is not None
         _best_effort(partial(network.activate_binding, port_id, source),
                      f"make port {port_id}'s source binding active")
@@ -142,6 +150,7 @@ def _recover_live(ctx: ConductorContext, cell: CellMapping, m: moves.Migration) 
                                           "stopped); rolled back")
             actions.interrupted(conn, m.instance_uuid, actions.LIVE_MIGRATION,
                                 "interrupted (its conductor stopped); rolled back")
+    _settle(ctx, cell, m, ports)
     return "rolled back to " + source
 
 
@@ -149,6 +158,7 @@ def _roll_back_evacuation(ctx: ConductorContext, cell: CellMapping,
                           m: moves.Migration) -> str:
     if not _taken(ctx, cell, m, moves.ERROR):
         return "taken over by someone else"
+    ports = _port_ids(ctx, m.instance_uuid)
     source, dest = m.source_compute or "", m.dest_compute
     if dest:
         compute = ctx.compute(cell)
@@ -157,11 +167,8 @@ def _roll_back_evacuation(ctx: ConductorContext, cell: CellMapping,
     alive = still_wanted(ctx, m.instance_uuid)
     give_back(ctx, m.instance_uuid, m.uuid, alive, only_if_held=True)
     if alive:
-        held = ctx.placement.get_allocations(m.instance_uuid).get("allocations") or {}
-        _best_effort(lambda: port_moves.bind_here(
-            ctx, m.instance_uuid, source,
-            port_moves.mappings_from(ctx, m.instance_uuid, held)),
-            f"bind the ports to {source} again")
+        _best_effort(lambda: port_moves.bind_back(ctx, m.instance_uuid, source),
+                     f"bind the ports to {source} again")
         with db.write(ctx.engines.get(cell)) as conn:
             records.update_instance(conn, m.instance_uuid, live_only=True,
                                     vm_state=records.ERROR, task_state=None, host=source,
@@ -170,6 +177,7 @@ def _roll_back_evacuation(ctx: ConductorContext, cell: CellMapping,
                                           "evacuate it again")
             actions.interrupted(conn, m.instance_uuid, actions.EVACUATE,
                                 "interrupted (its conductor stopped); evacuate it again")
+    _settle(ctx, cell, m, ports)
     return "given up: the server stays on " + source
 
 
@@ -204,6 +212,7 @@ def _roll_back(ctx: ConductorContext, cell: CellMapping, m: moves.Migration) -> 
     with db.write(engine) as conn:
         if not moves.update(conn, m.uuid, expect=m.status, status=moves.ERROR):
             return "taken over by someone else"
+    ports = _port_ids(ctx, m.instance_uuid)
     compute = ctx.compute(cell)
     # The destination's copy goes; on the source host itself only once the source copy
     # was surely powered off (post-migrating), or the server itself would go.
@@ -217,10 +226,8 @@ def _roll_back(ctx: ConductorContext, cell: CellMapping, m: moves.Migration) -> 
     give_back(ctx, m.instance_uuid, m.uuid, alive, only_if_held=True)
     if m.source_compute:
         source = m.source_compute
-        _best_effort(lambda: restore_source(
-            compute, source, m.instance_uuid, alive,
-            source_spec(ctx, m.instance_uuid, m.instance_uuid) if alive else None),
-            f"restore the copy on {source}")
+        _best_effort(lambda: _restore(ctx, compute, source, m.instance_uuid, alive),
+                     f"restore the copy on {source}")
     if alive:
         with db.write(engine) as conn:
             records.update_instance(conn, m.instance_uuid, live_only=True, vm_state=records.ACTIVE,
@@ -231,7 +238,33 @@ def _roll_back(ctx: ConductorContext, cell: CellMapping, m: moves.Migration) -> 
                                           "rolled back")
             actions.interrupted(conn, m.instance_uuid, actions.RESIZES,
                                 "interrupted (its conductor stopped); rolled back")
+    _settle(ctx, cell, m, ports)
     return "rolled back to " + (m.source_compute or "?")
+
+
+def _restore(ctx: ConductorContext, compute: Any, source: str, instance_uuid: str,
+             alive: bool) -> None:
+    """The source copy runs again, its ports bound there with the providers of what the
+    server holds there (as a revert works them out; without, when that cannot be done:
+    the audit then says ``port-unplaced``)."""
+    if not alive:
+        restore_source(compute, source, instance_uuid, False)
+        return
+    try:
+        spec = source_spec(ctx, instance_uuid, instance_uuid)
+    except port_moves.PortsUnmapped:
+        port_moves.bind_back(ctx, instance_uuid, source)
+        spec = {"port_ids": []}
+    restore_source(compute, source, instance_uuid, True, spec)
+
+
+def _settle(ctx: ConductorContext, cell: CellMapping, m: moves.Migration,
+            port_ids: list[str]) -> None:
+    """A server deleted while its move was being recovered: what the recovery made goes
+    (stratus.conductor.leftovers)."""
+    _best_effort(lambda: leftovers.settle(ctx, cell, m.instance_uuid, m.uuid,
+                                          (m.source_compute, m.dest_compute), port_ids),
+                 "clear after a deleted server")
 
 
 def _best_effort(step: Callable[[], object], what: str) -> None:

@@ -34,7 +34,7 @@ from sqlalchemy.engine import Engine
 from stratus.bus import BusError
 from stratus.cells import actions, moves
 from stratus.cells.mappings import CellMapping
-from stratus.conductor import port_moves, ports, records
+from stratus.conductor import leftovers, port_moves, ports, records
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.selection import select_destinations
 from stratus.scheduler import claims
@@ -127,7 +127,8 @@ def restore_source(compute: Any, source: str, instance_uuid: str, wanted: bool,
 
 def source_spec(ctx: ConductorContext, instance_uuid: str, consumer: str) -> dict[str, Any]:
     """The saved spec, with mappings that serve the server's ports from what ``consumer``
-    holds at the source (for binding them there again)."""
+    holds at the source (for binding them there again); PortsUnmapped if they cannot
+    be worked out."""
     with db.read(ctx.api_engine) as conn:
         loaded = records.load_request_spec(conn, instance_uuid)
     spec = loaded[0] if loaded else {}
@@ -135,20 +136,19 @@ def source_spec(ctx: ConductorContext, instance_uuid: str, consumer: str) -> dic
 
 
 def still_wanted(ctx: ConductorContext, instance_uuid: str) -> bool:
-    """Whether the server still exists for its user (its API record)."""
-    with db.write(ctx.api_engine) as conn:
-        return records.still_wanted(conn, instance_uuid)
+    """Whether the server still exists for its user (not deleted, not being deleted)."""
+    return leftovers.still_wanted(ctx, instance_uuid)
 
 
 def _save_spec_flavor(ctx: ConductorContext, instance_uuid: str,
                       flavor: dict[str, Any]) -> None:
-    """The request spec follows the server's flavor (a later move asks for what it has)."""
+    """The request spec follows the server's flavor (a later move asks for what it has).
+    The build's bookkeeping (its last claim, for a build recovery) is long over and
+    goes."""
     with db.write(ctx.api_engine) as conn:
         loaded = records.load_request_spec(conn, instance_uuid)
         if loaded is not None:
-            spec, build = loaded
-            records.save_request_spec(conn, instance_uuid, dict(spec, flavor=flavor),
-                                      build or None)
+            records.save_request_spec(conn, instance_uuid, dict(loaded[0], flavor=flavor))
 
 
 @dataclass
@@ -160,6 +160,9 @@ class ResizeTask:
     outcome: str = ""              # "resized to HOST" or "error: ..."
     failures: list[str] = field(default_factory=list)
     _undo: Undo = field(default_factory=Undo)
+    # What the move touched, for a server deleted during it (leftovers.settle).
+    _hosts: set[str] = field(default_factory=set)
+    _ports_before: list[dict[str, Any]] = field(default_factory=list)
 
     def execute(self) -> None:
         move = load_move(self.ctx, self.instance_uuid, self.migration_uuid, moves.PRE_MIGRATING)
@@ -171,15 +174,20 @@ class ResizeTask:
             if not isinstance(exc, ResizeFailed):
                 LOG.exception("resize of %s failed unexpectedly", self.instance_uuid)
             self._roll_back(move, str(exc) or type(exc).__name__)
+        if not leftovers.settle(self.ctx, move.cell, self.instance_uuid, self.migration_uuid,
+                                self._hosts, [str(p["id"]) for p in self._ports_before]):
+            self.outcome = "deleted during the resize"
 
     def _resize(self, move: Move) -> None:
         source = move.migration.source_compute
         if not source:
             raise ResizeFailed("the server has no host to resize from")
+        self._hosts.add(source)
         port_moves.heal_first(self.ctx, move.engine, move.instance)
         try:
+            self._ports_before = port_moves.read(self.ctx, self.instance_uuid)
             self.request_spec = port_moves.move_spec(self.ctx, self.instance_uuid,
-                                                     self.request_spec)
+                                                     self.request_spec, self._ports_before)
         except Exception as exc:
             raise ResizeFailed(f"the server's ports could not be read: {exc}") from None
         self._hold_source_allocations()
@@ -192,10 +200,7 @@ class ResizeTask:
         self._set(move, moves.MIGRATING, moves.RESIZE_MIGRATING, dest=picks[0])
         # Pushed before the call: a call that timed out may still have powered it off.
         self._undo.push(f"start {self.instance_uuid} again on {source}",
-                        lambda: restore_source(
-                            compute, source, self.instance_uuid,
-                            still_wanted(self.ctx, self.instance_uuid),
-                            source_spec(self.ctx, self.instance_uuid, self.migration_uuid)))
+                        lambda: self._restore(compute, source))
         with actions.step(move.engine, self.instance_uuid, actions.RESIZES,
                           "compute_resize_instance", source):
             compute.prepare(server=source).call("resize_instance",
@@ -225,6 +230,13 @@ class ResizeTask:
         except Exception:   # the resize stands; a later move would ask for the old flavor
             LOG.exception("resize of %s: request spec not updated", self.instance_uuid)
 
+    def _restore(self, compute: Any, source: str) -> None:
+        """Undo: the source copy runs again, its ports bound there as they were."""
+        wanted = still_wanted(self.ctx, self.instance_uuid)
+        if wanted:
+            port_moves.rebind(self.ctx, self.instance_uuid, self._ports_before)
+        restore_source(compute, source, self.instance_uuid, wanted, {"port_ids": []})
+
     def _hold_source_allocations(self) -> None:
         """The source's allocations move to the migration record, so the instance's consumer
         is free for the destination's claim and a revert has its source held."""
@@ -247,6 +259,7 @@ class ResizeTask:
                     self.failures.append(f"{pick['host']}: claim refused: {refused}")
                     continue
                 self._set(move, None, moves.RESIZE_MIGRATED, dest=pick)
+            self._hosts.add(pick["host"])
             try:
                 with actions.step(move.engine, self.instance_uuid, actions.RESIZES,
                                   "compute_finish_resize", pick["host"]):
@@ -284,22 +297,27 @@ class ResizeTask:
 
     def _set(self, move: Move, status: str | None, task_state: str,
              dest: dict[str, Any] | None = None) -> None:
+        """The next step in the records; ResizeFailed (nothing written) once the server's
+        delete has started."""
         values: dict[str, Any] = {}
         if status is not None:
             values["status"] = status
         if dest is not None:
             values.update(dest_compute=dest["host"], dest_node=dest["nodename"])
         with db.write(move.engine) as conn:
+            if not records.update_instance(conn, self.instance_uuid, live_only=True,
+                                           task_state=task_state):
+                raise ResizeFailed("the server was deleted during its resize")
             if values:
                 moves.update(conn, self.migration_uuid, **values)
-            records.update_instance(conn, self.instance_uuid, task_state=task_state)
 
     def _roll_back(self, move: Move, reason: str) -> None:
         self._undo.rollback()
         with db.write(move.engine) as conn:
             moves.update(conn, self.migration_uuid, status=moves.ERROR)
-            records.update_instance(conn, self.instance_uuid, vm_state=records.ACTIVE,
-                                    task_state=None, fault=f"Resize failed: {reason}")
+            records.update_instance(conn, self.instance_uuid, live_only=True,
+                                    vm_state=records.ACTIVE, task_state=None,
+                                    fault=f"Resize failed: {reason}")
         self.outcome = f"error: {reason}"
         LOG.warning("resize of %s rolled back: %s", self.instance_uuid, reason)
 
@@ -344,7 +362,9 @@ def revert_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str
 
     Until the destination has dropped its copy nothing has changed, so a destination
     that cannot leaves the server in VERIFY_RESIZE (try again later). After that, a
-    failure leaves the server in ERROR on its source with records that match Placement.
+    failure leaves the server in ERROR on its source with records that match Placement;
+    so does a port whose provider at the source cannot be worked out from the
+    allocation given back (it is left unbound rather than bound without one).
     """
     move = load_move(ctx, instance_uuid, migration_uuid, moves.REVERTING)
     if move is None:
@@ -363,6 +383,18 @@ def revert_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str
         except Exception as exc:
             return _abandon(move, "revert",
                             f"the destination {dest} did not drop the resized copy: {exc}")
+    port_ids = [str(p["id"]) for p in port_moves.read(ctx, instance_uuid)]
+    outcome = _revert_at_source(ctx, move, compute)
+    if not leftovers.settle(ctx, move.cell, instance_uuid, migration_uuid, (source, dest),
+                            port_ids):
+        return "deleted during the revert"
+    return outcome
+
+
+def _revert_at_source(ctx: ConductorContext, move: Move, compute: Any) -> str:
+    migration = move.migration
+    instance_uuid, migration_uuid = migration.instance_uuid, migration.uuid
+    source = migration.source_compute or ""
     try:
         # (The migration holds nothing when a revert runs again after its conductor
         # stopped past this step.)
@@ -370,19 +402,14 @@ def revert_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str
                                 source_type="MIGRATION", retries=ctx.claim_retries,
                                 only_if_held=True)
         if not still_wanted(ctx, instance_uuid):   # deleted meanwhile: nothing to start
-            compute.prepare(server=source).call("confirm_resize", instance_uuid=instance_uuid)
             return "deleted during the revert"
-        restore_source(compute, source or "", instance_uuid, True,
+        restore_source(compute, source, instance_uuid, True,
                        source_spec(ctx, instance_uuid, instance_uuid))
+    except port_moves.PortsUnmapped as exc:
+        return _unmapped(ctx, move, str(exc))
     except Exception as exc:   # Placement or the source: the server needs an operator
         LOG.exception("revert of %s failed", instance_uuid)
-        with db.write(move.engine) as conn:
-            moves.update(conn, migration_uuid, status=moves.ERROR)
-            records.update_instance(conn, instance_uuid, host=source,
-                                    node=migration.source_node,
-                                    flavor=records.flavor_text(migration.old_flavor),
-                                    vm_state=records.ERROR, task_state=None,
-                                    fault=f"Revert of the resize failed: {exc}")
+        _revert_failed(move, f"Revert of the resize failed: {exc}")
         return f"error: {exc}"
     with db.write(move.engine) as conn:
         reverted = moves.update(conn, migration_uuid, expect=moves.REVERTING,
@@ -391,8 +418,41 @@ def revert_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: str
                                     node=migration.source_node,
                                     flavor=records.flavor_text(migration.old_flavor),
                                     vm_state=records.ACTIVE, task_state=None, power_state=RUNNING)
-    if not reverted:   # deleted while the source was starting it again
-        compute.prepare(server=source).call("terminate_instance", instance_uuid=instance_uuid)
+    if not reverted:   # deleted while the source was starting it again: settle clears it
         return "deleted during the revert"
     _save_spec_flavor(ctx, instance_uuid, migration.old_flavor)
     return "reverted"
+
+
+def _unmapped(ctx: ConductorContext, move: Move, why: str) -> str:
+    """The ports' providers at the source cannot be worked out: the records and
+    allocations as Nova leaves them (the migration ``error``, the server in ERROR on its
+    source with its old flavor, holding what it held there; the source copy kept,
+    powered off), its ports unbound from the destination, whose copy is gone."""
+    migration = move.migration
+    instance_uuid = migration.instance_uuid
+    network = ctx.network
+    unbound = []
+    for port in port_moves.read(ctx, instance_uuid):
+        if port.get("binding:host_id") and network is not None:
+            network.unbind_server_port(str(port["id"]), instance_uuid)
+            unbound.append(str(port["id"]))
+    fault = (f"Revert of the resize failed: which provider serves the server's ports at "
+             f"the source cannot be worked out ({why}). The server is in ERROR on "
+             f"{migration.source_compute} with its old flavor and what it holds there"
+             + (f"; port(s) {', '.join(unbound)} are unbound" if unbound else "")
+             + ". Delete the server, or record each port's provider in its binding "
+             "(binding:profile allocation) before using it again.")
+    LOG.warning("revert of %s: %s", instance_uuid, fault)
+    _revert_failed(move, fault)
+    return f"error: {fault}"
+
+
+def _revert_failed(move: Move, fault: str) -> None:
+    migration = move.migration
+    with db.write(move.engine) as conn:
+        moves.update(conn, migration.uuid, status=moves.ERROR)
+        records.update_instance(conn, migration.instance_uuid, live_only=True,
+                                host=migration.source_compute, node=migration.source_node,
+                                flavor=records.flavor_text(migration.old_flavor),
+                                vm_state=records.ERROR, task_state=None, fault=fault)

@@ -3,7 +3,7 @@
 Versions: 1.0 build_instances, reschedule; 1.1 resize_instance, confirm_resize,
 revert_resize (the API records the migration first and casts these); 1.2
 live_migrate_instance, evacuate_instance, shelve_instance, shelve_offload_instance,
-unshelve_instance.
+unshelve_instance; 1.3 rebuild_server (a rebuild in place).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from stratus.bus import RPCInterface, rpc_method
 
 class ConductorRPC(RPCInterface):
     service = "conductor"
-    version = "1.2"
+    version = "1.3"
 
     @rpc_method(since="1.0", kind="cast")
     def build_instances(self, instances: list[dict[str, Any]],
@@ -79,4 +79,12 @@ class ConductorRPC(RPCInterface):
     @rpc_method(since="1.2", kind="cast")
     def unshelve_instance(self, instance_uuid: str, request_spec: dict[str, Any]) -> None:
         """Run a shelved server again (an offloaded one: scheduled like a boot)."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.3", kind="cast")
+    def rebuild_server(self, instance_uuid: str, image_ref: str | None,
+                       orig_image_ref: str | None, request_spec: dict[str, Any] | None,
+                       stopped: bool = False) -> None:
+        """Rebuild the server where it is (task ``rebuilding``): with a new image its host
+        is checked first (no claim); ERROR with the reason if it cannot run it."""
         raise NotImplementedError

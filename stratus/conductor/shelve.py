@@ -19,7 +19,7 @@ from typing import Any
 from stratus.bus import BusError
 from stratus.cells import moves
 from stratus.cells.mappings import CellMapping
-from stratus.conductor import port_moves, ports, records
+from stratus.conductor import leftovers, port_moves, ports, records
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.resize import drop_copy_if_any
 from stratus.conductor.selection import select_destinations
@@ -103,11 +103,19 @@ def unshelve(ctx: ConductorContext, uuid: str, spec: dict[str, Any]) -> str:
         _set(ctx, cell, uuid, vm_state=records.ACTIVE, task_state=None, power_state=RUNNING,
              fault=None)
         return f"running again on {row['host']}"
-    return _unshelve_offloaded(ctx, cell, row, spec)
+    hosts: set[str] = set()
+    try:
+        port_ids = [str(p["id"]) for p in port_moves.read(ctx, uuid)]
+    except Exception as exc:
+        return _stay_offloaded(ctx, cell, uuid, f"its ports could not be read: {exc}")
+    outcome = _unshelve_offloaded(ctx, cell, row, spec, hosts)
+    if not leftovers.settle(ctx, cell, uuid, None, hosts, port_ids):
+        return "deleted during its unshelve"
+    return outcome
 
 
 def _unshelve_offloaded(ctx: ConductorContext, cell: CellMapping, row: dict[str, Any],
-                        spec: dict[str, Any]) -> str:
+                        spec: dict[str, Any], hosts: set[str]) -> str:
     uuid = row["uuid"]
     failures: list[str] = []
     try:
@@ -117,6 +125,7 @@ def _unshelve_offloaded(ctx: ConductorContext, cell: CellMapping, row: dict[str,
         return _stay_offloaded(ctx, cell, uuid, f"No valid host to unshelve on: {exc}")
     compute = ctx.compute(cell)
     for attempt, pick in enumerate(picks[:ctx.max_attempts]):
+        hosts.add(pick["host"])
         if attempt:
             held = ctx.placement.get_allocations(uuid)
             outcome = claims.claim(ctx.placement, uuid, pick["allocation_request"],

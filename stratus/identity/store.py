@@ -491,7 +491,8 @@ def is_revoked(conn: Connection, audit_id: str, user_id: str | None = None,
 
 # ---- bootstrap ----------------------------------------------------------------------------
 
-STANDARD_ROLES = ("admin", "member", "reader", "service")
+# keystone-manage bootstrap's roles (admin, manager, member, reader), and service.
+STANDARD_ROLES = ("admin", "manager", "member", "reader", "service")
 
 
 def bootstrap(conn: Connection, admin_password: str, *, demo_password: str | None = None,
@@ -501,7 +502,7 @@ def bootstrap(conn: Connection, admin_password: str, *, demo_password: str | Non
     made: dict[str, str] = {}
     roles = {name: ensure_role(conn, name) for name in STANDARD_ROLES}
     for project_name, user_name, password, role_names in (
-            ("admin", "admin", admin_password, ("admin", "member", "reader")),
+            ("admin", "admin", admin_password, ("admin", "manager", "member", "reader")),
             ("demo", "demo", demo_password, ("member", "reader")),
             ("service", "stratus", service_password, ("admin", "service"))):
         if password is None:

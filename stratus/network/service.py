@@ -36,7 +36,8 @@ def make_deps(config: configuration.Config, engine: Engine | None = None) -> Net
     if config.get("network_database", "sync_on_startup"):
         sync(engine)
     return NetworkDeps(engine, legacy_resource_request=bool(
-        config.get("network", "legacy_resource_request")))
+        config.get("network", "legacy_resource_request")),
+        binding_extended=bool(config.get("network", "binding_extended")))
 
 
 def make_app(config: configuration.Config, deps: NetworkDeps | None = None) -> WSGIApp:

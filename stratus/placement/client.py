@@ -9,7 +9,11 @@ skipped, which cost as much as a claim's SQL), or any ``httpx`` transport (e.g.
 the app itself as ``direct``: candidates then come as a table built from Placement's
 index, with no JSON written or read (the one call where that cost mattered: a
 thousand candidates per decision).
-Every non-2xx answer becomes a typed error; nothing is swallowed.
+Every non-2xx answer becomes a typed error; nothing is swallowed. A transport failure
+is an ``httpx`` error naming Placement and its URL (:mod:`stratus.web.reach`); with a
+``retry`` policy the requests that are safe to repeat are sent again after one, with
+backoff, until the policy's deadline (services are given ``[placement_client]
+retry_seconds``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ import urllib3
 from stratus.placement import candidate_table
 from stratus.placement.candidate_table import CandidateTable
 from stratus.placement.errors import PlacementError
+from stratus.retry import NEVER, RetryPolicy, retrying
+from stratus.web import reach
 
 CONCURRENT_UPDATE = "placement.concurrent_update"
 # Candidates as a table from Stratus's Placement; any other answers in the API's JSON.
@@ -140,16 +146,18 @@ class _Pooled:
     connections, a dropped one re-opened before it is used). A scheduler makes two
     Placement calls per decision: httpx's client cost 660 us of CPU per call, urllib3's
     300 us (a 2 KB answer on loopback). Transport failures are raised as httpx's
-    errors, which the callers of every Stratus service client already handle."""
+    errors, which the callers of every Stratus service client already handle, naming
+    ``service`` and its URL (:mod:`stratus.web.reach`)."""
 
     def __init__(self, base_url: str, headers: Mapping[str, str], timeout: float,
-                 maxsize: int = 64) -> None:
+                 maxsize: int = 64, service: str = "Placement") -> None:
+        self._base_url, self._service = base_url, service
         self._prefix = urlsplit(base_url).path.rstrip("/")
         self._headers = dict(headers)
         # Connections are opened as threads need them and up to ``maxsize`` are kept
-        # (an API's request threads and a service's workers share one client). Nothing
-        # is retried, as with httpx: a request that may have reached Placement is never
-        # sent twice. The system's CA store verifies https; proxy variables are not read.
+        # (an API's request threads and a service's workers share one client). The pool
+        # retries nothing: PlacementClient decides what may be sent again (reach.py).
+        # The system's CA store verifies https; proxy variables are not read.
         self._pool = urllib3.connection_from_url(
             base_url, maxsize=maxsize, block=False,
             timeout=urllib3.Timeout(connect=timeout, read=timeout), retries=False)
@@ -168,10 +176,8 @@ class _Pooled:
         try:
             resp = self._pool.urlopen(method, path, body=body, headers=sent, redirect=False)
         except urllib3.exceptions.HTTPError as exc:
-            why = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
-            if isinstance(why, urllib3.exceptions.TimeoutError):
-                raise httpx.TimeoutException(f"{method} {path}: {why}") from exc
-            raise httpx.TransportError(f"{method} {path}: {why}") from exc
+            raise reach.from_urllib3(exc, self._service, self._base_url, method,
+                                     path) from exc
         return _Answer(resp.status, resp.data, resp.headers)
 
     def close(self) -> None:
@@ -213,11 +219,15 @@ class PlacementClient:
         roles: str | None = None,
         wsgi_app: Callable[..., Iterable[bytes]] | None = None,
         direct: Any = None,
+        retry: RetryPolicy = NEVER,
     ) -> None:
         """``direct``: the PlacementApp of this process, asked for candidate tables and
         claims (``put_allocations``) without HTTP or JSON; every other call still goes
-        through ``wsgi_app`` (or sockets), with its middleware."""
+        through ``wsgi_app`` (or sockets), with its middleware. ``retry``: how long to
+        keep sending a request again after a transport failure, when that is safe."""
         self.version = version
+        self.base_url = base_url
+        self.retry = retry
         self._direct = direct
         self._codes = tuple(int(p) for p in version.split(".")) >= (1, 23)
         headers = {"X-Auth-Token": token, "OpenStack-API-Version": f"placement {version}",
@@ -246,8 +256,20 @@ class PlacementClient:
 
     def _call(self, method: str, url: str, *, ok: Iterable[int] = (200, 201, 204),
               params: Any = None, json: Any = None,
-              headers: Mapping[str, str] | None = None) -> httpx.Response | _Answer:
-        resp = self._http.request(method, url, params=params, json=json, headers=headers)
+              headers: Mapping[str, str] | None = None,
+              guarded: bool = False) -> httpx.Response | _Answer:
+        """One request; sent again after a transport failure while ``self.retry`` allows
+        and the request is safe to repeat (``guarded``: a POST a generation protects)."""
+        def send() -> httpx.Response | _Answer:
+            try:
+                return self._http.request(method, url, params=params, json=json,
+                                          headers=headers)
+            except httpx.TransportError as exc:
+                raise reach.from_httpx(exc, "Placement", self.base_url, method, url
+                                       ) from exc
+
+        resp = retrying(send, self.retry, lambda exc: reach.repeatable(method, exc, guarded),
+                        f"Placement {method} {url}")
         if resp.status_code in ok:
             return resp
         code, detail = None, resp.text
@@ -324,7 +346,10 @@ class PlacementClient:
         self._call("PUT", f"/allocations/{consumer}", json=body)
 
     def post_allocations(self, body: Mapping[str, Any]) -> None:
-        self._call("POST", "/allocations", json=dict(body))
+        """Every consumer's allocations in one transaction; each names the consumer
+        generation it read, so a repeat after it was done is a ConcurrentUpdate (which
+        :func:`stratus.scheduler.claims.move_allocations` resolves)."""
+        self._call("POST", "/allocations", json=dict(body), guarded=True)
 
     def delete_allocations(self, consumer: str) -> bool:
         """Delete a consumer's allocations; False if it had none."""

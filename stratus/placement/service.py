@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from stratus import config as configuration
-from stratus import runtime
+from stratus import deployment, runtime
 from stratus.placement import db as placement_db
 from stratus.placement.http.app import PlacementApp, WSGIApp, build_wsgi
 from stratus.storage import engine as db
@@ -75,9 +75,12 @@ def asgi_factory() -> Any:
     """ASGI app for uvicorn workers: the WSGI app behind a thread pool (one hop per request)."""
     from stratus.web.wsgi_bridge import WSGIBridge
 
-    placement = make_placement(config_from_env(), sync=False)
+    config = config_from_env()
+    placement = make_placement(config, sync=False)
     load_candidates_index(placement)
-    app = WSGIBridge(build_wsgi(placement), threads=REQUEST_THREADS,
+    known = deployment.read(config.data_dir) if os.path.isdir(config.data_dir) else None
+    wsgi = deployment.tag(build_wsgi(placement), known.id if known else None)
+    app = WSGIBridge(wsgi, threads=REQUEST_THREADS,
                      max_body_bytes=placement.max_body_bytes)
     runtime.settle_heap()
     return app

@@ -12,13 +12,21 @@ Findings, each with what would repair it:
   (``--delete``);
 * ``port-elsewhere``: a port is bound to a host its server is not on, or to a host
   while its server is gone or has none;
-* ``port-allocation``: a bound port's ``allocation`` names a provider its server holds
-  nothing on (``heal_allocations --force`` repairs it);
+* ``port-allocation``: what a server's bound ports' ``allocation`` keys name does not
+  add up to what the server holds there: a provider named for more than the server
+  holds on it, or a server holding a port's resource class on a provider none of its
+  ports names (a port bound to one NIC, its bandwidth held on another:
+  ``heal_allocations --force`` repairs it);
 * ``port-unplaced``: a bound port asks for resources and its binding names no provider
   (``heal_allocations`` repairs it).
 
 Everything is read through the public APIs and the cell databases, never Placement's
-tables, so it also audits a real Placement or Neutron.
+tables, so it also audits a real Placement or Neutron. Only consumers holding something on
+the trees of the cells' compute nodes are this deployment's to judge: a consumer whose
+allocations are all on other providers (another deployment sharing the Placement) is
+counted and left alone, so ``--delete`` can never remove it. Which Placement and network
+service are this deployment's is proven before the audit runs
+(``stratus.cli.manage_target``).
 """
 
 from __future__ import annotations
@@ -73,10 +81,17 @@ class _Server:
     task_state: str | None
 
 
-def _cells_state(books: Books) -> tuple[dict[str, _Server], dict[str, moves.Migration],
-                                        dict[str, str]]:
+@dataclass(frozen=True)
+class Report:
+    findings: list[Finding]
+    # Consumers whose allocations are all on providers outside this deployment's trees.
+    foreign: int = 0
+
+
+def cells_state(api_engine: Engine, engines: CellEngines
+                ) -> tuple[dict[str, _Server], dict[str, moves.Migration], dict[str, str]]:
     """Live servers (mapped, not deleted), every migration, node name -> root uuid."""
-    with db.read(books.api_engine) as conn:
+    with db.read(api_engine) as conn:
         cells = list_cells(conn)
         wanted = {r.instance_uuid for r in conn.execute(
             sa.select(api_schema.instance_mappings.c.instance_uuid)
@@ -87,7 +102,7 @@ def _cells_state(books: Books) -> tuple[dict[str, _Server], dict[str, moves.Migr
     migrations: dict[str, moves.Migration] = {}
     roots: dict[str, str] = {}
     for cell in cells:
-        with db.read(books.engines.get(cell)) as conn:
+        with db.read(engines.get(cell)) as conn:
             t = cs.instances
             for r in conn.execute(sa.select(t.c.uuid, t.c.host, t.c.node, t.c.vm_state,
                                             t.c.task_state).where(t.c.deleted_at.is_(None))):
@@ -118,10 +133,18 @@ def _held(placement: PlacementClient) -> tuple[dict[str, dict[str, dict[str, int
 
 
 def audit(books: Books) -> list[Finding]:
-    servers, migrations, roots = _cells_state(books)
+    return audit_report(books).findings
+
+
+def audit_report(books: Books) -> Report:
+    servers, migrations, roots = cells_state(books.api_engine, books.engines)
     held, root_of = _held(books.placement)
-    return [*_allocation_findings(servers, migrations, roots, held, root_of),
-            *_port_findings(books, servers, held)]
+    ours = set(roots.values())
+    mine = {consumer: allocations for consumer, allocations in held.items()
+            if any(root_of.get(rp, rp) in ours for rp in allocations)}
+    findings = [*_allocation_findings(servers, migrations, roots, mine, root_of),
+                *_port_findings(books, servers, mine)]
+    return Report(findings, foreign=len(held) - len(mine))
 
 
 def _allocation_findings(servers: dict[str, _Server], migrations: dict[str, moves.Migration],
@@ -155,6 +178,8 @@ def _port_findings(books: Books, servers: dict[str, _Server],
                    held: dict[str, dict[str, dict[str, int]]]) -> Iterator[Finding]:
     if books.network is None:
         return
+    named: dict[str, dict[str, dict[str, int]]] = {}   # server -> provider -> amounts
+    classes: dict[str, set[str]] = {}                   # server -> its ports' classes
     for port in books.network.list_ports():
         host = port.get("binding:host_id") or ""
         if not host:
@@ -170,18 +195,39 @@ def _port_findings(books: Books, servers: dict[str, _Server],
             yield Finding("port-elsewhere", port["id"], f"is bound to {host} but its "
                           f"server {server.uuid} {where}")
             continue
-        if port_groups(port) and not (port.get("binding:profile") or {}).get("allocation"):
+        groups = port_groups(port)
+        if groups and not (port.get("binding:profile") or {}).get("allocation"):
             yield Finding("port-unplaced", port["id"], f"asks for resources but its binding "
                           f"names no provider (heal_allocations --instance {server.uuid})")
             continue
-        mine = held.get(server.uuid, {})
+        classes.setdefault(server.uuid, set()).update(
+            rc for g in groups for rc in g.resources)
+        mine = named.setdefault(server.uuid, {})
         for rp, amounts in provider_resources(port).items():
-            have = mine.get(rp, {})
-            short = {rc: n for rc, n in amounts.items() if have.get(rc, 0) < n}
-            if short:
-                yield Finding("port-allocation", port["id"], f"names provider {rp} for "
-                              f"{short} but server {server.uuid} holds {have or 'nothing'} "
-                              "there")
+            into = mine.setdefault(rp, {})
+            for rc, n in amounts.items():
+                into[rc] = into.get(rc, 0) + n
+    for uuid in sorted(named):
+        yield from _port_books(uuid, named[uuid], classes[uuid], held.get(uuid, {}))
+
+
+def _port_books(uuid: str, named: dict[str, dict[str, int]], classes: set[str],
+                holds: dict[str, dict[str, int]]) -> Iterator[Finding]:
+    """A server's port classes held per provider against what its ports' bindings name
+    there (the flavor's classes are not the ports' business)."""
+    for rp in sorted(set(named) | set(holds)):
+        want = named.get(rp, {})
+        have = {rc: n for rc, n in holds.get(rp, {}).items() if rc in classes}
+        short = {rc: n for rc, n in want.items() if have.get(rc, 0) < n}
+        extra = {rc: n for rc, n in have.items() if n > want.get(rc, 0)}
+        if short:
+            yield Finding("port-allocation", uuid, f"its ports' bindings name provider {rp} "
+                          f"for {short} but the server holds {have or 'nothing'} there "
+                          f"(heal_allocations --force --instance {uuid})")
+        elif extra:
+            yield Finding("port-allocation", uuid, f"holds {extra} on provider {rp} but its "
+                          f"ports' bindings name {want or 'nothing'} there "
+                          f"(heal_allocations --force --instance {uuid})")
 
 
 def delete_leaks(books: Books, findings: list[Finding]) -> list[Finding]:

@@ -26,6 +26,9 @@ class ClaimOutcome:
     ok: bool
     attempts: int
     reason: str | None = None   # why the host was given up, when not ok
+    # A fresh claim found the consumer already holding these (``GET /allocations``'s
+    # answer): an earlier run of the same request claimed for it (see claim()).
+    held: Mapping[str, Any] | None = None
 
 
 def claim(
@@ -39,7 +42,14 @@ def claim(
     retries: int = 3,
     backoff: float = 0.005,
 ) -> ClaimOutcome:
-    """Write ``allocation_request`` for ``consumer``; retry generation races ``retries`` times."""
+    """Write ``allocation_request`` for ``consumer``; retry generation races ``retries`` times.
+
+    Safe to repeat: a claim whose consumer already holds exactly these allocations
+    succeeds (a write sent again after its answer was lost, or a request handled
+    twice that chose the same). A fresh claim (``consumer_generation`` None) whose
+    consumer holds something else is refused with ``held`` set: the caller decides
+    whether to keep that claim or to claim over it with its generation.
+    """
     started = time.perf_counter()
     outcome = _claim(placement, consumer, allocation_request, project_id, user_id,
                      consumer_generation, retries, backoff)
@@ -52,18 +62,24 @@ def _claim(placement: pc.PlacementClient, consumer: str,
            allocation_request: Mapping[str, Any], project_id: str, user_id: str,
            consumer_generation: int | None, retries: int, backoff: float) -> ClaimOutcome:
     allocations = allocation_request["allocations"]
+    wanted = {rp: {"resources": dict(a["resources"])} for rp, a in allocations.items()}
     for attempt in range(1, retries + 2):
         try:
             placement.put_allocations(consumer, allocations, project_id, user_id,
                                       consumer_generation)
             return ClaimOutcome(True, attempt)
         except pc.ConcurrentUpdate as exc:
+            held = placement.get_allocations(consumer)
+            if _resources(held) == wanted:
+                return ClaimOutcome(True, attempt)   # it is there already
+            if consumer_generation is None and held.get("allocations"):
+                return ClaimOutcome(False, attempt, "the consumer holds other allocations",
+                                    held=held)
             if attempt <= retries:
                 metrics.CLAIM_CONFLICTS.inc()
             if consumer_generation is not None:
-                # Our view of the consumer is stale: re-read its generation before retrying.
-                consumer_generation = placement.get_allocations(consumer).get(
-                    "consumer_generation")
+                # Our view of the consumer is stale: its generation as just read.
+                consumer_generation = held.get("consumer_generation")
             LOG.debug("claim race for %s (attempt %d): %s", consumer, attempt, exc.detail)
             # Jitter so that racing schedulers do not collide again in lockstep.
             time.sleep(backoff * attempt * random.random())
@@ -98,13 +114,16 @@ def move_allocations(
     A move's allocations travel this way: the instance's to its migration record
     before the scheduler claims the destination, and back again on a revert.
     """
+    first: dict[str, Any] | None = None   # what the first attempt set out to move
     for attempt in range(1, retries + 2):
         held = placement.get_allocations(source)
+        had = placement.get_allocations(target)
+        if first and not held.get("allocations") and _resources(had) == first:
+            return first   # an earlier attempt did it (its answer was lost)
         if only_if_held and not held.get("allocations"):
             return {}
-        had = placement.get_allocations(target)
-        moving = {rp: {"resources": dict(a["resources"])}
-                  for rp, a in (held.get("allocations") or {}).items()}
+        moving = _resources(held)
+        first = first if first is not None else moving
         project = held.get("project_id") or had.get("project_id")
         user = held.get("user_id") or had.get("user_id")
         if not moving and not had.get("allocations"):
@@ -128,3 +147,9 @@ def move_allocations(
     raise pc.ConcurrentUpdate("POST", "/allocations", 409, pc.CONCURRENT_UPDATE,
                               f"allocations of {source} kept changing while moving them "
                               f"to {target}")
+
+
+def _resources(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """``GET /allocations/{consumer}``'s allocations without their generations."""
+    return {rp: {"resources": dict(a["resources"])}
+            for rp, a in (answer.get("allocations") or {}).items()}

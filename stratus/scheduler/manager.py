@@ -28,7 +28,7 @@ import logging
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
@@ -48,6 +48,7 @@ from stratus.scheduler import (
     evidence,
     filters,
     no_valid_host_category,
+    rebuild,
     request_filters,
     weighers,
 )
@@ -200,6 +201,16 @@ class SchedulerManager:
         pool = HostColumnPool(cols, np.flatnonzero(passed), spec, self.options.weights)
         return self._place_all(spec, instance_uuids, pool, counts, return_alternates)
 
+    def check_rebuild(self, request_spec: dict[str, Any], instance_uuid: str,
+                      node_uuid: str) -> None:
+        """May the server be rebuilt where it is with its new image (``rebuild.py``)?"""
+        try:
+            spec = RequestSpec.from_dict(request_spec)
+        except InvalidRequest as exc:
+            raise NoValidHost(f"The request cannot be scheduled: {exc}") from None
+        rebuild.check(self.placement, self.host_manager, spec, self.options.host_filters,
+                      instance_uuid, node_uuid)
+
     def dry_run(self, request_spec: dict[str, Any], count: int = 1) -> dict[str, Any]:
         """Would ``count`` servers of ``request_spec`` fit now, where, and if not why;
         claims nothing (``dry_run.py``)."""
@@ -332,7 +343,7 @@ class SchedulerManager:
         try:
             for instance_uuid in instance_uuids:
                 ranked = hosts.ranked(refused)
-                chosen = self._claim_best(spec, instance_uuid, ranked, refused, counts)
+                chosen = self._claim_best(spec, instance_uuid, ranked, refused, counts, hosts)
                 if chosen is None:
                     raise NoValidHost(
                         f"No host could be claimed for instance {instance_uuid} "
@@ -353,13 +364,27 @@ class SchedulerManager:
         return results
 
     def _claim_best(self, spec: RequestSpec, instance_uuid: str, ranked: Sequence[HostState],
-                    refused: set[str], counts: Counter[str]
+                    refused: set[str], counts: Counter[str], hosts: HostPool
                     ) -> tuple[HostState, Mapping[str, Any]] | None:
         for host in ranked:
             for allocation_request in host.allocation_requests:
                 outcome = claims.claim(self.placement, instance_uuid, allocation_request,
                                        spec.project_id, spec.user_id,
                                        retries=self.options.claim_retries)
+                if outcome.held is not None:
+                    # An earlier run of this request (delivered again after its scheduler
+                    # died, or asked again) claimed for this instance already.
+                    kept = _kept(outcome.held, hosts)
+                    if kept is not None:
+                        LOG.info("%s keeps the claim an earlier run made on %s",
+                                 instance_uuid, kept[0].host)
+                        return kept
+                    LOG.info("%s: claiming %s over an earlier run's claim", instance_uuid,
+                             host.host)
+                    outcome = claims.claim(
+                        self.placement, instance_uuid, allocation_request, spec.project_id,
+                        spec.user_id, consumer_generation=outcome.held.get(
+                            "consumer_generation"), retries=self.options.claim_retries)
                 if outcome.ok:
                     return host, allocation_request
                 LOG.info("claim for %s on %s refused after %d attempt(s): %s", instance_uuid,
@@ -429,6 +454,21 @@ class SchedulerManager:
         if body is None:
             return NoValidHost(f"{reason} ({error})", None, said.details)
         return NoValidHost(reason, explain_counts(body), said.details)
+
+
+def _kept(held: Mapping[str, Any], hosts: HostPool
+          ) -> tuple[HostState, Mapping[str, Any]] | None:
+    """The host and candidate that exactly match what an instance holds already, if it is
+    among the hosts that passed: the same claim as an earlier run's answer."""
+    providers = held.get("allocations") or {}
+    host = hosts.find(providers)
+    if host is None:
+        return None
+    have = {rp: dict(a["resources"]) for rp, a in providers.items()}
+    for request in host.allocation_requests:
+        if {rp: dict(a["resources"]) for rp, a in request["allocations"].items()} == have:
+            return host, request
+    return None
 
 
 def _skipped(cells: Mapping[str, str]) -> Counter[str]:
@@ -517,6 +557,7 @@ class HostPool(Protocol):
     def ranked(self, refused: set[str]) -> Sequence[HostState]: ...
     def consume(self, host: HostState, instance_uuid: str) -> None: ...
     def refused(self, refused: set[str]) -> list[HostState]: ...
+    def find(self, providers: Iterable[str]) -> HostState | None: ...
 
 
 class HostList:
@@ -537,6 +578,11 @@ class HostList:
 
     def refused(self, refused: set[str]) -> list[HostState]:
         return [h for h in self.hosts if h.uuid in refused]
+
+    def find(self, providers: Iterable[str]) -> HostState | None:
+        """The host whose root (compute node) is one of ``providers``."""
+        wanted = set(providers)
+        return next((h for h in self.hosts if h.uuid in wanted), None)
 
 
 class HostColumnPool:
@@ -565,3 +611,11 @@ class HostColumnPool:
 
     def refused(self, refused: set[str]) -> list[HostState]:
         return [self.cols.state(i) for i in self._tried(refused)]
+
+    def find(self, providers: Iterable[str]) -> HostState | None:
+        """The passing host whose root (compute node) is one of ``providers``."""
+        passing = set(self.passed.tolist())
+        for i in self._tried(set(providers)):
+            if i in passing:
+                return self.cols.state(i)
+        return None

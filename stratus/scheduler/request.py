@@ -29,6 +29,7 @@ class Flavor:
     ephemeral_gb: int = 0
     swap_mb: int = 0
     extra_specs: dict[str, str] = field(default_factory=dict)
+    flavorid: str = ""        # the API's flavor id (servers show it before 2.47, list by it)
 
     @property
     def disk_gb(self) -> int:
@@ -246,7 +247,7 @@ def spec_to_dict(spec: RequestSpec) -> dict[str, object]:
         "version": SPEC_VERSION,
         "flavor": {"name": f.name, "vcpus": f.vcpus, "memory_mb": f.memory_mb,
                    "root_gb": f.root_gb, "ephemeral_gb": f.ephemeral_gb, "swap_mb": f.swap_mb,
-                   "extra_specs": dict(f.extra_specs)},
+                   "extra_specs": dict(f.extra_specs), "flavorid": f.flavorid},
         "project_id": spec.project_id, "user_id": spec.user_id,
         "num_instances": spec.num_instances, "availability_zone": spec.availability_zone,
         "image_required_traits": sorted(spec.image_required_traits),
@@ -289,7 +290,8 @@ def spec_from_dict(data: dict) -> RequestSpec:
         f = data["flavor"]
         flavor = Flavor(str(f["name"]), int(f["vcpus"]), int(f["memory_mb"]), int(f["root_gb"]),
                         int(f.get("ephemeral_gb", 0)), int(f.get("swap_mb", 0)),
-                        {str(k): str(v) for k, v in f.get("extra_specs", {}).items()})
+                        {str(k): str(v) for k, v in f.get("extra_specs", {}).items()},
+                        str(f.get("flavorid") or ""))
         group = data.get("server_group")
         return RequestSpec(
             flavor=flavor, project_id=str(data["project_id"]), user_id=str(data["user_id"]),

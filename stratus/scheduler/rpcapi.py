@@ -10,7 +10,7 @@ from stratus.scheduler.errors import NoValidHost
 
 class SchedulerRPC(RPCInterface):
     service = "scheduler"
-    version = "1.1"
+    version = "1.2"
     errors = (NoValidHost,)
 
     @rpc_method(since="1.0")
@@ -29,4 +29,13 @@ class SchedulerRPC(RPCInterface):
         ``{fits, servers, message, category, hosts: [{host, nodename, cell_uuid, weight,
         free}] (best first), placements: [host per server], details}``; when it would
         not fit, ``message`` is the NoValidHost line a real boot would end with."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.2")
+    def check_rebuild(self, request_spec: dict[str, Any], instance_uuid: str,
+                      node_uuid: str) -> None:
+        """Can the server be rebuilt on its compute node ``node_uuid`` with the image
+        ``request_spec`` now names? Asks no other host and claims nothing (the server
+        keeps what it holds); NoValidHost with the reason if not
+        (``stratus.scheduler.rebuild``)."""
         raise NotImplementedError

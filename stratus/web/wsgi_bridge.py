@@ -20,12 +20,14 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import io
+import logging
 import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+LOG = logging.getLogger(__name__)
 
 # Body pieces are joined up to this size before they go to the loop: one send per
 # piece, rather than one per chunk the application yields.
@@ -61,6 +63,12 @@ class WSGIBridge:
     async def _http(self, scope: dict[str, Any], receive: Callable[..., Any],
                     send: Callable[..., Any]) -> None:
         body, over_limit = await self._read_body(receive)
+        if body is None:
+            # The client went away before sending its whole body: nobody to answer, and
+            # an application handed half a body would only log a "failure" of its own.
+            LOG.info("%s %s not served: the client disconnected while sending the body",
+                     scope.get("method"), scope.get("path"))
+            return
         environ = build_environ(scope, body, over_limit)
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()
@@ -73,15 +81,17 @@ class WSGIBridge:
         if not pieces:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def _read_body(self, receive: Callable[..., Any]) -> tuple[bytes, int | None]:
-        """The body, and the size to report instead when it went over the limit."""
+    async def _read_body(self, receive: Callable[..., Any]
+                         ) -> tuple[bytes | None, int | None]:
+        """The body (None: the client disconnected before its end), and the size to
+        report instead when it went over the limit."""
         chunks: list[bytes] = []
         size = 0
         limit = self.max_body_bytes
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                break
+                return None, None
             chunk = message.get("body", b"")
             if chunk:
                 chunks.append(chunk)

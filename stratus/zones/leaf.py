@@ -51,9 +51,11 @@ def server_dict(server: Server) -> dict[str, Any]:
 
 def server_from(data: dict[str, Any]) -> Server:
     values = dict(data)
-    for key in ("created_at", "updated_at", "launched_at"):
+    for key in ("created_at", "updated_at", "launched_at", "deleted_at",
+                "soft_deleted_at"):
         if values.get(key):
             values[key] = dt.datetime.fromisoformat(values[key])
+    values["tags"] = tuple(values.get("tags") or ())
     return Server(**values)
 
 

@@ -9,10 +9,15 @@ rights are needed and nothing is left behind.
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import subprocess
+import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import kombu
 import pytest
@@ -142,3 +147,117 @@ def test_a_namespace_declared_with_other_options_is_refused(rabbit_url: str) -> 
     finally:
         durable.close()
         cleanup(rabbit_url, namespace)
+
+
+# -- at-least-once delivery ------------------------------------------------------------
+
+# A server in its own process whose handlers block until it is killed: what it was handed
+# is still unacknowledged when it dies.
+HOLDER = """
+import sys, threading
+from stratus import bus
+from tests.unit import test_bus_contract as contract
+
+class Holder(contract.Echo):
+    def note(self, text):
+        print("holding", text, flush=True)
+        threading.Event().wait()
+
+    def sleep(self, seconds):
+        print("holding call", flush=True)
+        threading.Event().wait()
+
+b = bus.Bus(sys.argv[1], identity="holder")
+b.serve(contract.EchoRPC, Holder("holder"), server="holder", max_inflight=int(sys.argv[2]))
+print("serving", flush=True)
+threading.Event().wait()
+"""
+
+
+@contextlib.contextmanager
+def holder(url: str, max_inflight: int = 4) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, url, str(max_inflight)],
+                            stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[2])
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "serving"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_a_cast_held_by_a_server_that_dies_goes_to_the_next_one(rabbit_url: str) -> None:
+    namespace = f"stratus-test-{uuid.uuid4().hex[:10]}"
+    url = namespaced(rabbit_url, namespace)
+    b = bus.Bus(url, identity="t", timeout=5)
+    try:
+        with holder(url) as proc:
+            b.client(contract.EchoRPC).cast("note", text="precious")
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == "holding precious"
+            next_one = contract.Echo("next")
+            seen: list[bool] = []
+
+            class Recorder(contract.Echo):
+                def note(self, text: str) -> None:
+                    seen.append(bus.redelivered())
+                    next_one.note(text)
+
+            b.serve(contract.EchoRPC, Recorder("next"), server="next")
+            time.sleep(0.5)
+            assert next_one.notes == []   # the holder still has it
+            proc.kill()
+        assert next_one.wait_notes(1) == ["precious"]
+        assert seen == [True]
+    finally:
+        b.close()
+        cleanup(rabbit_url, namespace)
+
+
+def test_a_call_whose_server_dies_is_answered_by_the_next_one(rabbit_url: str) -> None:
+    namespace = f"stratus-test-{uuid.uuid4().hex[:10]}"
+    url = namespaced(rabbit_url, namespace)
+    b = bus.Bus(url, identity="t", timeout=20)
+    try:
+        with holder(url) as proc:
+            client = b.client(contract.EchoRPC)
+            answer: list[str] = []
+            caller = threading.Thread(target=lambda: answer.append(
+                client.call("sleep", seconds=0.01)))
+            caller.start()
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == "holding call"
+            b.serve(contract.EchoRPC, contract.Echo("next"), server="next")
+            proc.kill()
+            caller.join(20)
+        assert answer == ["next"]   # the caller never knew
+    finally:
+        b.close()
+        cleanup(rabbit_url, namespace)
+
+
+def test_a_server_is_handed_no_more_than_its_prefetch(rabbit_url: str) -> None:
+    namespace = f"stratus-test-{uuid.uuid4().hex[:10]}"
+    url = namespaced(rabbit_url, namespace, durable=True)   # kept while nobody consumes
+    b = bus.Bus(url, identity="t", timeout=5)
+    try:
+        with holder(url, max_inflight=2) as proc:
+            client = b.client(contract.EchoRPC)
+            for n in range(10):
+                client.cast("note", text=str(n))
+            assert proc.stdout is not None
+            assert {proc.stdout.readline().strip() for _ in range(2)} == {
+                "holding 0", "holding 1"}
+            with kombu.Connection(url.split("?")[0]) as conn:
+                _, ready, _ = conn.default_channel.queue_declare(f"{namespace}.echo",
+                                                                 passive=True)
+            assert ready == 8   # two taken, the rest still the broker's
+            proc.kill()
+        back = contract.Echo("back")
+        b.serve(contract.EchoRPC, back, server="back")
+        assert sorted(back.wait_notes(10), key=int) == [str(n) for n in range(10)]
+    finally:
+        b.close()
+        cleanup(rabbit_url, namespace, [f"{namespace}.echo", f"{namespace}.echo.holder",
+                                        f"{namespace}.echo.back"])

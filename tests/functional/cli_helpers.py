@@ -43,9 +43,10 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def run(name: str, *args: str, env: dict[str, str] | None = None,
-        timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        timeout: float = 60, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command(name) + list(args), capture_output=True, text=True,
-                          env=env or clean_env(), timeout=timeout, stdin=subprocess.DEVNULL)
+                          env=env or clean_env(), timeout=timeout, stdin=subprocess.DEVNULL,
+                          cwd=cwd)
 
 
 def free_port() -> int:

@@ -85,13 +85,18 @@ class World:
                  cells: tuple[str, ...] = ("cell1",), network_db: str | None = None,
                  legacy_resource_request: bool = False, compute_cap: str | None = None,
                  allow_resize_to_same_host: bool = False,
-                 shelved_offload_time: int = 0) -> None:
-        self.cloud = Cloud(tmp_path, placement_app, database_url, cells=cells)
+                 shelved_offload_time: int = 0, binding_extended: bool = True,
+                 db_url: Callable[[str], str] | None = None) -> None:
+        """``db_url``: the URL of the API, cell and network databases by name ("api",
+        "cell0", "cell1", "network"); SQLite files under ``tmp_path`` by default."""
+        self.cloud = Cloud(tmp_path, placement_app, database_url, cells=cells, db_url=db_url)
         self.placement = self.cloud.placement
-        self.network_engine = db.create_engine(network_db or f"sqlite:///{tmp_path}/network.db")
+        self.network_engine = db.create_engine(
+            network_db or (db_url("network") if db_url else f"sqlite:///{tmp_path}/network.db"))
         network_service.sync(self.network_engine)
         self.network_app = network_wsgi(NetworkDeps(self.network_engine,
-                                                    legacy_resource_request))
+                                                    legacy_resource_request,
+                                                    binding_extended=binding_extended))
         self.network = self.network_client()
         image_config = configuration.load([], environ={}, overrides={
             ("DEFAULT", "data_dir"): str(tmp_path)})

@@ -43,14 +43,18 @@ def test_list_services_in_2_53_shapes_with_filters(world):
     uuidlib.UUID(svc["id"])
     assert {k: svc[k] for k in ("binary", "zone", "status", "state", "disabled_reason",
                                 "forced_down")} == {
-        "binary": "stratus-compute", "zone": "nova", "status": "enabled", "state": "up",
+        "binary": "nova-compute", "zone": "nova", "status": "enabled", "state": "up",
         "disabled_reason": None, "forced_down": False}
     assert svc["updated_at"]
 
     only = world.client.get("/os-services", params={"host": "cmp2"}).json()["services"]
     assert [s["host"] for s in only] == ["cmp2"]
-    none = world.client.get("/os-services", params={"binary": "stratus-scheduler"})
+    # Binaries as Nova names them (Stratus's own names are understood too).
+    none = world.client.get("/os-services", params={"binary": "nova-scheduler"})
     assert none.json()["services"] == []
+    for binary in ("nova-compute", "stratus-compute"):
+        found = world.client.get("/os-services", params={"binary": binary}).json()
+        assert {s["host"] for s in found["services"]} == {"cmp1", "cmp2"}
     # The same resource under the versioned prefix clients get from the catalog.
     assert world.client.get("/v2.1/os-services").json() == resp.json()
 
@@ -155,7 +159,7 @@ def test_forced_down_makes_the_compute_down_and_then_it_is_not_called(world):
      "'disabled_reason' with status 'enabled'"),
     ("SID", {"status": "off"}, 400, "badRequest", "status"),
     ("SID", {"status": "disabled", "host": "cmp1"}, 400, "badRequest", "host"),
-    ("SID", {"forced_down": "yes"}, 400, "badRequest", "forced_down"),
+    ("SID", {"forced_down": "maybe"}, 400, "badRequest", "forced_down"),
     ("SID", {"status": "disabled", "disabled_reason": "x" * 256}, 400, "badRequest",
      "disabled_reason"),
 ])
@@ -188,15 +192,14 @@ def test_microversion_header(world):
     world.add_compute("cmp1")
     resp = world.client.get("/os-services", version="2.1")
     assert resp.status_code == 200
-    # Served in the 2.53 shapes, and the header says so.
-    assert resp.headers["OpenStack-API-Version"] == "compute 2.53"
-    uuidlib.UUID(resp.json()["services"][0]["id"])
+    assert resp.headers["OpenStack-API-Version"] == "compute 2.1"
+    assert isinstance(resp.json()["services"][0]["id"], int)   # uuids from 2.53
     assert world.client.get("/os-services", version="2.60").headers[
         "OpenStack-API-Version"] == "compute 2.60"
     assert world.client.get("/os-services", version="latest").headers[
         "OpenStack-API-Version"] == "compute 2.91"
     unversioned = world.client.get("/os-services", version=None)
-    assert unversioned.headers["OpenStack-API-Version"] == "compute 2.53"
+    assert unversioned.headers["OpenStack-API-Version"] == "compute 2.1"
     legacy = world.http.get("/os-services", headers={"X-Auth-Token": "admin",
                                                      "X-OpenStack-Nova-API-Version": "2.70"})
     assert legacy.headers["X-OpenStack-Nova-API-Version"] == "2.70"
@@ -204,8 +207,9 @@ def test_microversion_header(world):
                                     "computeFault")
     assert "invalid format" in fault(world.client.get("/os-services", version="2.x"), 400,
                                      "badRequest")
-    versions = world.http.get("/").json()["versions"][0]
-    assert (versions["min_version"], versions["version"]) == ("2.1", "2.91")
+    versions = world.http.get("/").json()["versions"]
+    assert [v["id"] for v in versions] == ["v2.0", "v2.1"]
+    assert (versions[1]["min_version"], versions[1]["version"]) == ("2.1", "2.91")
 
 
 def test_deleting_a_compute_removes_its_providers_and_records(world):

@@ -349,3 +349,24 @@ def test_a_number_no_column_can_hold_matches_nothing(net):
     flat(net)
     resp = net.get("/networks", params={"provider:segmentation_id": "9" * 20, "mtu": "-0"})
     assert resp.json() == {"networks": []}
+
+
+# ---- the compute plane's client: failures say where --------------------------------------
+
+
+def test_the_client_names_the_url_of_a_refusal_and_of_an_unreachable_service(tmp_path):
+    from stratus.network import client as nc
+    from tests.conftest import LiveServer
+
+    net = make(f"sqlite:///{tmp_path}/network.db")
+    with LiveServer(net.app) as server:
+        client = nc.NetworkClient(server.url)
+        with pytest.raises(nc.NotFound) as missing:
+            client.get_port("no-such-port")
+        assert f"GET {server.url}/v2.0/ports/no-such-port -> 404" in str(missing.value)
+        url = server.url
+    with pytest.raises(nc.NetworkUnavailable) as down:
+        client.list_ports()
+    assert str(down.value) == f"cannot reach the network API at {url} (connection refused)"
+    assert down.value.status == 503 and not down.value.sent
+    client.close()

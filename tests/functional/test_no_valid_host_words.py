@@ -175,3 +175,29 @@ def test_dry_run_is_for_admins_and_checks_its_input(world):
     assert resp.status_code == 400
     resp = world.client.post("/stratus/dry-run", json={"server": {"name": "x"}})
     assert resp.status_code == 400
+
+
+def test_dry_run_of_a_boot_the_quota_refuses_does_not_fit(world, cli):
+    """The dry run checks the quota as the boot will: a boot the quota refuses does not
+    "fit" (the scheduler's answer stays, as a note), and one the quota cuts between
+    min_count and max_count is asked about as the boot will make it."""
+    world.add_compute("cmp1", vcpus=8)
+    two = world.flavor("two", vcpus=2)["id"]
+    resp = world.client.put("/os-quota-sets/admin", json={"quota_set": {"instances": 1}})
+    assert resp.status_code == 200, resp.text
+
+    answer = dry_run(world, two, min_count=2, max_count=2).json()["dry_run"]
+    assert (answer["fits"], answer["category"]) == (False, "quota")
+    assert answer["message"] == ("Quota exceeded for instances: Requested 2, but already "
+                                 "used 0 of 1 instances (left: 1 instances)")
+    assert answer["notes"] == ["without the quota: 2 servers would fit: 2 on cmp1."]
+    _, err = cli("server", "create", "probe", "--flavor", "two", "--count", "2",
+                 "--dry-run", code=1)
+    assert one_error_line(err) == f"error: would not fit: {answer['message']}"
+    # The real boot is refused with the same words.
+    refused = world.boot(two, "vm", min_count=2, max_count=2)
+    assert refused.status_code == 403 and answer["message"] in refused.text
+
+    cut = dry_run(world, two, min_count=1, max_count=3).json()["dry_run"]
+    assert (cut["fits"], cut["servers"]) == (True, 1)
+    assert cut["message"] == "1 server would fit: cmp1."

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.functional import real_keystone
+from tests.functional import cli_helpers, real_keystone
 from tests.functional.cli_helpers import free_port, unavailable
 from tests.functional.test_serve import Serve
 
@@ -208,3 +208,58 @@ def test_a_demo_user_sees_only_its_own_project(openstack, cloud):
     assert [s["Name"] for s in demo("server", "list")] == ["demos"]
     assert {s["Name"] for s in admin("server", "list", "--all-projects")} == {"admins",
                                                                               "demos"}
+
+
+def _stratus(cwd: Path, *args: str, env: dict[str, str] | None = None
+             ) -> subprocess.CompletedProcess[str]:
+    """The ``stratus`` client run as a user beside serve's data directory: no flags, no
+    STRATUS_* or OS_* variables."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OS_", "STRATUS_"))}
+    done = cli_helpers.run("stratus", *args, env={**clean, **(env or {})}, cwd=cwd,
+                           timeout=180)
+    return done
+
+
+@pytest.mark.timeout(900)
+def test_stratus_and_openstack_are_one_user_from_serves_clouds_yaml(openstack, cloud,
+                                                                     tmp_path):
+    """Run beside serve's data directory, ``stratus`` authenticates with the clouds.yaml
+    serve wrote (cloud ``stratus``: the Keystone admin, project ``admin``), so what it
+    makes the ``openstack`` CLI lists, and the other way round, with no flags at all."""
+    osc = Openstack(openstack, client_env(cloud))
+    beside = cloud.data_dir.parent
+    made = _stratus(beside, "server", "create", "from-stratus", "--flavor", "m1.tiny",
+                    "--wait", "--json")
+    assert made.returncode == 0, made.stderr
+    osc("server", "create", "--image", "cirros-0.6.2-x86_64-disk", "--flavor", "m1.tiny",
+        "--wait", "from-osc")
+    listed = _stratus(beside, "server", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    ours = {s["id"]: s["name"] for s in json.loads(listed.stdout)}
+    theirs = {s["ID"]: s["Name"] for s in osc("server", "list")}
+    assert ours == theirs and sorted(ours.values()) == ["from-osc", "from-stratus"]
+    shown = _stratus(beside, "server", "show", "from-osc", "--json")
+    assert shown.returncode == 0, shown.stderr
+    project = osc("project", "show", "admin")["id"]
+    assert json.loads(shown.stdout)["tenant_id"] == project != "admin"
+
+    # quota set names the Keystone project by its name, as openstack quota set does.
+    done = _stratus(beside, "quota", "set", "admin", "--instances", "7")
+    assert done.returncode == 0, done.stderr
+    shown_quota = osc("quota", "show", "--compute", "admin")
+    if isinstance(shown_quota, list):   # newer clients: one row per resource
+        shown_quota = {row["Resource"]: row["Limit"] for row in shown_quota}
+    assert shown_quota["instances"] == 7
+
+    # The same from anywhere, given the cloud as the OpenStack clients are given it.
+    elsewhere = _stratus(tmp_path.parent, "server", "list", "--json",
+                         env=client_env(cloud, "stratus-demo"))
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    assert json.loads(elsewhere.stdout) == []      # the demo project has none
+
+    # A noauth2 token is still taken when asked for (Placement-only set-ups), and a
+    # refusal names whose credentials were refused.
+    bad = _stratus(beside, "server", "list", env={"OS_CLOUD": "nope"})
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("error: no cloud named 'nope' in ") and \
+        str(cloud.data_dir / "clouds.yaml") in bad.stderr

@@ -8,6 +8,8 @@ and the tests mostly the httpx one.
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 
 import httpx
@@ -15,6 +17,7 @@ import pytest
 
 from stratus.placement import client as pc
 from stratus.placement.http.app import build_wsgi
+from stratus.retry import RetryPolicy
 from tests.conftest import LiveServer
 
 pytestmark = pytest.mark.all_backends
@@ -56,6 +59,39 @@ def test_over_sockets_a_server_restart_is_survived_and_a_dead_one_is_a_transport
         assert client.get_inventories(rp)[0]["VCPU"]["total"] == 4
     with pytest.raises(httpx.TransportError):
         client.get_inventories(rp)
+    client.close()
+
+
+def test_a_refused_connection_names_placement_and_its_url(placement_app):
+    """Nobody listening: "cannot reach Placement at URL (connection refused)", an
+    httpx.ConnectError (not a timeout), at once without a retry policy."""
+    with LiveServer(build_wsgi(placement_app)) as server:
+        url = server.url
+    client = pc.PlacementClient(url)
+    with pytest.raises(httpx.ConnectError) as caught:
+        client.get_inventories(str(uuid.uuid4()))
+    assert not isinstance(caught.value, httpx.TimeoutException)
+    assert str(caught.value) == f"cannot reach Placement at {url} (connection refused)"
+    client.close()
+
+
+def test_a_placement_that_comes_back_within_the_retry_deadline_is_waited_for(placement_app):
+    """A restart: requests sent meanwhile are sent again, with backoff, and answered once
+    Placement listens again on its port."""
+    wsgi = build_wsgi(placement_app)
+    with LiveServer(wsgi) as server:
+        client = pc.PlacementClient(server.url, retry=RetryPolicy(deadline=20))
+        rp = _host(client)
+        port = server.port
+    answers: list[int] = []
+    caller = threading.Thread(target=lambda: answers.append(
+        client.get_inventories(rp)[0]["VCPU"]["total"]))
+    caller.start()
+    time.sleep(1.0)   # the caller is retrying by now
+    assert answers == []
+    with LiveServer(wsgi, port=port):
+        caller.join(20)
+    assert answers == [4]
     client.close()
 
 

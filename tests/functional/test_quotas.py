@@ -290,3 +290,36 @@ def test_two_concurrent_boots_do_not_both_pass_when_only_one_fits(cloud, monkeyp
     monkeypatch.undo()
     # The room the undone boot took is free again.
     assert booted(boot(alice, "m1", 3 - kept)) == 3 - kept
+
+
+def test_refusals_of_racing_boots_never_say_more_used_than_the_limit(cloud, monkeypatch):
+    """16 boots of one server against a quota of 10, all past the first check together:
+    10 stay at most, and every refusal says at most "already used 10 of 10"."""
+    admin, _ = cloud
+    admin.put("/os-quota-sets/p1", json={"quota_set": {"instances": 10}})
+    alice = admin.as_user("alice:p1")
+    checked = threading.Barrier(16, timeout=60)
+    real_check = quota_ops.check_boot
+
+    def check_then_wait(*args: Any) -> int:
+        allowed = real_check(*args)
+        checked.wait()
+        return allowed
+
+    monkeypatch.setattr(server_ops.quota_ops, "check_boot", check_then_wait)
+    answers: list[httpx.Response] = []
+    threads = [threading.Thread(target=lambda: answers.append(boot(alice, "m1")))
+               for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    refused = [fault(r, 403, "forbidden") for r in answers if r.status_code == 403]
+    kept = sum(booted(r) for r in answers if r.status_code == 202)
+    assert len(answers) == 16 and kept + len(refused) == 16 and kept <= 10
+    assert refused, "16 boots cannot all fit a quota of 10"
+    for message in refused:
+        used = int(message.split("already used ")[1].split(" of ")[0])
+        assert used <= 10 and message.startswith(
+            "Quota exceeded for instances: Requested 1, but already used "), message
+        assert message.endswith(f" of 10 instances (left: {10 - used} instances)"), message

@@ -129,3 +129,54 @@ def test_concurrent_schedulers_never_over_allocate(cloud):
     assert len(refused) == 8
     for name in ("h0", "h1", "h2", "h3"):
         assert cloud.usage(name)["VCPU"] == 4
+
+
+# ---- a request handled twice (delivered again after its scheduler died, or sent again) ----
+
+
+def held_on(cloud: Cloud, instance: str) -> set[str]:
+    return set(cloud.placement.get_allocations(instance)["allocations"])
+
+
+def test_a_select_handled_twice_keeps_the_claims_of_the_first(cloud):
+    cloud.add_hosts([Host(f"h{i}", vcpus=8) for i in range(3)])
+    instances = new_uuids(3)
+    first = cloud.scheduler().select_destinations(spec(num_instances=3), instances)
+    again = cloud.scheduler().select_destinations(spec(num_instances=3), instances)
+    assert [p[0]["host"] for p in again] == [p[0]["host"] for p in first]
+    assert [p[0]["allocation_request"] for p in again] == \
+        [p[0]["allocation_request"] for p in first]
+    # One server's worth per instance: nothing claimed twice.
+    assert sum(cloud.usage(f"h{i}").get("VCPU", 0) for i in range(3)) == 3
+    for instance, picks in zip(instances, first, strict=True):
+        assert held_on(cloud, instance) == {cloud.hosts[picks[0]["host"]].uuid}
+
+
+def test_a_select_handled_again_after_its_host_left_claims_elsewhere_over_it(cloud):
+    cloud.add_hosts([Host("a", memory_mb=65536), Host("b")])
+    [instance] = new_uuids(1)
+    [picks] = cloud.scheduler().select_destinations(spec(), [instance])
+    assert picks[0]["host"] == "a"
+    cloud.set_host_disabled("a", True)   # the first run's host no longer passes
+    [again] = cloud.scheduler().select_destinations(spec(), [instance])
+    assert again[0]["host"] == "b"
+    assert held_on(cloud, instance) == {cloud.hosts["b"].uuid}
+    assert cloud.usage("a").get("VCPU", 0) == 0
+
+
+class LostAnswers(pc.PlacementClient):
+    """Placement does each claim, but the answer is lost on the way back (a reset)."""
+
+    def put_allocations(self, consumer, *args, **kw):
+        super().put_allocations(consumer, *args, **kw)
+        raise pc.ConcurrentUpdate("PUT", f"/allocations/{consumer}", 409, pc.CONCURRENT_UPDATE,
+                                  "consumer generation conflict: expected null but got 1")
+
+
+def test_a_claim_whose_answer_was_lost_is_not_made_twice(cloud):
+    cloud.add_hosts([Host("only")])
+    client = LostAnswers("http://placement.test", transport=cloud.client()._http._transport)
+    [instance] = new_uuids(1)
+    [picks] = cloud.scheduler(placement=client).select_destinations(spec(), [instance])
+    assert picks[0]["host"] == "only"
+    assert cloud.usage("only")["VCPU"] == 1

@@ -288,11 +288,11 @@ class FlakyBinds(NetworkClient):
         super().__init__(*args, **kwargs)
         self.binds = 0
 
-    def bind_port(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def bind_server_port(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
         self.binds += 1
         if self.binds % 2 == 0:
             raise RuntimeError("binding refused by the network service")
-        return super().bind_port(*args, **kwargs)
+        return super().bind_server_port(*args, **kwargs)
 
 
 def test_a_failed_binding_leaves_no_half_bound_port_and_no_allocation(world):

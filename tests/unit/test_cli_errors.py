@@ -59,3 +59,44 @@ def test_a_closed_pipe_ends_quietly(capsys):
 
     assert exit_code(write) == common.BROKEN_PIPE_EXIT
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("-1", "must be a number of seconds above 0"),
+    ("0", "must be a number of seconds above 0"),
+    ("nan", "must be a number of seconds above 0"),
+    ("inf", "must be a number of seconds above 0"),
+    ("soon", "not a number of seconds"),
+])
+def test_a_time_limit_must_be_seconds_above_zero(text, why):
+    with pytest.raises(argparse.ArgumentTypeError, match=why):
+        common.positive_seconds(text)
+    assert common.positive_seconds("2.5") == 2.5
+
+
+@pytest.mark.parametrize("argv", [
+    ["server", "create", "vm", "--flavor", "f", "--wait", "--timeout", "-1"],
+    ["server", "resize", "vm", "--flavor", "f", "--timeout", "-1"],
+    ["server", "resize-confirm", "vm", "--wait", "--timeout", "-1"],
+])
+def test_client_commands_refuse_a_negative_timeout(argv, capsys):
+    from stratus.cli.main import build_parser
+
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(argv)
+    assert exited.value.code == common.USAGE_ERROR
+    assert "argument --timeout: invalid value -1: must be a number of seconds above 0" in \
+        capsys.readouterr().err
+
+
+def test_a_service_that_stopped_answering_is_one_line(capsys, monkeypatch):
+    import httpx
+
+    monkeypatch.delenv("STRATUS_DEBUG", raising=False)
+
+    def refused() -> int:
+        raise httpx.ConnectError("GET /resource_providers: connection refused")
+
+    assert exit_code(refused) == 1
+    assert capsys.readouterr().err == ("error: cannot reach a service: ConnectError: GET "
+                                       "/resource_providers: connection refused\n")

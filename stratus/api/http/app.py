@@ -2,9 +2,11 @@
 
 Per request: request id -> strip ``/v2.1[/{project_id}]`` -> authentication
 (noauth2 tokens or keystonemiddleware headers, as Placement) -> body size limit
--> microversion -> route -> handler. Typed errors become Compute API faults; an
-unexpected exception is logged with its traceback and answered 500 with the
-request id, never the traceback.
+-> microversion (``microversion.py``: the one place versions are decided) -> route ->
+handler. The legacy ``/v2`` prefix is served as 2.1 without microversion headers, as
+Nova serves it; ``/``, ``/v2/`` and ``/v2.1/`` are the version documents. Typed
+errors become Compute API faults; an unexpected exception is logged with its
+traceback and answered 500 with the request id, never the traceback.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ LOG = logging.getLogger(__name__)
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 # /v2.1, optionally followed by a project id (old clients put it in every URL).
-_PREFIX = re.compile(r"^/v2(?:\.1)?(?:/[0-9a-fA-F-]{32,36})?(?=/|$)")
+_PREFIX = re.compile(r"^/v2(?P<minor>\.1)?(?:/[0-9a-fA-F-]{32,36})?(?=/|$)")
+# The paths that answer without a microversion (Nova's unversioned resources).
+_UNVERSIONED = frozenset({"/", "/v2"})
 MAX_BODY_BYTES = 1_048_576
 
 
@@ -57,10 +61,14 @@ class ComputeApp:
         want: microversion.Version | None = None
         warnings: list[str] = []
         try:
-            path, query = self._decoded(environ)
+            path, legacy, query = self._decoded(environ)
             ctx = self._authenticate(request, path, request_id)
-            want = microversion.from_headers(request.headers)
-            response = self._dispatch(request, path, query, want, ctx, warnings)
+            if legacy or path in _UNVERSIONED:
+                response = self._dispatch(request, path, query, microversion.MIN, ctx,
+                                          warnings)
+            else:
+                want = microversion.from_headers(request.headers)
+                response = self._dispatch(request, path, query, want, ctx, warnings)
         except microversion.VersionError as exc:
             response = fault_response(exc.status, str(exc))
         except PlacementHTTPError as exc:  # from the shared auth helpers
@@ -79,30 +87,34 @@ class ComputeApp:
         if want is not None:
             response.headers[microversion.HEADER] = f"{microversion.SERVICE_TYPE} {want}"
             response.headers[microversion.LEGACY_HEADER] = str(want)
-            response.headers["Vary"] = f"{microversion.HEADER}, {microversion.LEGACY_HEADER}"
+            response.headers["Vary"] = microversion.VARY
         for warning in warnings:
             # RFC 7234 warn-code 199 (miscellaneous warning); one header per warning.
             text = warning.replace("\\", "\\\\").replace('"', '\\"')
             response.headers.add("Warning", f'199 stratus-compute-api "{text}"')
         return response(environ, start_response)
 
-    def _decoded(self, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
-        """The route path and the query as text (``stratus.web.inputs``): a path no
-        resource can have is 404, a query that is not text is 400."""
+    def _decoded(self, environ: dict[str, Any]) -> tuple[str, bool, list[tuple[str, str]]]:
+        """The route path, whether it came through the legacy ``/v2`` prefix, and the
+        query as text (``stratus.web.inputs``): a path no resource can have is 404, a
+        query that is not text is 400."""
         try:
-            path = self._path(path_info(environ) or "/")
+            path, legacy = self._path(path_info(environ) or "/")
         except InputError:
             raise HTTPError(404, "The resource could not be found.") from None
         try:
-            return path, query_pairs(environ)
+            return path, legacy, query_pairs(environ)
         except InputError as exc:
             raise HTTPError(400, str(exc)) from None
 
     @staticmethod
-    def _path(path: str) -> str:
-        if path in ("/v2.1", "/v2.1/"):
-            return "/v2.1"
-        return _PREFIX.sub("", path, count=1) or "/"
+    def _path(path: str) -> tuple[str, bool]:
+        if path.rstrip("/") in ("/v2.1", "/v2"):
+            return path.rstrip("/"), False
+        m = _PREFIX.match(path)
+        if m is None:
+            return path, False
+        return path[m.end():] or "/", m["minor"] is None
 
     def _dispatch(self, request: webob.Request, path: str, query: list[tuple[str, str]],
                   want: microversion.Version, ctx: Context,
@@ -123,7 +135,7 @@ class ComputeApp:
         return handler(req)
 
     def _authenticate(self, request: webob.Request, path: str, request_id: str) -> Context:
-        if path in ("/", "/v2.1") or path.rstrip("/") in CONSOLE_FILES:
+        if path in ("/", "/v2.1", "/v2") or path.rstrip("/") in CONSOLE_FILES:
             # Version discovery, and the console's page and files (they hold no data).
             return Context(None, None, [], request_id=request_id)
         if self.keystone:

@@ -19,10 +19,15 @@ RULES: dict[str, str] = {
     **{f"os_compute_api:os-flavor-extra-specs:{a}": ADMIN
        for a in ("create", "update", "delete")},
     "os_compute_api:flavors": ANY,
+    "os_compute_api:os-flavor-access": ADMIN,
+    "os_compute_api:os-flavor-access:add_tenant_access": ADMIN,
+    "os_compute_api:os-flavor-access:remove_tenant_access": ADMIN,
     **{f"os_compute_api:os-aggregates:{a}": ADMIN
        for a in ("index", "create", "show", "update", "delete", "add_host", "remove_host",
                  "set_metadata")},
-    **{f"os_compute_api:os-hypervisors:{a}": ADMIN for a in ("list", "list-detail", "show")},
+    **{f"os_compute_api:os-hypervisors:{a}": ADMIN
+       for a in ("list", "list-detail", "show", "uptime", "statistics", "search",
+                 "servers")},
     "os_compute_api:os-availability-zone:list": ANY,
     "os_compute_api:os-availability-zone:detail": ADMIN,
     **{f"os_compute_api:servers:{a}": ANY for a in ("create", "index", "detail", "show",

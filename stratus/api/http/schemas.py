@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 MAX_INT = 2_147_483_647
@@ -23,15 +24,52 @@ def _uuid() -> dict[str, Any]:
     return {"type": "string", "pattern": r"^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$"}
 
 
+# Nova's parameter_types.boolean: a JSON boolean or one of these strings.
+BOOLEAN: dict[str, Any] = {"enum": [
+    True, "True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes", "y", "t",
+    False, "False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no", "n",
+    "f"]}
+_TRUE_STRINGS = frozenset({"true", "1", "on", "yes", "y", "t"})
+
+
+def boolean(value: bool | str) -> bool:
+    """A value BOOLEAN accepted, as a bool."""
+    return value if isinstance(value, bool) else value.strip().lower() in _TRUE_STRINGS
+
+
 SERVICE_UPDATE: dict[str, Any] = {
     "type": "object",
     "properties": {
         "status": {"enum": ["enabled", "disabled"]},
         "disabled_reason": {"type": "string", "minLength": 1, "maxLength": 255},
-        "forced_down": {"type": "boolean"},
+        "forced_down": BOOLEAN,
     },
     "additionalProperties": False,
 }
+
+# Before 2.53: PUT /os-services/{enable,disable,disable-log-reason,force-down} name the
+# service by host and binary; force-down (2.11) adds forced_down.
+SERVICE_ACTION: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "host": {"type": "string", "minLength": 1, "maxLength": 255,
+                 "pattern": r"^[a-zA-Z0-9-._]*$"},
+        "binary": {"type": "string", "minLength": 1, "maxLength": 255},
+        "disabled_reason": {"type": "string", "minLength": 1, "maxLength": 255},
+    },
+    "required": ["host", "binary"],
+    "additionalProperties": False,
+}
+SERVICE_ACTION_211: dict[str, Any] = {
+    **SERVICE_ACTION,
+    "properties": {**SERVICE_ACTION["properties"], "forced_down": BOOLEAN},
+}
+
+def _flavor_count(minimum: int) -> dict[str, Any]:
+    """Nova's flavor_param_positive/non_negative: an integer or a string of digits."""
+    return {"type": ["integer", "string"], "pattern": "^[0-9]+$", "minimum": minimum,
+            "maximum": MAX_INT}
+
 
 FLAVOR_CREATE: dict[str, Any] = {
     "type": "object",
@@ -40,16 +78,19 @@ FLAVOR_CREATE: dict[str, Any] = {
             "type": "object",
             "properties": {
                 "name": _name(),
-                "id": {"anyOf": [{"type": "null"}, {
-                    "type": "string", "minLength": 1, "maxLength": 255,
-                    "pattern": r"^(?! )[a-zA-Z0-9. _-]+(?<! )$"}]},
-                "ram": _count(1),
-                "vcpus": _count(1),
-                "disk": _count(0),
-                "OS-FLV-EXT-DATA:ephemeral": _count(0),
-                "swap": _count(0),
-                "rxtx_factor": {"type": "number", "exclusiveMinimum": 0},
-                "os-flavor-access:is_public": {"type": "boolean"},
+                # A string or a number (Nova's: it is kept as a string), or null for
+                # one made here.
+                "id": {"type": ["string", "number", "null"], "minLength": 1,
+                       "maxLength": 255, "pattern": r"^(?! )[a-zA-Z0-9. _-]+(?<! )$"},
+                "ram": _flavor_count(1),
+                "vcpus": _flavor_count(1),
+                "disk": _flavor_count(0),
+                "OS-FLV-EXT-DATA:ephemeral": _flavor_count(0),
+                "swap": _flavor_count(0),
+                "rxtx_factor": {"type": ["number", "string"],
+                                "pattern": r"^[0-9]+(\.[0-9]+)?$",
+                                "exclusiveMinimum": 0, "maximum": 3.40282e+38},
+                "os-flavor-access:is_public": BOOLEAN,
                 "description": {"type": ["string", "null"], "maxLength": 65535},
             },
             "required": ["name", "ram", "vcpus", "disk"],
@@ -58,6 +99,16 @@ FLAVOR_CREATE: dict[str, Any] = {
     },
     "required": ["flavor"],
     "additionalProperties": False,
+}
+
+_TENANT = {"type": "object", "properties": {"tenant": {
+    "type": "string", "minLength": 1, "maxLength": 255,
+    "pattern": r"^[a-zA-Z0-9-_]*$"}}, "required": ["tenant"],
+    "additionalProperties": False}
+FLAVOR_ACTION: dict[str, Any] = {
+    "type": "object",
+    "properties": {"addTenantAccess": _TENANT, "removeTenantAccess": _TENANT},
+    "minProperties": 1, "maxProperties": 1, "additionalProperties": False,
 }
 
 FLAVOR_UPDATE: dict[str, Any] = {
@@ -322,29 +373,30 @@ KEYPAIR_CREATE: dict[str, Any] = {
     "required": ["keypair"],
     "additionalProperties": False,
 }
+# Before 2.10 no user_id; before 2.2 no type either.
+KEYPAIR_CREATE_22: dict[str, Any] = {**KEYPAIR_CREATE, "properties": {"keypair": {
+    **KEYPAIR_CREATE["properties"]["keypair"],
+    "properties": {k: v for k, v in KEYPAIR_CREATE["properties"]["keypair"]["properties"]
+                   .items() if k != "user_id"}}}}
+KEYPAIR_CREATE_21: dict[str, Any] = {**KEYPAIR_CREATE, "properties": {"keypair": {
+    **KEYPAIR_CREATE["properties"]["keypair"],
+    "properties": {k: v for k, v in KEYPAIR_CREATE["properties"]["keypair"]["properties"]
+                   .items() if k not in ("user_id", "type")}}}}
 
 # ---- quotas -----------------------------------------------------------------------------
 
 # A limit: -1 (unlimited) up to MAX_INT, as an integer or a string of one (Nova takes both).
-_QUOTA_LIMIT = {"anyOf": [{"type": "integer", "minimum": -1, "maximum": MAX_INT},
-                          {"type": "string", "pattern": r"^(-1|[0-9]{1,10})$"}]}
+_QUOTA_LIMIT = {"type": ["integer", "string"], "pattern": "^-?[0-9]+$", "minimum": -1,
+                "maximum": MAX_INT}
 
 
-def _quota_body(key: str, resources: tuple[str, ...], force: bool) -> dict[str, Any]:
+@functools.cache
+def quota_update(key: str, resources: tuple[str, ...], force: bool) -> dict[str, Any]:
+    """The body of a quota (class) set update taking ``resources`` (which ones depends
+    on the version: see handlers/quotas.py); made once per shape."""
     properties: dict[str, Any] = {r: _QUOTA_LIMIT for r in resources}
     if force:
-        properties["force"] = {"type": ["boolean", "string"]}
+        properties["force"] = BOOLEAN
     return {"type": "object", "required": [key], "additionalProperties": False,
             "properties": {key: {"type": "object", "properties": properties,
                                  "additionalProperties": False}}}
-
-
-_QUOTA_RESOURCES = ("cores", "instances", "key_pairs", "metadata_items", "ram",
-                    "server_groups", "server_group_members")
-_INJECTED = ("injected_file_content_bytes", "injected_file_path_bytes", "injected_files")
-# Before 2.57 the injected_file* quotas can still be set; from it, they are refused.
-QUOTA_SET_UPDATE = _quota_body("quota_set", _QUOTA_RESOURCES + _INJECTED, force=True)
-QUOTA_SET_UPDATE_257 = _quota_body("quota_set", _QUOTA_RESOURCES, force=True)
-QUOTA_CLASS_SET_UPDATE = _quota_body("quota_class_set", _QUOTA_RESOURCES + _INJECTED,
-                                     force=False)
-QUOTA_CLASS_SET_UPDATE_257 = _quota_body("quota_class_set", _QUOTA_RESOURCES, force=False)

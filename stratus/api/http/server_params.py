@@ -8,9 +8,9 @@ import datetime as dt
 import re
 from collections.abc import Sequence
 
-from stratus.api.http.render import STATUS, TASK_STATUS
 from stratus.api.http.wsgi import Req
 from stratus.api.ops.server_list import Listing
+from stratus.api.status import DEFAULT, STATE_MAP
 from stratus.api.store import server_query as q
 from stratus.api.store import servers as store
 from stratus.api.store.errors import BadRequest, Forbidden
@@ -98,15 +98,16 @@ def parse_statuses(raw: Sequence[str]
     for value in raw:
         wanted = value.strip().upper()
         found = False
-        for vm, shown in STATUS.items():
-            if shown == wanted:
+        for vm, shown_by_task in STATE_MAP.items():
+            for task, shown in shown_by_task.items():
+                if shown != wanted:
+                    continue
                 vm_states.add(vm)
-                any_task = found = True
-        for (vm, task), shown in TASK_STATUS.items():
-            if shown == wanted:
-                vm_states.add(vm)
-                tasks.add(task)
                 found = True
+                if task == DEFAULT:
+                    any_task = True
+                else:
+                    tasks.add(task)
         if not found and wanted not in NOVA_ONLY_STATUSES:
             raise BadRequest(f"Invalid status value {value!r}; one of: "
                              f"{', '.join(sorted(_known_statuses()))}.")
@@ -115,7 +116,7 @@ def parse_statuses(raw: Sequence[str]
 
 
 def _known_statuses() -> set[str]:
-    return set(STATUS.values()) | set(TASK_STATUS.values())
+    return {shown for tasks in STATE_MAP.values() for shown in tasks.values()}
 
 
 def parse_sort(keys: Sequence[str], dirs: Sequence[str]) -> tuple[q.SortKey, ...]:

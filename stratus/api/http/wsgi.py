@@ -94,6 +94,33 @@ class Req:
         raise BadRequest(f"Invalid value {raw!r} for query parameter {name}: "
                          "expected a boolean.")
 
+    def check_query(self, allowed: frozenset[str] | set[str], strict: bool) -> None:
+        """Nova's query schemas: with ``strict`` (``additionalProperties: False``), a
+        parameter not in ``allowed`` is 400; otherwise unknown ones are ignored."""
+        if not strict:
+            return
+        unknown = sorted({k for k, _ in self.query_pairs} - set(allowed))
+        if unknown:
+            raise BadRequest("Invalid input for query parameters "
+                             f"{', '.join(unknown)}. Additional properties are not "
+                             f"allowed ({', '.join(map(repr, unknown))} "
+                             f"{'was' if len(unknown) == 1 else 'were'} unexpected)")
+
+    def query_int(self, name: str, minimum: int = 0) -> int | None:
+        """An integer query parameter (None when absent); 400 if not one."""
+        raw = self.query(name)
+        if raw is None:
+            return None
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise BadRequest(f"Invalid input for query parameters {name}. Value: {raw}. "
+                             f"{raw!r} is not an integer.") from None
+        if value < minimum:
+            raise BadRequest(f"Invalid input for query parameters {name}. Value: {raw}. "
+                             f"{value} is less than the minimum of {minimum}.")
+        return value
+
     def link(self, path: str) -> list[dict[str, str]]:
         base = self.webob.host_url + self.webob.script_name
         return [{"rel": "self", "href": f"{base}/v2.1{path}"},

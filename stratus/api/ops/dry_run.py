@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from stratus.api.deps import ComputeAPIDeps
+from stratus.api.ops import quotas as quota_ops
 from stratus.api.ops.servers import (
     Boot,
     _check_zone,
@@ -35,6 +36,17 @@ def dry_run(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> dict[str, Any
     group = group_state(api, boot.group, boot.project_id, is_admin)
     flavor = request_flavor(boot.flavor)
     check_extra_specs(flavor.extra_specs)
+    # The quota first, as the boot checks it: what it refuses never "fits", and what it
+    # cuts (between min_count and max_count) is what the scheduler is asked about.
+    refused = None
+    try:
+        count = quota_ops.check_boot(api.dbs.api, api.quota_defaults, boot.project_id,
+                                     flavor.vcpus, flavor.memory_mb, boot.min_count, count)
+        if group is not None:
+            quota_ops.check_group_members(api.dbs.api, api.quota_defaults, boot.project_id,
+                                          group.uuid, count)
+    except quota_ops.QuotaExceeded as exc:
+        refused = exc.message
     spec = rq.RequestSpec(flavor=flavor, project_id=boot.project_id, user_id=boot.user_id,
                           num_instances=count, availability_zone=zone, server_group=group)
     client = api.bus.client(SchedulerRPC, timeout=api.rpc_timeout)
@@ -46,6 +58,10 @@ def dry_run(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> dict[str, Any
     except BusError as exc:
         raise ServiceUnavailable(f"Cannot reach the scheduler for a dry run: {exc}") from None
     answer["notes"] = []
+    if refused is not None:
+        if answer.get("fits"):
+            answer["notes"].append(f"without the quota: {answer['message']}")
+        answer.update(fits=False, category="quota", message=refused)
     if isinstance(boot.networks, list) and boot.networks:
         answer["notes"].append("networks are not considered: a dry run makes no ports, so "
                                "their resource requests are not counted")

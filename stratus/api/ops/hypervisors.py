@@ -8,9 +8,12 @@ from stratus.api.deps import ComputeAPIDeps
 from stratus.api.store import aggregates as agg_store
 from stratus.api.store import cells as cell_store
 from stratus.api.store import hypervisors as store
+from stratus.api.store import servers as server_store
 from stratus.api.store.cells import COMPUTE_BINARY
 from stratus.api.store.errors import NotFound
 from stratus.api.store.hypervisors import Node
+from stratus.api.store.servers import Server
+from stratus.cells.mappings import CellMapping
 from stratus.cells.services import Service
 from stratus.storage import engine as db
 
@@ -23,12 +26,32 @@ def list_nodes(api: ComputeAPIDeps, hostname_pattern: str | None = None) -> list
     return sorted(out, key=lambda n: (n.hostname, n.uuid))
 
 
-def get_node(api: ComputeAPIDeps, uuid: str) -> Node:
-    got = cell_store.gather_strict(api.dbs, lambda c: api.dbs.read(c, store.nodes, uuid=uuid))
-    for _cell, nodes in got:
+def get_node(api: ComputeAPIDeps, ident: str | int) -> Node:
+    """A node by uuid, or by integer id as before 2.53 (ids are per cell: the first
+    cell's, as Nova)."""
+    if isinstance(ident, int):
+        def look(c: CellMapping) -> list[Node]:
+            return api.dbs.read(c, store.nodes, node_id=ident)
+    else:
+        def look(c: CellMapping) -> list[Node]:
+            return api.dbs.read(c, store.nodes, uuid=ident)
+    for _cell, nodes in cell_store.gather_strict(api.dbs, look):
         if nodes:
             return nodes[0]
-    raise NotFound(f"Hypervisor {uuid} could not be found.")
+    raise NotFound(f"Hypervisor with ID '{ident}' could not be found.")
+
+
+def servers_on(api: ComputeAPIDeps, hosts: set[str]) -> dict[str, list[Server]]:
+    """host -> its live servers, for the hypervisors' ``servers``."""
+    out: dict[str, list[Server]] = {h: [] for h in hosts}
+    if not hosts:
+        return out
+    got = api.dbs.gather(lambda c: api.dbs.read(c, server_store.on_hosts, c.uuid,
+                                                sorted(hosts)))
+    for servers in got.results.values():
+        for s in servers:
+            out.setdefault(s.host or "", []).append(s)
+    return out
 
 
 @dataclass(frozen=True)

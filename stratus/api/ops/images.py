@@ -31,6 +31,7 @@ IMAGE_TYPE = "COMPUTE_IMAGE_TYPE_"
 class BootImage:
     id: str
     disk_format: str | None = None
+    container_format: str | None = None
     min_ram: int = 0
     min_disk: int = 0
     properties: Mapping[str, str] = field(default_factory=dict)
@@ -66,18 +67,50 @@ def from_document(doc: Mapping[str, Any]) -> BootImage:
             "os_hash_algo", "os_hash_value", "size", "virtual_size", "min_disk", "min_ram",
             "disk_format", "container_format", "owner", "created_at", "updated_at", "tags",
             "self", "file", "schema", "locations", "direct_url"}
-    return BootImage(str(doc["id"]), doc.get("disk_format"), int(doc.get("min_ram") or 0),
-                     int(doc.get("min_disk") or 0),
+    return BootImage(str(doc["id"]), doc.get("disk_format"), doc.get("container_format"),
+                     int(doc.get("min_ram") or 0), int(doc.get("min_disk") or 0),
                      {k: str(v) for k, v in doc.items() if k not in core and v is not None})
 
 
 def check_fits(image: BootImage, flavor: flavor_store.Flavor) -> None:
-    if flavor.memory_mb < image.min_ram:
+    check_sizes(image, flavor.memory_mb, flavor.root_gb)
+
+
+def check_sizes(image: BootImage, memory_mb: int, root_gb: int) -> None:
+    """400 if a flavor of ``memory_mb`` and ``root_gb`` is too small for the image."""
+    if memory_mb < image.min_ram:
         raise BadRequest(f"Flavor's memory is too small for requested image: the image "
-                         f"needs {image.min_ram} MB, the flavor has {flavor.memory_mb}.")
-    if flavor.root_gb and flavor.root_gb < image.min_disk:
+                         f"needs {image.min_ram} MB, the flavor has {memory_mb}.")
+    if root_gb and root_gb < image.min_disk:
         raise BadRequest(f"Flavor's disk is too small for requested image: the image needs "
-                         f"{image.min_disk} GB, the flavor has {flavor.root_gb}.")
+                         f"{image.min_disk} GB, the flavor has {root_gb}.")
+
+
+def system_metadata(image: BootImage | None, image_ref: str | None, root_gb: int,
+                    owner: dict[str, str] | None = None) -> dict[str, str]:
+    """What a server keeps of its image for a snapshot to inherit (Nova's
+    ``get_system_metadata_from_image``): each property as ``image_<key>``, the
+    inheritable core values (``min_disk`` at least the flavor's disk), the image it
+    was built from as ``image_base_image_ref``; ``owner``: the owner's names."""
+    out: dict[str, str] = dict(owner or {})
+    if image is not None:
+        for key, value in image.properties.items():
+            if key not in SKIPPED_PROPERTIES:
+                out[f"image_{key}"] = str(value)[:255]
+        out["image_min_ram"] = str(image.min_ram)
+        out["image_min_disk"] = str(max(image.min_disk, root_gb))
+        if image.disk_format:
+            out["image_disk_format"] = image.disk_format
+        if image.container_format:
+            out["image_container_format"] = image.container_format
+    if image_ref:
+        out["image_base_image_ref"] = image_ref
+    return out
+
+
+# Nova's SM_SKIP_KEYS: structured data that is not copied into system metadata.
+SKIPPED_PROPERTIES = frozenset({"mappings", "block_device_mapping", "img_mappings",
+                                "img_block_device_mapping"})
 
 
 def required_traits(image: BootImage) -> set[str]:

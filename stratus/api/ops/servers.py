@@ -61,7 +61,8 @@ class Boot:
 
 def request_flavor(flavor: flavor_store.Flavor) -> rq.Flavor:
     return rq.Flavor(flavor.name, flavor.vcpus, flavor.memory_mb, flavor.root_gb,
-                     flavor.ephemeral_gb, flavor.swap, dict(flavor.extra_specs))
+                     flavor.ephemeral_gb, flavor.swap, dict(flavor.extra_specs),
+                     flavor.flavorid)
 
 
 def check_extra_specs(specs: dict[str, str]) -> None:
@@ -280,6 +281,14 @@ def delete(api: ComputeAPIDeps, uuid: str, project_id: str | None,
     allocations, its records say deleted. Works whatever the state of its cell
     (a disabled cell only takes no new servers)."""
     server = get(api, uuid, project_id)
+    if server.cell_uuid:
+        # Marked first: a move under way stops writing the server's record and clears
+        # what it makes from now on (stratus.conductor.leftovers); what it made before,
+        # read afresh below, is cleared here. A delete that fails later leaves the mark:
+        # ask again.
+        with db.write(api.dbs.engine(api.dbs.cell(server.cell_uuid))) as conn:
+            store.mark_deleting(conn, uuid)
+        server = get(api, uuid, project_id)
     # The ports first: if the network service does not answer, nothing else has changed
     # and the delete can simply be asked again.
     ports.release(api, uuid)

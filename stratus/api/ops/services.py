@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from stratus.api.binaries import api_name
 from stratus.api.deps import ComputeAPIDeps
 from stratus.api.store import aggregates as agg_store
 from stratus.api.store import cells as cell_store
@@ -45,12 +46,29 @@ class Change:
     forced_down: bool | None = None
 
 
-def update(api: ComputeAPIDeps, uuid: str, change: Change) -> tuple[Service, list[str]]:
-    """Apply ``change`` to the compute service ``uuid``; (the service, warnings)."""
-    cell, svc = cell_store.find_service(api.dbs, uuid)
-    if svc.binary != COMPUTE_BINARY:
-        raise BadRequest(f"Updating a {svc.binary} service is not supported. Only "
-                         f"{COMPUTE_BINARY} services can be updated.")
+def update(api: ComputeAPIDeps, ident: str | int, change: Change
+           ) -> tuple[Service, list[str]]:
+    """Apply ``change`` to the compute service ``ident`` (a uuid, or an integer id as
+    before 2.53); (the service, warnings)."""
+    return update_found(api, *cell_store.find_service(api.dbs, ident), change)
+
+
+def update_by_host(api: ComputeAPIDeps, host: str, binary: str, change: Change
+                   ) -> tuple[Service, list[str]]:
+    """The same for the service named by host and binary (the API before 2.53)."""
+    _check_updatable(binary)
+    return update_found(api, *cell_store.find_by_host(api.dbs, host, binary), change)
+
+
+def _check_updatable(binary: str) -> None:
+    if binary != COMPUTE_BINARY:
+        raise BadRequest(f"Updating a {api_name(binary)} service is not supported. Only "
+                         f"{api_name(COMPUTE_BINARY)} services can be updated.")
+
+
+def update_found(api: ComputeAPIDeps, cell: CellMapping, svc: Service, change: Change
+                 ) -> tuple[Service, list[str]]:
+    _check_updatable(svc.binary)
     with db.write(api.dbs.engine(cell)) as conn:
         svc = services.update(conn, svc.id, disabled=change.disabled,
                               disabled_reason=change.disabled_reason,
@@ -83,14 +101,14 @@ def _tell_compute(api: ComputeAPIDeps, cell: CellMapping, svc: Service) -> str |
     return None
 
 
-def delete(api: ComputeAPIDeps, uuid: str) -> Service:
+def delete(api: ComputeAPIDeps, ident: str | int) -> Service:
     """Delete a service; a compute's providers leave Placement with it.
 
     Refused (409) while the host has servers or its providers hold allocations:
     deleting them would lose track of what is consumed. Checks come first, then
     Placement, then the databases, so a refusal changes nothing.
     """
-    cell, svc = cell_store.find_service(api.dbs, uuid)
+    cell, svc = cell_store.find_service(api.dbs, ident)
     if svc.binary == COMPUTE_BINARY:
         _delete_compute_leftovers(api, cell, svc)
     with db.write(api.dbs.engine(cell)) as conn:

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from stratus.api import schema as api_schema
-from stratus.api.store.errors import NotFound, ServiceUnavailable
+from stratus.api.store.errors import BadRequest, NotFound, ServiceUnavailable
 from stratus.cells import mappings, services
 from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
@@ -59,20 +59,38 @@ def list_services(dbs: CellDBs, host: str | None = None, binary: str | None = No
     return out, got.failures
 
 
-def find_service(dbs: CellDBs, uuid: str) -> tuple[CellMapping, Service]:
-    """The service with this uuid, in whichever cell holds it."""
+def find_service(dbs: CellDBs, ident: str | int) -> tuple[CellMapping, Service]:
+    """The service with this uuid (or, as before compute API 2.53, integer id), in
+    whichever cell holds it. An integer id is only unique within a cell: one that
+    several cells hold is 400, as in Nova."""
 
     def look(cell: CellMapping) -> Service | None:
         try:
-            return dbs.read(cell, services.get, uuid)
+            return dbs.read(cell, services.get, ident)
         except services.ServiceNotFound:
             return None
 
-    got = gather_strict(dbs, look)
-    for cell, svc in got:
+    found = [(cell, svc) for cell, svc in gather_strict(dbs, look) if svc is not None]
+    if len(found) > 1:
+        raise BadRequest(f"Service id {ident} refers to multiple services.")
+    if not found:
+        raise NotFound(f"Service {ident} not found.")
+    return found[0]
+
+
+def find_by_host(dbs: CellDBs, host: str, binary: str) -> tuple[CellMapping, Service]:
+    """The ``binary`` service on ``host``, in whichever cell holds it."""
+
+    def look(cell: CellMapping) -> Service | None:
+        try:
+            return dbs.read(cell, services.get_by_host, host, binary)
+        except services.ServiceNotFound:
+            return None
+
+    for cell, svc in gather_strict(dbs, look):
         if svc is not None:
             return cell, svc
-    raise NotFound(f"Service {uuid} not found.")
+    raise NotFound(f"Service {binary} on host {host} could not be found.")
 
 
 def find_compute(dbs: CellDBs, host: str) -> tuple[CellMapping, Service]:

@@ -33,6 +33,7 @@ class Flavor:
     extra_specs: dict[str, str] = field(default_factory=dict)
     created_at: dt.datetime | None = None
     updated_at: dt.datetime | None = None
+    rxtx_factor: float = 1.0
 
 
 def _specs(conn: Connection, ids: list[int]) -> dict[int, dict[str, str]]:
@@ -49,7 +50,7 @@ def _specs(conn: Connection, ids: list[int]) -> dict[int, dict[str, str]]:
 def _from_row(row: sa.Row, specs: dict[str, str]) -> Flavor:
     return Flavor(row.id, row.flavorid, row.name, row.vcpus, row.memory_mb, row.root_gb,
                   row.ephemeral_gb, row.swap, bool(row.is_public), row.description,
-                  dict(specs), row.created_at, row.updated_at)
+                  dict(specs), row.created_at, row.updated_at, row.rxtx_factor)
 
 
 def get(conn: Connection, flavorid: str) -> Flavor:
@@ -59,20 +60,84 @@ def get(conn: Connection, flavorid: str) -> Flavor:
     return _from_row(row, _specs(conn, [row.id])[row.id])
 
 
+# The sort keys Nova takes for flavors, and the column behind each.
+SORT_KEYS = {"created_at": "created_at", "description": "description",
+             "ephemeral_gb": "ephemeral_gb", "flavorid": "flavorid", "id": "id",
+             "is_public": "is_public", "memory_mb": "memory_mb", "name": "name",
+             "root_gb": "root_gb", "swap": "swap", "updated_at": "updated_at",
+             "vcpus": "vcpus"}
+
+
 def list_all(conn: Connection, *, is_public: bool | None = True, min_ram: int = 0,
-             min_disk: int = 0) -> list[Flavor]:
+             min_disk: int = 0, project_id: str | None = None, sort_key: str = "flavorid",
+             sort_dir: str = "asc", limit: int | None = None,
+             marker: str | None = None) -> list[Flavor]:
+    """Flavors by Nova's rules: ``is_public`` True also finds the private flavors
+    ``project_id`` has access to, None finds all; ordered by ``sort_key`` then id, the
+    page after the flavor ``marker`` (NotFound if there is no such flavor)."""
     t = s.flavors
     query = sa.select(t).where(t.c.memory_mb >= min_ram, t.c.root_gb >= min_disk)
     if is_public is not None:
-        query = query.where(t.c.is_public == is_public)
-    rows = list(conn.execute(query.order_by(t.c.flavorid)))
+        clause: sa.ColumnElement[bool] = t.c.is_public == is_public
+        if is_public and project_id is not None:
+            p = s.flavor_projects
+            clause = sa.or_(clause, t.c.id.in_(sa.select(p.c.flavor_id)
+                                               .where(p.c.project_id == project_id)))
+        query = query.where(clause)
+    column, tie = t.c[SORT_KEYS[sort_key]], t.c.id
+    descending = sort_dir == "desc"
+    if marker is not None:
+        row = conn.execute(sa.select(t).where(t.c.flavorid == marker)).first()
+        if row is None:
+            raise NotFound(f"marker [{marker}] not found")
+        value = getattr(row, column.name)
+        after = (column < value) if descending else (column > value)
+        query = query.where(sa.or_(after, sa.and_(column == value, tie > row.id)))
+    query = query.order_by(column.desc() if descending else column.asc(), tie.asc())
+    if limit is not None:
+        query = query.limit(limit)
+    rows = list(conn.execute(query))
     specs = _specs(conn, [r.id for r in rows])
     return [_from_row(r, specs[r.id]) for r in rows]
 
 
+def projects(conn: Connection, flavor: Flavor) -> list[str]:
+    """The projects with access to a (private) flavor."""
+    p = s.flavor_projects
+    return [r.project_id for r in conn.execute(
+        sa.select(p.c.project_id).where(p.c.flavor_id == flavor.id).order_by(p.c.project_id))]
+
+
+def has_access(conn: Connection, flavor: Flavor, project_id: str) -> bool:
+    return flavor.is_public or project_id in projects(conn, flavor)
+
+
+def add_access(conn: Connection, flavor: Flavor, project_id: str) -> None:
+    if project_id in projects(conn, flavor):
+        raise Conflict(f"Flavor access already exists for flavor {flavor.flavorid} and "
+                       f"project {project_id} combination.")
+    try:
+        with conn.begin_nested():
+            conn.execute(sa.insert(s.flavor_projects).values(
+                flavor_id=flavor.id, project_id=project_id, created_at=utcnow()))
+    except sa.exc.IntegrityError:
+        raise Conflict(f"Flavor access already exists for flavor {flavor.flavorid} and "
+                       f"project {project_id} combination.") from None
+
+
+def remove_access(conn: Connection, flavor: Flavor, project_id: str) -> None:
+    p = s.flavor_projects
+    gone = conn.execute(sa.delete(p).where(p.c.flavor_id == flavor.id,
+                                           p.c.project_id == project_id)).rowcount
+    if not gone:
+        raise NotFound(f"Flavor access not found for {flavor.flavorid} / {project_id} "
+                       "combination.")
+
+
 def create(conn: Connection, *, name: str, vcpus: int, memory_mb: int, root_gb: int,
            ephemeral_gb: int = 0, swap: int = 0, flavorid: str | None = None,
-           is_public: bool = True, description: str | None = None) -> Flavor:
+           is_public: bool = True, description: str | None = None,
+           rxtx_factor: float = 1.0) -> Flavor:
     t = s.flavors
     flavorid = flavorid or str(uuidlib.uuid4())
     if conn.execute(sa.select(t.c.id).where(t.c.name == name)).first():
@@ -84,7 +149,7 @@ def create(conn: Connection, *, name: str, vcpus: int, memory_mb: int, root_gb: 
             conn.execute(sa.insert(t).values(
                 flavorid=flavorid, name=name, vcpus=vcpus, memory_mb=memory_mb,
                 root_gb=root_gb, ephemeral_gb=ephemeral_gb, swap=swap, is_public=is_public,
-                description=description, created_at=utcnow()))
+                description=description, rxtx_factor=rxtx_factor, created_at=utcnow()))
     except sa.exc.IntegrityError:
         # A concurrent create took the name or id between our check and the insert.
         raise Conflict(f"Flavor with name {name} or ID {flavorid} already exists.") from None
@@ -102,6 +167,8 @@ def delete(conn: Connection, flavorid: str) -> None:
     flavor = get(conn, flavorid)
     conn.execute(sa.delete(s.flavor_extra_specs)
                  .where(s.flavor_extra_specs.c.flavor_id == flavor.id))
+    conn.execute(sa.delete(s.flavor_projects)
+                 .where(s.flavor_projects.c.flavor_id == flavor.id))
     conn.execute(sa.delete(s.flavors).where(s.flavors.c.id == flavor.id))
 
 

@@ -19,7 +19,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stratus.api import schema as s
-from stratus.api.store.servers import BUILDING, DELETED, Server, _server, build_request_server
+from stratus.api.store.servers import (
+    BUILDING,
+    DELETED,
+    Server,
+    _server,
+    build_request_server,
+    with_details,
+)
 from stratus.cells import schema as cs
 
 # The sort keys a caller may ask for (Nova's names) and the Server attribute (and
@@ -140,7 +147,7 @@ def cell_page(conn: Connection, cell_uuid: str, filters: Filters, keys: Sequence
         if row.deleted_at is not None:
             server = replace(server, vm_state=DELETED)
         out.append(server)
-    return out
+    return with_details(conn, out)
 
 
 def _changed_since(t: sa.Table, since: dt.datetime) -> sa.ColumnElement[bool]:

@@ -19,7 +19,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stratus.api import schema as s
+from stratus.cells import instance_meta
 from stratus.cells import schema as cs
+from stratus.cells.moves import DELETING
 
 # vm_state values as the conductor and computes write them.
 BUILDING, ACTIVE, ERROR, DELETED = "building", "active", "error", "deleted"
@@ -61,6 +63,40 @@ class Server:
     cell_uuid: str | None = None
     image_ref: str | None = None
     key_name: str | None = None
+    deleted_at: dt.datetime | None = None     # shown as OS-SRV-USG:terminated_at
+    # What the API shows from here on (the compute API's views read these; the actions
+    # that change them store them, cell migration 0005). Their defaults are what a
+    # server that never had them set shows, as in Nova.
+    description: str | None = None
+    locked_by: str | None = None              # "owner" or "admin": who locked it
+    locked_reason: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, str] = field(default_factory=dict)
+    hostname: str | None = None               # None: derived from the name
+    access_ip_v4: str | None = None
+    access_ip_v6: str | None = None
+    config_drive: str = ""
+    user_data: str | None = None
+    reservation_id: str | None = None
+    launch_index: int = 0
+    trusted_certs: tuple[str, ...] | None = None
+    progress: int = 0
+    # Soft-deleted (reclaim_instance_interval): when; it holds its resources until
+    # reclaimed. Nova's system metadata (the boot image's inheritable properties as
+    # ``image_<key>``, ``image_base_image_ref``...; a snapshot inherits them).
+    soft_deleted_at: dt.datetime | None = None
+    system_metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def locked(self) -> bool:
+        return self.locked_by is not None
+
+
+# What a boot asks for beyond name, flavor and image that the server shows (the build
+# request's ``instance`` JSON, then the cell row's columns): the names are the columns'.
+REQUESTED = ("description", "access_ip_v4", "access_ip_v6", "reservation_id",
+             "launch_index", "hostname", "user_data", "config_drive", "system_metadata",
+             "metadata", "tags")
 
 
 # ---- API database -------------------------------------------------------------------
@@ -109,16 +145,19 @@ def count_live(conn: Connection) -> int:
 
 def create_build_requests(conn: Connection, instances: Iterable[dict[str, Any]],
                           spec: dict[str, Any]) -> None:
-    """Record accepted servers (``{uuid, name, project_id, user_id}``) before any cell has them."""
+    """Record accepted servers (``{uuid, name, project_id, user_id}`` and what of
+    :data:`REQUESTED` they asked for) before any cell has them."""
     now = utcnow()
     text = json.dumps(spec, sort_keys=True)
     for inst in instances:
         conn.execute(sa.insert(s.instance_mappings).values(
             instance_uuid=inst["uuid"], cell_id=None, project_id=inst["project_id"],
             user_id=inst["user_id"], created_at=now))
+        asked = {k: inst[k] for k in REQUESTED if inst.get(k) not in (None, {}, [], ())}
         conn.execute(sa.insert(s.build_requests).values(
             instance_uuid=inst["uuid"], project_id=inst["project_id"],
-            user_id=inst["user_id"], name=inst["name"], created_at=now))
+            user_id=inst["user_id"], name=inst["name"], created_at=now,
+            instance=json.dumps(asked, sort_keys=True) if asked else None))
         conn.execute(sa.insert(s.request_specs).values(
             instance_uuid=inst["uuid"], spec=text, created_at=now))
 
@@ -143,11 +182,14 @@ def build_request_servers(conn: Connection, uuids: list[str]) -> dict[str, Serve
 def build_request_server(row: sa.Row) -> Server:
     """A server no cell holds yet, from its build request row joined with its spec."""
     spec = json.loads(row.spec) if row.spec else {}
+    asked = json.loads(row.instance) if row.instance else {}
+    asked["tags"] = tuple(asked.get("tags") or ())
     return Server(
         row.instance_uuid, row.name, row.project_id, row.user_id, BUILDING, "scheduling",
         0, None, None, spec.get("availability_zone"), dict(spec.get("flavor") or {}),
         created_at=row.created_at, updated_at=row.updated_at,
-        image_ref=spec.get("image_id"), key_name=spec.get("key_name"))
+        image_ref=spec.get("image_id"), key_name=spec.get("key_name"),
+        **{k: v for k, v in asked.items() if k in REQUESTED})
 
 
 def forget(conn: Connection, uuid: str) -> None:
@@ -163,21 +205,42 @@ def forget(conn: Connection, uuid: str) -> None:
 # ---- a cell database --------------------------------------------------------------
 
 
-def _server(row: sa.Row, cell_uuid: str) -> Server:
+def _json(text: str | None) -> dict[str, Any]:
     try:
-        flavor = json.loads(row.flavor) if row.flavor else {}
+        return dict(json.loads(text)) if text else {}
     except ValueError:
-        flavor = {}
+        return {}
+
+
+def _server(row: sa.Row, cell_uuid: str) -> Server:
+    """A cell row as a Server, without its metadata and tags (:func:`with_details`)."""
     return Server(row.uuid, row.name, row.project_id, row.user_id, row.vm_state,
                   row.task_state, row.power_state, row.host, row.node, row.availability_zone,
-                  flavor, row.fault, row.created_at, row.updated_at, row.launched_at,
-                  cell_uuid, row.image_ref, row.key_name)
+                  _json(row.flavor), row.fault, row.created_at, row.updated_at,
+                  row.launched_at, cell_uuid, row.image_ref, row.key_name,
+                  deleted_at=row.deleted_at, description=row.description,
+                  access_ip_v4=row.access_ip_v4, access_ip_v6=row.access_ip_v6,
+                  locked_by=row.locked_by, locked_reason=row.locked_reason,
+                  reservation_id=row.reservation_id, launch_index=row.launch_index or 0,
+                  hostname=row.hostname, user_data=row.user_data,
+                  config_drive=row.config_drive or "",
+                  soft_deleted_at=row.soft_deleted_at,
+                  system_metadata=_json(row.system_metadata))
+
+
+def with_details(conn: Connection, servers: list[Server]) -> list[Server]:
+    """The servers with their metadata and tags (two queries for the lot)."""
+    if not servers:
+        return servers
+    found = instance_meta.details(conn, [srv.uuid for srv in servers])
+    return [replace(srv, metadata=found.metadata.get(srv.uuid, {}),
+                    tags=found.tags.get(srv.uuid, ())) for srv in servers]
 
 
 def cell_servers(conn: Connection, cell_uuid: str, uuids: list[str]) -> dict[str, Server]:
     """The instance rows among ``uuids`` in this cell, deleted ones included (vm_state
     ``deleted``), so a caller can tell "gone" from "not recorded here yet"."""
-    out: dict[str, Server] = {}
+    found: list[Server] = []
     t = cs.instances
     for i in range(0, len(uuids), 500):
         chunk = uuids[i:i + 500]
@@ -185,8 +248,17 @@ def cell_servers(conn: Connection, cell_uuid: str, uuids: list[str]) -> dict[str
             server = _server(row, cell_uuid)
             if row.deleted_at is not None:
                 server = replace(server, vm_state=DELETED)
-            out[row.uuid] = server
-    return out
+            found.append(server)
+    return {srv.uuid: srv for srv in with_details(conn, found)}
+
+
+def mark_deleting(conn: Connection, uuid: str) -> bool:
+    """The delete starts: the server's task is ``deleting`` whatever it was, so a move under
+    way writes nothing more to its record and clears what it made (Nova's task state)."""
+    t = cs.instances
+    result = conn.execute(sa.update(t).where(t.c.uuid == uuid, t.c.deleted_at.is_(None))
+                          .values(task_state=DELETING, updated_at=utcnow()))
+    return bool(result.rowcount)
 
 
 def mark_deleted(conn: Connection, uuid: str, now: dt.datetime | None = None) -> bool:
@@ -196,6 +268,14 @@ def mark_deleted(conn: Connection, uuid: str, now: dt.datetime | None = None) ->
                           .values(vm_state=DELETED, task_state=None, power_state=0,
                                   deleted_at=now, updated_at=now))
     return bool(result.rowcount)
+
+
+def on_hosts(conn: Connection, cell_uuid: str, hosts: list[str]) -> list[Server]:
+    """Undeleted instances on any of ``hosts`` in this cell, oldest first."""
+    t = cs.instances
+    rows = conn.execute(sa.select(t).where(t.c.host.in_(hosts), t.c.deleted_at.is_(None))
+                        .order_by(t.c.created_at, t.c.id))
+    return [_server(row, cell_uuid) for row in rows]
 
 
 def hosts_servers(conn: Connection, host: str) -> list[str]:

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 from stratus.compute.drivers import errors
 from stratus.compute.drivers.faults import FaultInjector, HypervisorEvent, InstanceLike
+from stratus.compute.drivers.guests import Guest, GuestLifecycle
 from stratus.compute.provider_tree import ProviderTree
 
 LOG = logging.getLogger(__name__)
@@ -72,9 +73,11 @@ def resources_of(allocations: Mapping[str, Any]) -> Resources:
     return out
 
 
-class Driver:
+class Driver(GuestLifecycle):
     """Base of simulated drivers. Subclasses set ``hypervisor``, install their nodes' trees
-    with ``_set_tree`` and may veto a node for a spawn (``_check_node``)."""
+    with ``_set_tree`` and may veto a node for a spawn (``_check_node``). What a guest
+    does between spawn and destroy (power, pause, rescue, snapshot...) is
+    :class:`~stratus.compute.drivers.guests.GuestLifecycle`'s."""
 
     hypervisor: ClassVar[str]
 
@@ -89,6 +92,7 @@ class Driver:
         # Instances being resized or migrated away: powered off, still holding what they
         # held, until the move is confirmed (dropped) or reverted (running here again).
         self._outgoing: dict[str, Placed] = {}
+        self._guests: dict[str, Guest] = {}   # GuestLifecycle's: power, console...
         self._lost_reason: str | None = None
         self._listeners: list[Callable[[HypervisorEvent], None]] = []
 
@@ -153,6 +157,7 @@ class Driver:
             for rp, amounts in own.items():
                 self._usage[rp].update(amounts)
             self._instances[instance.uuid] = Placed(instance, node, own, time.time())
+            self._guests.pop(instance.uuid, None)   # a new guest: booted, running
             return node
 
     def _on_this_host(self, allocations: Mapping[str, Any]) -> tuple[Resources, set[str]]:

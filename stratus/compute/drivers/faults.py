@@ -65,6 +65,9 @@ class FaultInjector:
         self._next_failures: list[str] = []
         self._rules: list[_Rule] = []
         self._ids = itertools.count(1)
+        # Guest operations (``"reboot"``, ``"power off"``, ``"snapshot"``, ...) that fail
+        # next, whatever the instance: operation -> reasons, oldest first.
+        self._next_actions: dict[str, list[str]] = {}
 
     def fail_next_spawns(self, count: int = 1, reason: str = "injected failure") -> None:
         if count < 0:
@@ -92,12 +95,28 @@ class FaultInjector:
             self._rules.append(rule)
         return rule.rule_id
 
+    def fail_next_actions(self, action: str, count: int = 1,
+                          reason: str = "injected failure") -> None:
+        """Fail the next ``count`` guest operations named ``action`` (see
+        :mod:`stratus.compute.drivers.guests`: "reboot", "power off", "snapshot"...)."""
+        if count < 0:
+            raise ValueError("count cannot be negative")
+        with self._lock:
+            self._next_actions.setdefault(action, []).extend([reason] * count)
+
+    def action_failure(self, action: str) -> str | None:
+        """The reason this guest operation must fail (consumed), or None."""
+        with self._lock:
+            pending = self._next_actions.get(action)
+            return pending.pop(0) if pending else None
+
     def clear(self, rule_id: int | None = None) -> None:
         """Forget one rule, or every rule and pending failure."""
         with self._lock:
             if rule_id is None:
                 self._rules.clear()
                 self._next_failures.clear()
+                self._next_actions.clear()
             else:
                 self._rules = [r for r in self._rules if r.rule_id != rule_id]
 

@@ -45,6 +45,10 @@ class NetworkDeps:
     # Answer resource requests in the old single-group format (Neutron without the
     # port-resource-request-groups extension).
     legacy_resource_request: bool = False
+    # Offer the multiple port bindings API (Neutron's binding-extended extension); without
+    # it the service stands in for a Neutron before Rocky, and live migration of a server
+    # whose ports have resource requests is refused (design document 004).
+    binding_extended: bool = True
 
 
 def error_response(status: int, type_: str, message: str) -> webob.Response:
@@ -59,7 +63,7 @@ class NetworkApp:
     def __init__(self, deps: NetworkDeps, *, keystone: bool = False,
                  max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self.deps, self.keystone, self.max_body_bytes = deps, keystone, max_body_bytes
-        self._router: Router[Handler] = Router(routes.ROUTES)
+        self._router: Router[Handler] = Router(routes.routes(deps.binding_extended))
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         request_id = "req-" + str(uuid.uuid4())

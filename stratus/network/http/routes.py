@@ -1,4 +1,8 @@
-"""The network API's route table (paths after ``/v2.0``; a ``.json`` suffix is dropped)."""
+"""The network API's route table (paths after ``/v2.0``; a ``.json`` suffix is dropped).
+
+The ``/ports/{id}/bindings`` paths are Neutron's ``binding-extended`` extension: a
+service configured without it (``[network] binding_extended = false``, standing in for
+a Neutron before Rocky) has no such paths, and says so in ``/extensions``."""
 
 from __future__ import annotations
 
@@ -32,3 +36,14 @@ ROUTES: list[tuple[str, Mapping[str, Handler]]] = [
     ("/qos/rule-types", {"GET": qos.list_rule_types}),
     ("/qos/rule-types/{type}", {"GET": qos.show_rule_type}),
 ]
+
+
+BINDINGS_EXTENDED = "/ports/{id}/bindings"
+
+
+def routes(binding_extended: bool = True) -> list[tuple[str, Mapping[str, Handler]]]:
+    """The routes this service serves: all, or without the multiple bindings API."""
+    if binding_extended:
+        return list(ROUTES)
+    return [(path, methods) for path, methods in ROUTES
+            if not path.startswith(BINDINGS_EXTENDED)]

@@ -264,6 +264,11 @@ def update_port(conn: Connection, port_id: str, values: dict[str, Any], *,
     admin_up = values.get("admin_state_up", port["admin_state_up"])
     values = dict(values, status=_status(new_host, admin_up))
     bump(conn, s.ports, port_id, values, expect_revision)
+    if not str(values.get("device_owner", port["device_owner"])).startswith("compute:"):
+        # No longer a server's port (detached): its inactive bindings (a live migration's
+        # destination) are nobody's, and the bindings API no longer reaches them.
+        conn.execute(sa.delete(s.port_bindings).where(
+            s.port_bindings.c.port_id == port_id, s.port_bindings.c.status == INACTIVE))
     if host is not None or profile is not None or "vnic_type" in values:
         vif_type, details = vif(vnic_type, new_host)
         conn.execute(sa.update(s.port_bindings).where(

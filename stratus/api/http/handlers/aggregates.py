@@ -20,7 +20,7 @@ def _id(req: Req) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise NotFound(f"Aggregate {raw} could not be found.") from None
+        raise BadRequest(f"id must be an integer (got {raw!r}).") from None
     if not 0 < value <= MAX_ID:   # no row can have it (the column is a 32-bit integer)
         raise NotFound(f"Aggregate {raw} could not be found.")
     return value
@@ -45,7 +45,7 @@ def create_aggregate(req: Req) -> webob.Response:
     _check_zone_name(req, data.get("availability_zone"))
     with db.write(req.api.dbs.api) as conn:
         agg = store.create(conn, data["name"], data.get("availability_zone"))
-    return json_response({"aggregate": render.aggregate(req, agg)})
+    return json_response({"aggregate": render.aggregate(req, agg, created=True)})
 
 
 def show_aggregate(req: Req) -> webob.Response:

@@ -99,7 +99,7 @@ def list_actions(req: Req) -> webob.Response:
     marker = req.query("marker") if paging else None
     since = _parse_time(req, "changes-since") if paging else None
     before = (_parse_time(req, "changes-before")
-              if req.want.supports("action_changes_before") else None)
+              if req.want.supports("changes_before") else None)
     if since and before and before < since:
         raise BadRequest("The value of changes-since must be less than or equal to "
                          "changes-before.")

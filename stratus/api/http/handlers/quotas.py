@@ -1,8 +1,11 @@
 """/os-quota-sets, /os-quota-class-sets and /limits: a project's quota, as Nova shows it.
 
-Shapes by microversion: from 2.57 the injected_file* quotas and the personality
-limits are gone (Stratus's floor, 2.53, is past 2.36 and 2.50, which dropped the
-network quotas). Per-user quotas are not kept: ``?user_id=`` is 400.
+Shapes by microversion: until 2.35 quota sets and /limits carry nova-network's
+quotas (fixed_ips, floating_ips, security_groups, security_group_rules; unlimited and
+never used here); quota class sets carry them until 2.49 and show server_groups and
+server_group_members from 2.50; /limits loses maxImageMeta at 2.39; from 2.57 the
+injected_file* quotas and the personality limits are gone. Per-user quotas are not
+kept: ``?user_id=`` is 400.
 """
 
 from __future__ import annotations
@@ -11,12 +14,7 @@ from typing import Any
 
 import webob
 
-from stratus.api.http.schemas import (
-    QUOTA_CLASS_SET_UPDATE,
-    QUOTA_CLASS_SET_UPDATE_257,
-    QUOTA_SET_UPDATE,
-    QUOTA_SET_UPDATE_257,
-)
+from stratus.api.http.schemas import boolean, quota_update
 from stratus.api.http.wsgi import Req, empty_response, json_response
 from stratus.api.ops import quotas as ops
 from stratus.api.store import quotas as store
@@ -24,23 +22,44 @@ from stratus.api.store.errors import BadRequest, Forbidden
 from stratus.storage import engine as db
 
 # Nova's /limits names for each quota resource.
-_LIMIT_NAMES = {"cores": "maxTotalCores", "instances": "maxTotalInstances",
-                "ram": "maxTotalRAMSize", "key_pairs": "maxTotalKeypairs",
-                "metadata_items": "maxServerMeta", "server_groups": "maxServerGroups",
-                "server_group_members": "maxServerGroupMembers",
-                "injected_files": "maxPersonality",
-                "injected_file_content_bytes": "maxPersonalitySize"}
+_LIMIT_NAMES = {"cores": ("maxTotalCores",), "instances": ("maxTotalInstances",),
+                "ram": ("maxTotalRAMSize",), "key_pairs": ("maxTotalKeypairs",),
+                "metadata_items": ("maxServerMeta", "maxImageMeta"),
+                "server_groups": ("maxServerGroups",),
+                "server_group_members": ("maxServerGroupMembers",),
+                "injected_files": ("maxPersonality",),
+                "injected_file_content_bytes": ("maxPersonalitySize",),
+                "floating_ips": ("maxTotalFloatingIps",),
+                "security_groups": ("maxSecurityGroups",),
+                "security_group_rules": ("maxSecurityGroupRules",)}
 _USED_NAMES = {"instances": "totalInstancesUsed", "cores": "totalCoresUsed",
-               "ram": "totalRAMUsed", "server_groups": "totalServerGroupsUsed"}
-_TRUE = {"true", "1", "yes", "on", "t", "y"}
+               "ram": "totalRAMUsed", "server_groups": "totalServerGroupsUsed",
+               "floating_ips": "totalFloatingIpsUsed",
+               "security_groups": "totalSecurityGroupsUsed"}
 MAX_ID = 255   # project ids and class names, as the tables keep them
+_GROUPS = ("server_groups", "server_group_members")
 
 
-def _shown(req: Req) -> tuple[str, ...]:
-    """The quota resources this microversion shows."""
+def _shown(req: Req, *, classes: bool = False) -> tuple[str, ...]:
+    """The quota resources this microversion shows in quota sets (``classes``: in quota
+    class sets, which drop the network quotas and gain the server group ones at 2.50)."""
+    out = ops.RESOURCES + ops.NETWORK
+    if req.want.supports("quota_class_groups" if classes else "no_proxy_apis"):
+        out = tuple(r for r in out if r not in ops.NETWORK)
     if req.want.supports("no_injected_files"):
-        return tuple(r for r in ops.RESOURCES if r not in ops.INJECTED)
-    return ops.RESOURCES
+        out = tuple(r for r in out if r not in ops.INJECTED)
+    if classes and not req.want.supports("quota_class_groups"):
+        out = tuple(r for r in out if r not in _GROUPS)
+    return out
+
+
+def _settable(req: Req, *, classes: bool = False) -> tuple[str, ...]:
+    """What an update takes: what is shown (a class set takes the server group
+    quotas before 2.50 too, though it does not show them)."""
+    out = _shown(req, classes=classes)
+    if classes and not req.want.supports("quota_class_groups"):
+        out += _GROUPS
+    return out
 
 
 def _no_user(req: Req) -> None:
@@ -74,6 +93,13 @@ def _quota_set(req: Req, limits: dict[str, int], ident: str | None) -> dict[str,
     return body
 
 
+def _class_set(req: Req, limits: dict[str, int], ident: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {r: limits[r] for r in _shown(req, classes=True)}
+    if ident is not None:
+        body["id"] = ident
+    return body
+
+
 def show_quota_set(req: Req) -> webob.Response:
     project_id = _target(req, "os_compute_api:os-quota-sets:show")
     limits = ops.limits(req.api.dbs.api, req.api.quota_defaults, project_id)
@@ -99,14 +125,19 @@ def _parsed(values: dict[str, Any]) -> dict[str, int]:
     return {r: int(v) for r, v in values.items() if r != "force"}
 
 
+def _class_limits(req: Req, conn: Any, name: str) -> dict[str, int]:
+    limits = dict.fromkeys(ops.NETWORK, ops.UNLIMITED)
+    limits.update(req.api.quota_defaults)
+    limits.update(store.class_limits(conn, name))
+    return limits
+
+
 def update_quota_set(req: Req) -> webob.Response:
     req.authorize("os_compute_api:os-quota-sets:update")
     _no_user(req)
     project_id = _project(req)
-    schema = QUOTA_SET_UPDATE_257 if req.want.supports("no_injected_files") \
-        else QUOTA_SET_UPDATE
-    data = req.body(schema)["quota_set"]
-    force = str(data.get("force", False)).strip().lower() in _TRUE
+    data = req.body(quota_update("quota_set", _settable(req), True))["quota_set"]
+    force = boolean(data.get("force", False))
     wanted = _parsed(data)
     engine = req.api.dbs.api
     with db.write(engine) as conn:
@@ -134,9 +165,8 @@ def show_quota_class_set(req: Req) -> webob.Response:
     req.authorize("os_compute_api:os-quota-class-sets:show")
     name = req.arg("class_name")
     with db.read(req.api.dbs.api) as conn:
-        limits = dict(req.api.quota_defaults)
-        limits.update(store.class_limits(conn, name))
-    return json_response({"quota_class_set": _quota_set(req, limits, name)})
+        limits = _class_limits(req, conn, name)
+    return json_response({"quota_class_set": _class_set(req, limits, name)})
 
 
 def update_quota_class_set(req: Req) -> webob.Response:
@@ -144,14 +174,12 @@ def update_quota_class_set(req: Req) -> webob.Response:
     name = req.arg("class_name")
     if len(name) > MAX_ID:
         raise BadRequest(f"A quota class name is at most {MAX_ID} characters.")
-    schema = QUOTA_CLASS_SET_UPDATE_257 if req.want.supports("no_injected_files") \
-        else QUOTA_CLASS_SET_UPDATE
+    schema = quota_update("quota_class_set", _settable(req, classes=True), False)
     wanted = _parsed(req.body(schema)["quota_class_set"])
     with db.write(req.api.dbs.api) as conn:
         store.set_class_limits(conn, name, wanted)
-        limits = dict(req.api.quota_defaults)
-        limits.update(store.class_limits(conn, name))
-    return json_response({"quota_class_set": _quota_set(req, limits, None)})
+        limits = _class_limits(req, conn, name)
+    return json_response({"quota_class_set": _class_set(req, limits, None)})
 
 
 def show_limits(req: Req) -> webob.Response:
@@ -162,7 +190,10 @@ def show_limits(req: Req) -> webob.Response:
         req.authorize("os_compute_api:limits:other_project")
         project_id = other
     limits, used = ops.state(req.api.dbs.api, req.api.quota_defaults, project_id, shown=True)
-    absolute: dict[str, int] = {_LIMIT_NAMES[r]: limits[r] for r in _shown(req)
-                                if r in _LIMIT_NAMES}
-    absolute.update({name: used.of(r) for r, name in _USED_NAMES.items()})
+    shown = _shown(req)
+    absolute: dict[str, int] = {name: limits[r] for r in shown
+                                for name in _LIMIT_NAMES.get(r, ())}
+    if req.want.supports("no_image_metadata_limit"):
+        absolute.pop("maxImageMeta", None)
+    absolute.update({name: used.of(r) for r, name in _USED_NAMES.items() if r in shown})
     return json_response({"limits": {"rate": [], "absolute": absolute}})

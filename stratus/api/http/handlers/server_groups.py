@@ -49,6 +49,10 @@ def create_group(req: Req) -> webob.Response:
     else:
         data = req.body(SERVER_GROUP_CREATE_POLICIES)["server_group"]
         policy, max_per_host = data["policies"][0], None
+        if policy.startswith("soft-") and not req.want.supports("soft_affinity"):
+            raise BadRequest(f"Invalid input for field/attribute policies. Value: "
+                             f"['{policy}']. '{policy}' is not one of ['anti-affinity', "
+                             "'affinity'] (the soft policies need microversion 2.15).")
     quota_ops.check_server_groups(req.api.dbs.api, req.api.quota_defaults, req.project_id)
     with db.write(req.api.dbs.api) as conn:
         group = store.create(conn, name=data["name"], policy=policy,

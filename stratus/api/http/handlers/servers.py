@@ -6,8 +6,9 @@ from urllib.parse import urlencode
 
 import webob
 
-from stratus.api.http import render, server_params
+from stratus.api.http import server_params
 from stratus.api.http.schemas import SERVER_CREATE
+from stratus.api.http.views import servers as views
 from stratus.api.http.wsgi import Req, empty_response, json_response
 from stratus.api.ops import images as image_ops
 from stratus.api.ops import ports as port_ops
@@ -16,8 +17,9 @@ from stratus.api.ops import servers as ops
 from stratus.api.store import flavors as flavor_store
 from stratus.api.store import keypairs as keypair_store
 from stratus.api.store import server_groups as group_store
+from stratus.api.store.cells import COMPUTE_BINARY, list_services
 from stratus.api.store.errors import BadRequest, NotFound
-from stratus.api.store.servers import Server
+from stratus.api.store.servers import BUILDING, Server
 from stratus.storage import engine as db
 
 
@@ -27,9 +29,10 @@ def _flavor(req: Req, ref: str | int) -> flavor_store.Flavor:
     try:
         with db.read(req.api.dbs.api) as conn:
             flavor = flavor_store.get(conn, flavor_id)
+            usable = req.is_admin or flavor_store.has_access(conn, flavor, req.project_id)
     except NotFound:
         raise BadRequest(f"Flavor {flavor_id} could not be found.") from None
-    if not flavor.is_public and not req.is_admin:
+    if not usable:
         raise BadRequest(f"Flavor {flavor_id} could not be found.")
     return flavor
 
@@ -92,6 +95,68 @@ def _zone(req: Req, s: Server, zones: dict[str, str]) -> str | None:
     return None
 
 
+def _host_statuses(req: Req, servers: list[Server]) -> dict[str, str]:
+    """host -> Nova's host_status, for the hosts of ``servers`` (admins, from 2.16)."""
+    hosts = {s.host for s in servers if s.host}
+    if not hosts:
+        return {}
+    listed, _failures = list_services(req.api.dbs, binary=COMPUTE_BINARY)
+    out = {}
+    for _cell, svc in listed:
+        if svc.host not in hosts:
+            continue
+        if svc.forced_down:
+            out[svc.host] = views.HOST_DOWN
+        elif svc.disabled:
+            out[svc.host] = views.HOST_MAINTENANCE
+        else:
+            out[svc.host] = views.HOST_UP if req.api.is_up(svc) else views.HOST_UNKNOWN
+    return out
+
+
+def _flavor_ids(req: Req, servers: list[Server]) -> dict[str, str]:
+    """Flavor name -> id, for servers recorded before their flavor kept its id (shown
+    before 2.47 only)."""
+    if req.want.supports("server_flavor_dict") or all(
+            s.flavor.get("flavorid") or not s.flavor for s in servers):
+        return {}
+    with db.read(req.api.dbs.api) as conn:
+        return {f.name: f.flavorid for f in flavor_store.list_all(conn, is_public=None)}
+
+
+def extras(req: Req, servers: list[Server]) -> dict[str, views.Extras]:
+    """What each server's body shows beyond its record (addresses, host status...),
+    gathered once for the whole page."""
+    addresses = _addresses(req, servers)
+    statuses = (_host_statuses(req, servers)
+                if req.is_admin and req.want.supports("server_host_status") else None)
+    flavor_ids = _flavor_ids(req, servers)
+    out = {}
+    for s in servers:
+        extra = views.Extras(addresses=addresses.get(s.uuid, {}),
+                             flavor_id=flavor_ids.get(str(s.flavor.get("name"))))
+        if statuses is not None:
+            extra.host_status = statuses.get(s.host or "", "") if s.host else ""
+        out[s.uuid] = extra
+    return out
+
+
+def shown(req: Req, server: Server) -> dict[str, object]:
+    """One server's body as show (and update, rebuild) answer it, at ``req.want``."""
+    with db.read(req.api.dbs.api) as conn:
+        group = group_store.group_of(conn, server.uuid)
+    zone = _zone(req, server, ops.host_zones(req.api))
+    return views.server(req, server, zone, [group.uuid] if group else [],
+                        extras(req, [server])[server.uuid])
+
+
+def shown_all(req: Req, servers: list[Server]) -> list[dict[str, object]]:
+    """Servers' bodies as the detail list shows them, at ``req.want``."""
+    zones = ops.host_zones(req.api)
+    more = extras(req, servers)
+    return [views.server(req, s, _zone(req, s, zones), None, more[s.uuid]) for s in servers]
+
+
 def _project_filter(req: Req) -> str | None:
     if req.query_bool("all_tenants") or req.query_bool("all_projects"):
         req.authorize("os_compute_api:servers:index:get_all_tenants")
@@ -120,25 +185,24 @@ def _links(req: Req, servers: list[Server]) -> dict[str, object]:
 def list_servers(req: Req) -> webob.Response:
     req.authorize("os_compute_api:servers:index")
     servers = _listed(req)
-    return json_response({"servers": [render.server_brief(req, s) for s in servers],
+    return json_response({"servers": [views.server_brief(req, s) for s in servers],
                           **_links(req, servers)})
 
 
 def _addresses(req: Req, servers: list[Server]) -> dict[str, dict[str, object]]:
-    """Each server's ``addresses``, from its ports (one network request for all)."""
+    """Each server's ``addresses``, from its ports (one network request for all); none
+    while it builds, as Nova."""
     ports = port_ops.ports_of(req.api, [s.uuid for s in servers])
     names = port_ops.network_names(req.api, [p for found in ports.values() for p in found])
-    return {uuid: port_ops.addresses(found, names) for uuid, found in ports.items()}
+    building = {s.uuid for s in servers if s.vm_state == BUILDING}
+    return {uuid: {} if uuid in building else port_ops.addresses(found, names)
+            for uuid, found in ports.items()}
 
 
 def list_servers_detail(req: Req) -> webob.Response:
     req.authorize("os_compute_api:servers:detail")
     servers = _listed(req)
-    zones = ops.host_zones(req.api)
-    addresses = _addresses(req, servers)
-    return json_response({"servers": [
-        dict(render.server(req, s, _zone(req, s, zones)), addresses=addresses[s.uuid])
-        for s in servers], **_links(req, servers)})
+    return json_response({"servers": shown_all(req, servers), **_links(req, servers)})
 
 
 def _owner_filter(req: Req) -> str | None:
@@ -148,12 +212,7 @@ def _owner_filter(req: Req) -> str | None:
 def show_server(req: Req) -> webob.Response:
     req.authorize("os_compute_api:servers:show")
     server = ops.get(req.api, req.arg("server_id"), _owner_filter(req))
-    with db.read(req.api.dbs.api) as conn:
-        group = group_store.group_of(conn, server.uuid)
-    zones = ops.host_zones(req.api)
-    body = render.server(req, server, _zone(req, server, zones), [group.uuid] if group else [])
-    body["addresses"] = _addresses(req, [server])[server.uuid]
-    return json_response({"server": body})
+    return json_response({"server": shown(req, server)})
 
 
 def delete_server(req: Req) -> webob.Response:

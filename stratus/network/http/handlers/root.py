@@ -55,7 +55,8 @@ def _extensions(req: Req) -> list[dict[str, object]]:
              "links": []}
             for alias, name, text in EXTENSIONS
             # Nova tells the formats apart by this extension, as it must.
-            if not (legacy and alias == "port-resource-request-groups")]
+            if not (legacy and alias == "port-resource-request-groups")
+            and not (alias == "binding-extended" and not req.deps.binding_extended)]
 
 
 def versions(req: Req) -> webob.Response:
