@@ -236,15 +236,56 @@ def _may_read(req: Req, actor_type: str) -> None:
 
 # ---- /v3/role_assignments ------------------------------------------------------------------
 
-def _render_assignment(req: Req, a: Assignment, names: dict[str, str] | None,
+class _Names:
+    """Names for ``include_names``: users, groups, projects and domains with their
+    domains, roles (looked up once each)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self._domains: dict[str, dict[str, str]] = {}
+
+    def domain(self, domain_id: str) -> dict[str, str]:
+        if domain_id not in self._domains:
+            found = store.get_domain(self.conn, domain_id)
+            self._domains[domain_id] = {"id": domain_id,
+                                        "name": found.name if found else domain_id}
+        return self._domains[domain_id]
+
+    def actor(self, kind: str, actor_id: str) -> dict[str, Any]:
+        found = store.get_user(self.conn, actor_id) if kind == "user" else \
+            groups.get(self.conn, actor_id)
+        if found is None:
+            return {"id": actor_id}
+        return {"id": actor_id, "name": found.name, "domain": self.domain(found.domain_id)}
+
+    def target(self, kind: str, target_id: str) -> dict[str, Any]:
+        if kind == "project":
+            found = store.get_project(self.conn, target_id)
+            return {"id": target_id, "name": found.name,
+                    "domain": self.domain(found.domain_id)} if found else {"id": target_id}
+        return {"id": target_id, "name": self.domain(target_id)["name"]}
+
+    def role(self, role_id: str) -> dict[str, Any]:
+        found = store.find_role(self.conn, role_id)
+        if found is None:
+            return {"id": role_id}
+        body: dict[str, Any] = {"id": role_id, "name": found.name}
+        if found.domain_id:
+            body["domain"] = self.domain(found.domain_id)
+        return body
+
+
+def _render_assignment(req: Req, a: Assignment, names: _Names | None,
                        via_group: str | None = None, prior: str | None = None
                        ) -> dict[str, Any]:
-    actor: dict[str, Any] = {"id": a.actor_id}
-    scope: dict[str, Any] = {"system": {"all": True}} if a.target_type == "system" else \
-        {a.target_type: {"id": a.target_id}}
-    role: dict[str, Any] = {"id": a.role_id}
-    if names is not None:
-        role["name"] = names.get(a.role_id, a.role_id)
+    actor: dict[str, Any] = names.actor(a.actor_type, a.actor_id) if names else \
+        {"id": a.actor_id}
+    if a.target_type == "system":
+        scope: dict[str, Any] = {"system": {"all": True}}
+    else:
+        scope = {a.target_type: names.target(a.target_type, a.target_id) if names
+                 else {"id": a.target_id}}
+    role = names.role(a.role_id) if names else {"id": a.role_id}
     path = ("system" if a.target_type == "system"
             else f"{a.target_type}s/{a.target_id}") + f"/{a.actor_type}s/{a.actor_id}" \
         f"/roles/{a.role_id}"
@@ -336,9 +377,7 @@ def role_assignments(req: Req) -> webob.Response:
             rows = [(a, None, None) for a in assignments.query(
                 conn, actor_type=actor_type, actor_id=user_id or group_id,
                 target_type=target[0], target_id=target[1])]
-        names = {r.id: r.name for r in store.list_roles(conn, ids=sorted(
-            {a.role_id for a, _, _ in rows}))} if req.param("include_names") is not None \
-            and rows else None
-    out = [_render_assignment(req, a, names, via, prior) for a, via, prior in rows
-           if role_id in (None, a.role_id)]
+        names = _Names(conn) if req.param("include_names") is not None else None
+        out = [_render_assignment(req, a, names, via, prior) for a, via, prior in rows
+               if role_id in (None, a.role_id)]
     return respond({"role_assignments": out, "links": links(req, "role_assignments")})
