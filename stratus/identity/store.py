@@ -516,6 +516,10 @@ def bootstrap(conn: Connection, admin_password: str, *, demo_password: str | Non
             update_user(conn, user.id, password=password)
         for role in role_names:
             grant(conn, user.id, project.id, roles[role].id)
+        if project_name == "admin":
+            # keystone-manage bootstrap also makes the admin an admin of the system.
+            assignments.add(conn, assignments.Assignment(
+                "user", user.id, "system", assignments.SYSTEM, roles["admin"].id))
         if project_name == "admin" and demo_password is not None:
             demo = find_project(conn, "demo") or create_project(conn, "demo", "demo project")
             grant(conn, user.id, demo.id, roles["admin"].id)
