@@ -255,7 +255,13 @@ def children_of(conn: Connection, project_id: str) -> list[str]:
 
 
 def delete_project(conn: Connection, project_id: str) -> bool:
+    """The project, its grants, tags, and the application credentials made for it (as
+    Keystone deletes them with their project)."""
     assignments.forget_target(conn, "project", project_id)
+    a = s.application_credentials
+    for cred_id in list(conn.execute(sa.select(a.c.id).where(a.c.project_id == project_id))
+                        .scalars()):
+        _forget_app_cred(conn, cred_id)
     conn.execute(sa.delete(s.project_tags).where(s.project_tags.c.project_id == project_id))
     return bool(conn.execute(sa.delete(s.projects).where(s.projects.c.id == project_id))
                 .rowcount)
@@ -344,8 +350,23 @@ def update_user(conn: Connection, user_id: str, *, password: str | None = None,
                      .values(**values, updated_at=utcnow()))
 
 
+def _forget_app_cred(conn: Connection, cred_id: str) -> None:
+    for table in (s.application_credential_roles, s.application_credential_access_rules):
+        conn.execute(sa.delete(table).where(table.c.application_credential_id == cred_id))
+    conn.execute(sa.delete(s.application_credentials)
+                 .where(s.application_credentials.c.id == cred_id))
+
+
 def delete_user(conn: Connection, user_id: str) -> bool:
+    """The user and everything that is only its: grants, group memberships, application
+    credentials and access rules, credentials (explicitly, not left to cascades)."""
     assignments.forget_actor(conn, "user", user_id)
+    a = s.application_credentials
+    for cred_id in list(conn.execute(sa.select(a.c.id).where(a.c.user_id == user_id))
+                        .scalars()):
+        _forget_app_cred(conn, cred_id)
+    for table in (s.access_rules, s.credentials, s.group_members):
+        conn.execute(sa.delete(table).where(table.c.user_id == user_id))
     conn.execute(sa.delete(s.user_revocations).where(s.user_revocations.c.user_id == user_id))
     return bool(conn.execute(sa.delete(s.users).where(s.users.c.id == user_id)).rowcount)
 

@@ -321,3 +321,30 @@ def test_implied_roles_reach_tokens(ks):
     inferences = ks.call(admin, "GET", "/v3/role_inferences").json()["role_inferences"]
     assert [(i["prior_role"]["name"], [r["name"] for r in i["implies"]])
             for i in inferences] == [("operator", ["reader"])]
+
+
+def test_deleting_a_user_or_project_takes_its_credentials_along(ks):
+    admin = _admin(ks)
+    project = _make(ks, admin, "project", name="short-lived")
+    member = ks.call(admin, "GET", "/v3/roles", params={"name": "member"}).json()["roles"][0]
+    for name in ("leaver", "stayer"):
+        user = _make(ks, admin, "user", name=name, password="pw")
+        ks.call(admin, "PUT", f"/v3/projects/{project['id']}/users/{user['id']}/roles/"
+                f"{member['id']}")
+        token, body = ks.token(name, "pw", {"project": {"id": project["id"]}})
+        made = ks.call(token, "POST", f"/v3/users/{user['id']}/application_credentials",
+                       json={"application_credential": {"name": "c", "access_rules": [
+                           {"service": "image", "path": "/v2/images", "method": "GET"}]}})
+        assert made.status_code == 201, made.text
+        assert ks.call(token, "POST", f"/v3/users/{user['id']}/credentials/OS-EC2",
+                       json={"tenant_id": project["id"]}).status_code == 201
+        if name == "leaver":
+            leaver = user
+        else:
+            stayer, stayer_cred = user, made.json()["application_credential"]
+    assert ks.call(admin, "DELETE", f"/v3/users/{leaver['id']}").status_code == 204
+    assert ks.call(admin, "GET", "/v3/credentials",
+                   params={"user_id": leaver["id"]}).json()["credentials"] == []
+    assert ks.call(admin, "DELETE", f"/v3/projects/{project['id']}").status_code == 204
+    assert ks.call(admin, "GET", f"/v3/users/{stayer['id']}/application_credentials/"
+                   f"{stayer_cred['id']}").status_code == 404

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import sqlalchemy as sa
 import webob
 from sqlalchemy.engine import Engine
 
@@ -71,11 +72,18 @@ class IdentityApp:
             response = self._serve(request, environ)
         except IdentityError as exc:
             response = error_response(exc.status, exc.message, base + "/v3")
-        except Exception:
-            LOG.exception("unexpected error serving %s %s (%s)", request.method,
-                          environ.get("PATH_INFO"), request_id)
-            response = error_response(500, "An unexpected error prevented the server from "
-                                      f"fulfilling your request ({request_id}).", base)
+        except Exception as exc:
+            if isinstance(exc, sa.exc.IntegrityError) or db.is_contention(exc):
+                # A unique key a concurrent request took first, a broken deadlock.
+                response = error_response(409, "Conflict occurred attempting to store: a "
+                                          "concurrent request changed this first; retry.",
+                                          base)
+            else:
+                LOG.exception("unexpected error serving %s %s (%s)", request.method,
+                              environ.get("PATH_INFO"), request_id)
+                response = error_response(500, "An unexpected error prevented the server "
+                                          f"from fulfilling your request ({request_id}).",
+                                          base)
         response.headers["X-Openstack-Request-Id"] = request_id
         if request.method not in ("GET", "HEAD") and response.status_code < 400:
             # Whatever changed may make a token the other APIs cached invalid.
