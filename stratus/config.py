@@ -289,6 +289,10 @@ OPTIONS: list[Option] = [
     Option("identity", "key_file", str, "", "Fernet keys for tokens, one per line, the "
            "first one signing (default: identity-fernet.keys in data_dir; made if missing "
            "by `stratus serve` and `stratus-manage identity bootstrap`)."),
+    Option("identity", "credential_key_file", str, "", "Fernet keys encrypting stored "
+           "credentials (EC2 and others), one per line, the first one encrypting (default: "
+           "identity-credential.keys in data_dir; made if missing). Not rotated with the "
+           "token keys: a credential must stay readable while it exists."),
     Option("identity", "token_expiration", int, 3600, "Seconds a token is valid.",
            minimum=60),
     Option("identity", "region", str, "RegionOne", "The catalog's one region."),

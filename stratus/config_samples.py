@@ -118,6 +118,7 @@ ROLES += (
     Role("identity-api.conf", "the identity API (Keystone v3)",
          "stratus identity-api --config-file /etc/stratus/identity-api.conf --host 0.0.0.0",
          (("DEFAULT", "debug"), ("identity_database", "connection"), ("identity", "key_file"),
+          ("identity", "credential_key_file"),
           ("identity", "token_expiration"), ("identity", "region"), ("metrics", "enabled"),
           *((o.section, o.name) for o in OPTIONS if o.section == "catalog")),
          {("identity_database", "connection"): f"{DB}_identity"}),

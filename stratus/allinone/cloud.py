@@ -413,7 +413,8 @@ class AllInOne:
         self.deployment_id = deployment.record(self.layout.data_dir, {}, by="stratus serve")
 
         def serve(name: str, app: Any, port: int, streams_bodies: bool = False) -> str:
-            server = ThreadedServer(name, deployment.tag(guard(app), self.deployment_id),
+            server = ThreadedServer(name, deployment.tag(guard(app, name.removesuffix("-api")),
+                                                         self.deployment_id),
                                     self.listen, port, log_level=level,
                                     streams_bodies=streams_bodies)
             self.started.servers.append(server)
@@ -439,9 +440,9 @@ class AllInOne:
         self.started.servers.append(identity)
         identity.start()
         self.identity.url = self.identity_url = identity.url + "/v3"
-        self.identity.deps.catalog = identity_service.catalog(
+        identity_service.set_catalog(self.identity.deps, identity_service.catalog(
             self.config, identity=self.identity_url, compute=self.api_url,
-            placement=self.placement_url, network=self.network_url, image=self.image_url)
+            placement=self.placement_url, network=self.network_url, image=self.image_url))
         self.client_files = write_client_files(
             Path(self.config.data_dir), self.identity, str(self.config.get("identity",
                                                                            "region")))

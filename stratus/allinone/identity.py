@@ -36,9 +36,10 @@ class Identity:
     passwords: dict[str, str] = field(default_factory=dict)
     url: str = ""          # the identity endpoint (…/v3) once it listens
 
-    def guard(self, app: Any) -> Any:
-        """``app`` accepting identity tokens (their 401 names the identity URL)."""
-        return accept_identity_tokens(app, self.validator, self.url or "identity")
+    def guard(self, app: Any, service: str | None = None) -> Any:
+        """``app`` (of service type ``service``) accepting identity tokens (their 401
+        names the identity URL)."""
+        return accept_identity_tokens(app, self.validator, self.url or "identity", service)
 
 
 def keystone_guard(config: configuration.Config) -> Any:
@@ -49,7 +50,7 @@ def keystone_guard(config: configuration.Config) -> Any:
     from stratus.api.http.handlers.console import PUBLIC_PATHS
     from stratus.placement.http.keystone import wrap_keystone
 
-    def guard(app: Any) -> Any:
+    def guard(app: Any, service: str | None = None) -> Any:
         def as_noauth(environ: dict[str, Any], start_response: Any) -> Any:
             user = environ.get("HTTP_X_USER_ID")
             if user and environ.get("HTTP_X_IDENTITY_STATUS", "Confirmed") == "Confirmed":

@@ -11,7 +11,9 @@ from sqlalchemy.engine import Engine
 
 import stratus.identity
 from stratus import config as configuration
+from stratus.identity import endpoints
 from stratus.identity.catalog import Catalog
+from stratus.identity.credentials import Cipher
 from stratus.identity.http.app import IdentityDeps, WSGIApp, build_wsgi
 from stratus.identity.middleware import TokenValidator
 from stratus.identity.tokens import TokenCodec, make_key_file
@@ -31,6 +33,11 @@ def db_url(config: configuration.Config) -> str:
 def key_file(config: configuration.Config) -> Path:
     path = str(config.get("identity", "key_file"))
     return Path(path) if path else Path(config.data_dir) / "identity-fernet.keys"
+
+
+def credential_key_file(config: configuration.Config) -> Path:
+    path = str(config.get("identity", "credential_key_file"))
+    return Path(path) if path else Path(config.data_dir) / "identity-credential.keys"
 
 
 def sync(engine: Engine) -> None:
@@ -56,8 +63,19 @@ def make_deps(config: configuration.Config, engine: Engine | None = None,
               catalog_urls: dict[str, str] | None = None) -> IdentityDeps:
     engine = engine or db.create_engine(db_url(config))
     sync(engine)
-    return IdentityDeps(engine, codec(config, create=True),
-                        catalog(config, **(catalog_urls or {})))
+    deps = IdentityDeps(engine, codec(config, create=True),
+                        catalog(config, **(catalog_urls or {})),
+                        Cipher.from_file(credential_key_file(config), create=True))
+    set_catalog(deps, deps.catalog)
+    return deps
+
+
+def set_catalog(deps: IdentityDeps, configured: Catalog) -> None:
+    """What the deployment configures (or a serve's actual URLs) into the catalog."""
+    deps.catalog = configured
+    with db.write(deps.engine) as conn:
+        endpoints.sync(conn, configured)
+    deps.changes.bump()
 
 
 def make_app(deps: IdentityDeps, *, metrics: bool = True) -> WSGIApp:
@@ -67,4 +85,4 @@ def make_app(deps: IdentityDeps, *, metrics: bool = True) -> WSGIApp:
 
 
 def validator(deps: IdentityDeps) -> TokenValidator:
-    return TokenValidator(deps.engine, deps.codec)
+    return TokenValidator(deps.engine, deps.codec, changes=deps.changes)

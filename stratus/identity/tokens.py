@@ -1,8 +1,9 @@
 """Tokens: Fernet-encrypted, as Keystone's default provider makes them.
 
-A token carries who (user), where (project, or none for an unscoped token), how
-(methods), when it expires, and an audit id; roles are not in it, they are read at
-validation, so a role taken away takes effect at once. Whoever holds the key file can
+A token carries who (user), where (a project, a domain, the system, or nothing for an
+unscoped token), how (methods, and the application credential it came from), when it
+expires, and an audit id; roles are not in it, they are read at validation, so a role
+taken away takes effect at once. Whoever holds the key file can
 validate without asking the identity service (``stratus serve``'s APIs do); others ask
 ``GET /v3/auth/tokens`` (keystonemiddleware does).
 
@@ -36,6 +37,9 @@ class TokenData:
     audit_id: str
     issued_at: dt.datetime
     expires_at: dt.datetime
+    domain_id: str | None = None          # a domain-scoped token's domain
+    system: bool = False                  # a system-scoped token
+    app_cred_id: str | None = None        # made from an application credential
 
 
 def _utc(ts: float) -> dt.datetime:
@@ -72,18 +76,29 @@ class TokenCodec:
 
     def issue(self, user_id: str, project_id: str | None, methods: tuple[str, ...],
               now: dt.datetime | None = None, audit_id: str | None = None,
-              expires_at: dt.datetime | None = None) -> tuple[str, TokenData]:
+              expires_at: dt.datetime | None = None, *, domain_id: str | None = None,
+              system: bool = False, app_cred_id: str | None = None
+              ) -> tuple[str, TokenData]:
         now = now or dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0)
+        expires = now + self.lifetime
         data = TokenData(user_id, project_id, tuple(methods),
                          audit_id or base64.urlsafe_b64encode(secrets.token_bytes(16))
                          .decode().rstrip("="),
-                         now, expires_at or now + self.lifetime)
-        payload = json.dumps({
+                         now, min(expires_at, expires) if expires_at else expires,
+                         domain_id, system, app_cred_id)
+        raw: dict[str, object] = {
             "u": data.user_id, "p": data.project_id, "m": list(data.methods),
             "a": data.audit_id,
             "i": data.issued_at.replace(tzinfo=dt.UTC).timestamp(),
-            "e": data.expires_at.replace(tzinfo=dt.UTC).timestamp()},
-            separators=(",", ":")).encode()
+            "e": data.expires_at.replace(tzinfo=dt.UTC).timestamp()}
+        # Only what a token has: older readers of the payload see what they know.
+        if domain_id:
+            raw["d"] = domain_id
+        if system:
+            raw["s"] = 1
+        if app_cred_id:
+            raw["c"] = app_cred_id
+        payload = json.dumps(raw, separators=(",", ":")).encode()
         return self._fernet.encrypt(payload).decode(), data
 
     def read(self, token: str, now: dt.datetime | None = None) -> TokenData:
@@ -91,7 +106,8 @@ class TokenCodec:
         try:
             raw = json.loads(self._fernet.decrypt(token.encode()))
             data = TokenData(str(raw["u"]), raw["p"], tuple(raw["m"]), str(raw["a"]),
-                             _utc(float(raw["i"])), _utc(float(raw["e"])))
+                             _utc(float(raw["i"])), _utc(float(raw["e"])),
+                             raw.get("d"), bool(raw.get("s")), raw.get("c"))
         except (InvalidToken, ValueError, KeyError, TypeError, UnicodeError):
             raise BadToken("The request you have made requires authentication.") from None
         if data.expires_at <= now:

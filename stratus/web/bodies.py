@@ -8,7 +8,7 @@ kind: for a chunked request it is empty, which once stored images of 0 bytes.
 A server that turns ASGI into WSGI (a2wsgi) cannot tell a body that ended from a client
 that went away in the middle of a chunked one: both look like the end of the input.
 :func:`guard_disconnects` wraps the ASGI app so that a disconnect before the last
-piece raises :class:`ClientDisconnected` in the reader instead.
+piece raises :class:`ClientGone` in the reader instead.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class BodyIncomplete(BodyError):
     """Fewer bytes arrived than the request declared, or the client went away."""
 
 
-class ClientDisconnected(BodyIncomplete, OSError):
+class ClientGone(BodyIncomplete, OSError):
     def __init__(self) -> None:
         super().__init__("The client went away before the request body ended.")
 
@@ -98,7 +98,7 @@ ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
 
 
 def guard_disconnects(app: Any) -> ASGIApp:
-    """``app`` whose ``receive`` raises :class:`ClientDisconnected` when the client goes
+    """``app`` whose ``receive`` raises :class:`ClientGone` when the client goes
     away before the request body's last piece (rather than answering "disconnect",
     which a WSGI adapter reads as the end of the body)."""
 
@@ -115,7 +115,7 @@ def guard_disconnects(app: Any) -> ASGIApp:
             if message["type"] == "http.request":
                 ended = ended or not message.get("more_body", False)
             elif message["type"] == "http.disconnect" and not ended:
-                raise ClientDisconnected()
+                raise ClientGone()
             return message
 
         await app(scope, checked, send)

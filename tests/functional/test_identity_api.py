@@ -98,7 +98,14 @@ def test_bad_auth_bodies_are_400(identity):
 
 def test_unscoped_then_rescoped_with_the_token_method(identity):
     http, _ = identity
-    unscoped = token_for(http, "demo", "demo-secret", None)
+    # Without a scope, Keystone scopes to the user's default project (demo's is demo).
+    default = token_for(http, "demo", "demo-secret", None)
+    assert http.get("/v3/auth/tokens", headers={
+        "X-Auth-Token": default, "X-Subject-Token": default}).json()["token"]["project"][
+            "name"] == "demo"
+    ask = password_auth("demo", "demo-secret")
+    ask["auth"]["scope"] = "unscoped"
+    unscoped = http.post("/v3/auth/tokens", json=ask).headers["X-Subject-Token"]
     body = http.get("/v3/auth/tokens", headers={"X-Auth-Token": unscoped,
                                                 "X-Subject-Token": unscoped}).json()["token"]
     assert "project" not in body and "catalog" not in body
@@ -108,6 +115,7 @@ def test_unscoped_then_rescoped_with_the_token_method(identity):
     assert resp.status_code == 201, resp.text
     assert resp.json()["token"]["project"]["name"] == "demo"
     assert [r["name"] for r in resp.json()["token"]["roles"]] == ["member", "reader"]
+    assert resp.json()["token"]["methods"] == ["password", "token"]
 
 
 def test_a_service_validates_a_users_token_and_a_revoked_one_is_gone(identity):
@@ -157,7 +165,8 @@ def test_admins_make_projects_users_and_grants_and_others_cannot(identity):
     assert [p["name"] for p in http.get("/v3/auth/projects", headers=alice
                                         ).json()["projects"]] == ["team"]
     assignments = http.get("/v3/role_assignments", headers=admin,
-                           params={"user.id": uid}).json()["role_assignments"]
+                           params={"user.id": uid, "include_names": "1"}
+                           ).json()["role_assignments"]
     assert [(a["scope"]["project"]["id"], a["role"]["name"]) for a in assignments] == [
         (pid, "member")]
     assert http.delete(f"/v3/projects/{pid}/users/{uid}/roles/{role['id']}",

@@ -154,7 +154,9 @@ def tempest_conf(cloud: Cloud, found: dict[str, Any], workspace: Path,
     c["identity"] = {"uri_v3": cloud.auth_url, "auth_version": "v3",
                      "region": cloud.region, "v3_endpoint_type": "public"}
     c["identity-feature-enabled"] = {"api_v2": "false", "api_v3": "true",
-                                     "security_compliance": "false"}
+                                     "security_compliance": "false",
+                                     # Stratus serves no trusts (OS-TRUST): docs/compat.md.
+                                     "trust": "false"}
     c["compute"] = {
         "image_ref": images[0]["id"], "image_ref_alt": images[-1]["id"],
         "flavor_ref": str(small["id"]), "flavor_ref_alt": str(alt["id"]),

@@ -13,16 +13,20 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import sqlalchemy as sa
 import webob
 from sqlalchemy.engine import Engine
 
 from stratus.identity import auth
 from stratus.identity.catalog import Catalog
-from stratus.identity.http import handlers
+from stratus.identity.credentials import Cipher
+from stratus.identity.http import common, tokens
 from stratus.identity.http.errors import IdentityError
+from stratus.identity.http.routes import ROUTES
+from stratus.identity.middleware import Changes
 from stratus.identity.tokens import TokenCodec
 from stratus.metrics.wsgi import mark_route
 from stratus.storage import engine as db
@@ -34,14 +38,16 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 TITLES = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
           405: "Method Not Allowed", 409: "Conflict", 413: "Request Entity Too Large",
           500: "Internal Server Error"}
-MAX_BODY_BYTES = 65_536
+MAX_BODY_BYTES = common.MAX_BODY_BYTES
 
 
 @dataclass
 class IdentityDeps:
     engine: Engine
     codec: TokenCodec
-    catalog: Catalog
+    catalog: Catalog          # what the deployment configures (synced into the database)
+    cipher: Cipher            # credential blobs at rest
+    changes: Changes = field(default_factory=lambda: Changes())
 
 
 def error_response(status: int, message: str, url: str) -> webob.Response:
@@ -56,7 +62,7 @@ def error_response(status: int, message: str, url: str) -> webob.Response:
 class IdentityApp:
     def __init__(self, deps: IdentityDeps) -> None:
         self.deps = deps
-        self._router: Router[handlers.Handler] = Router(handlers.ROUTES)
+        self._router: Router[common.Handler] = Router(ROUTES)
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         request_id = "req-" + str(uuid.uuid4())
@@ -66,12 +72,22 @@ class IdentityApp:
             response = self._serve(request, environ)
         except IdentityError as exc:
             response = error_response(exc.status, exc.message, base + "/v3")
-        except Exception:
-            LOG.exception("unexpected error serving %s %s (%s)", request.method,
-                          environ.get("PATH_INFO"), request_id)
-            response = error_response(500, "An unexpected error prevented the server from "
-                                      f"fulfilling your request ({request_id}).", base)
+        except Exception as exc:
+            if isinstance(exc, sa.exc.IntegrityError) or db.is_contention(exc):
+                # A unique key a concurrent request took first, a broken deadlock.
+                response = error_response(409, "Conflict occurred attempting to store: a "
+                                          "concurrent request changed this first; retry.",
+                                          base)
+            else:
+                LOG.exception("unexpected error serving %s %s (%s)", request.method,
+                              environ.get("PATH_INFO"), request_id)
+                response = error_response(500, "An unexpected error prevented the server "
+                                          f"from fulfilling your request ({request_id}).",
+                                          base)
         response.headers["X-Openstack-Request-Id"] = request_id
+        if request.method not in ("GET", "HEAD") and response.status_code < 400:
+            # Whatever changed may make a token the other APIs cached invalid.
+            self.deps.changes.bump()
         if request.method == "HEAD":
             response.body = b""
         return response(environ, start_response)
@@ -88,9 +104,9 @@ class IdentityApp:
         if path in ("/", "/v3"):
             mark_route(request.environ, path)
         if path == "/":
-            return handlers.versions(request)
+            return tokens.versions(request)
         if path == "/v3":
-            return handlers.version(request)
+            return tokens.version(request)
         method = "GET" if request.method == "HEAD" else request.method
         try:
             template, handler, args = self._router.resolve(path, method)
@@ -101,9 +117,9 @@ class IdentityApp:
                                 ) from None
         mark_route(request.environ, template)
         caller = None
-        if handler is not handlers.issue_token:
+        if handler is not tokens.issue_token:
             caller = self._caller(request)
-        return handler(handlers.Req(request, self.deps, caller, query, args))
+        return handler(common.Req(request, self.deps, caller, query, args))
 
     def _caller(self, request: webob.Request) -> auth.Validated:
         token = request.headers.get("X-Auth-Token")

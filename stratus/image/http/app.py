@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 import webob
 from sqlalchemy.engine import Engine
 
@@ -27,6 +28,7 @@ from stratus.image.http.routes import ROUTES
 from stratus.metrics.wsgi import mark_route
 from stratus.placement.http import auth
 from stratus.placement.http.errors import HTTPError as AuthError
+from stratus.storage import engine as db
 from stratus.web.inputs import InputError, path_info, query_pairs
 from stratus.web.routing import MethodNotAllowed, NoRoute, Router
 
@@ -59,6 +61,17 @@ def error_response(status: int, message: str) -> webob.Response:
                                            "message": message}).encode())
 
 
+def _unexpected(exc: Exception, request: webob.Request, request_id: str) -> webob.Response:
+    """A unique key a concurrent request took first, or a deadlock the database broke,
+    is a 409 to retry; anything else a logged 500 that names the request."""
+    if isinstance(exc, sa.exc.IntegrityError) or db.is_contention(exc):
+        return error_response(409, "A concurrent request changed this first; read it "
+                              "again and retry.")
+    LOG.exception("unexpected error serving %s %s (%s)", request.method,
+                  request.environ.get("PATH_INFO"), request_id)
+    return error_response(500, f"The server could not complete the request ({request_id}).")
+
+
 class ImageApp:
     def __init__(self, deps: ImageDeps, *, keystone: bool = False) -> None:
         self.deps, self.keystone = deps, keystone
@@ -73,11 +86,8 @@ class ImageApp:
             response = error_response(exc.status, exc.message)
         except AuthError as exc:
             response = error_response(exc.status, exc.detail)
-        except Exception:
-            LOG.exception("unexpected error serving %s %s (%s)", request.method,
-                          environ.get("PATH_INFO"), request_id)
-            response = error_response(500, "The server could not complete the request "
-                                      f"(request {request_id}).")
+        except Exception as exc:
+            response = _unexpected(exc, request, request_id)
         response.headers["X-Openstack-Request-Id"] = request_id
         return response(environ, start_response)
 
