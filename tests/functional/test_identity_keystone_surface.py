@@ -331,7 +331,7 @@ def test_deleting_a_user_or_project_takes_its_credentials_along(ks):
         user = _make(ks, admin, "user", name=name, password="pw")
         ks.call(admin, "PUT", f"/v3/projects/{project['id']}/users/{user['id']}/roles/"
                 f"{member['id']}")
-        token, body = ks.token(name, "pw", {"project": {"id": project["id"]}})
+        token, _body = ks.token(name, "pw", {"project": {"id": project["id"]}})
         made = ks.call(token, "POST", f"/v3/users/{user['id']}/application_credentials",
                        json={"application_credential": {"name": "c", "access_rules": [
                            {"service": "image", "path": "/v2/images", "method": "GET"}]}})

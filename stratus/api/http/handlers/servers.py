@@ -259,7 +259,8 @@ def _zone_list(req: Req, rendered: Callable[[list[Server]], list[dict[str, Any]]
         servers = _listed(req)
     except _MarkerValues as found:
         return json_response({"stratus:marker": found.values})
-    keys = server_params.listing(req, None).keys
+    listing = server_params.listing(req, None)
+    keys = listing.keys if listing is not None else ()
     return json_response({"servers": [
         dict(body, **{"stratus:sort": server_list.wire_values(
             server_list.sort_values(s, keys), keys)})
