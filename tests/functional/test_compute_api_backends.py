@@ -1,6 +1,7 @@
 """The compute API's own database work on SQLite, PostgreSQL and MariaDB: the API database
 on each backend (flavors, extra specs, aggregates, server groups, build requests),
-through HTTP. The conductor is a stand-in that records casts, so servers stay BUILD."""
+through HTTP. The conductor is a stand-in that records casts, so servers stay BUILD; the
+image service is a real one in process, so the /images proxy answers as it would."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 
 import stratus.api
 import stratus.cells
+from stratus import config as configuration
 from stratus.api.deps import ComputeAPIDeps
 from stratus.api.service import build_wsgi
 from stratus.api.store.cells import CellDBs
@@ -22,6 +24,8 @@ from stratus.bus import Bus
 from stratus.cells import mappings
 from stratus.cells.engines import CellEngines
 from stratus.conductor.rpcapi import ConductorRPC
+from stratus.image import service as image_service
+from stratus.image.client import ImageClient, ImageWriter
 from stratus.placement.client import PlacementClient
 from stratus.placement.http.app import PlacementApp
 from stratus.placement.http.app import build_wsgi as placement_wsgi
@@ -67,10 +71,16 @@ def api(empty_database_url, tmp_path, _sqlite_template):
     bus = Bus(f"inproc://api-backends-{uuidlib.uuid4().hex}", identity="test", timeout=5)
     conductor = RecordingConductor()
     bus.serve(ConductorRPC, conductor, server="conductor-1", version="1.0")  # a 1.0 stub
+    image_config = configuration.load([], environ={}, overrides={
+        ("DEFAULT", "data_dir"): str(tmp_path)})
+    image_deps = image_service.make_deps(image_config)
+    image_app = image_service.make_app(image_config, image_deps)
     deps = ComputeAPIDeps(
         dbs=CellDBs(api_engine, CellEngines()), bus=bus,
         placement=PlacementClient("http://placement.test", transport=httpx.WSGITransport(
-            app=placement_wsgi(placement))))
+            app=placement_wsgi(placement))),
+        image=ImageClient("http://image.test", wsgi_app=image_app),
+        images=ImageWriter("http://image.test", wsgi_app=image_app))
     http = httpx.Client(transport=httpx.WSGITransport(app=build_wsgi(deps)),
                         base_url="http://compute.test")
     yield ComputeClient(http), conductor
@@ -78,6 +88,7 @@ def api(empty_database_url, tmp_path, _sqlite_template):
     deps.close()
     bus.close()
     placement.engine.dispose()
+    image_deps.engine.dispose()
 
 
 def test_api_database_work_on_every_backend(api):
