@@ -5,8 +5,10 @@ its own APIs), and ``stratus serve`` with the same two hosts as the flat deploym
 compare with.
 
 - every flat-API server action through the top, for a server in a leaf: the same
-  status codes, words, host and Placement books as the flat deployment (the scenario of
-  the flat move tests, ``tests/functional/zones_scenario.py``);
+  status codes, words, host and Placement books as the flat deployment, step by step
+  (``tests/functional/zones_scenario.py``: every action the flat API has, every move and
+  its undo, every method of every route under ``/servers/{id}``; a flat action the
+  scenario lacks fails it);
 - a boot with a QoS port lands in that port's leaf with its bandwidth held;
 - 20 concurrent boots and a ``max_count: 8`` spread as one scheduler spreads;
 - a retried create makes one server;
@@ -155,18 +157,28 @@ def test_every_server_action_through_the_top_answers_as_the_flat_api(tree: Tree,
                                                                      flat: Any) -> None:
     tmp, ports = flat
     flat_network = NetworkClient(f"http://127.0.0.1:{ports['network-port']}/")
+    flat_api = httpx.Client(base_url=f"http://127.0.0.1:{ports['api-port']}/v2.1",
+                            headers=HEADERS, timeout=120)
     flat_side = scenario.Deployment(
-        "flat", httpx.Client(base_url=f"http://127.0.0.1:{ports['api-port']}/v2.1",
-                             headers=HEADERS, timeout=120),
+        "flat", flat_api,
         scenario.books_of_database(f"sqlite:///{tmp / 'data' / 'placement.db'}"),
-        _physnet1(flat_network))
+        _physnet1(flat_network), _image(flat_api))
+    leaf_api = httpx.Client(base_url=tree.leaf_urls["eu"]["compute"], headers=HEADERS,
+                            timeout=60)
     tree_side = scenario.Deployment("tree", tree.top, tree.books("eu"),
-                                    _physnet1(tree.network("eu")))
-    scenario.compare(scenario.run(flat_side), scenario.run(tree_side))
+                                    _physnet1(tree.network("eu")), _image(leaf_api))
+    flat_steps = scenario.run(flat_side)
+    assert not scenario.uncovered(flat_steps)    # every flat action and server route
+    scenario.compare(flat_steps, scenario.run(tree_side))
 
 
 def _physnet1(network: NetworkClient) -> str:
     return str(network.list_networks(**{"provider:physical_network": "physnet1"})[0]["id"])
+
+
+def _image(compute: httpx.Client) -> str:
+    """The image a deployment offers (each its own: the tree's is its leaf's)."""
+    return str(compute.get("/images").json()["images"][0]["id"])
 
 
 def _boot(tree: Tree, name: str, **server: Any) -> str:

@@ -29,6 +29,12 @@ def _network(cloud: AllInOne) -> str:
     return str(network.list_networks(**{"provider:physical_network": "physnet1"})[0]["id"])
 
 
+def _image(cloud: AllInOne) -> str:
+    image = cloud.compute_deps.image
+    assert image is not None
+    return image.active_image_ids()[0]
+
+
 @pytest.fixture
 def flat(tmp_path: Path) -> Any:
     config = configuration.load([], environ={}, overrides={
@@ -57,12 +63,16 @@ def test_every_server_action_answers_through_the_top_as_the_flat_api_does(
     flat_side = scenario.Deployment(
         "flat", httpx.Client(base_url=flat.api_url, headers=scenario.HEADERS,
                              timeout=60),
-        lambda: scenario.books_of_placement(flat.compute_deps.placement), _network(flat))
+        lambda: scenario.books_of_placement(flat.compute_deps.placement), _network(flat),
+        _image(flat))
     leaf = tree.clouds["eu"]
     tree_side = scenario.Deployment(
         "tree", httpx.Client(base_url=tree.api_url, headers=scenario.HEADERS, timeout=60),
-        lambda: scenario.books_of_placement(leaf.compute_deps.placement), _network(leaf))
-    scenario.compare(scenario.run(flat_side), scenario.run(tree_side))
+        lambda: scenario.books_of_placement(leaf.compute_deps.placement), _network(leaf),
+        _image(leaf))
+    flat_steps = scenario.run(flat_side)
+    assert not scenario.uncovered(flat_steps)    # every flat action and server route
+    scenario.compare(flat_steps, scenario.run(tree_side))
 
 
 # ---- a tree of two leaves ---------------------------------------------------------------
