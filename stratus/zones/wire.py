@@ -18,6 +18,7 @@ was asked at.
 from __future__ import annotations
 
 import base64
+import uuid as uuidlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -75,12 +76,54 @@ def check(request: Any) -> None:
                 v is None or isinstance(v, str) for k, v in caller.items()
                 if k in ("user_id", "project_id", "system_scope")):
         raise WireError("a forwarded request's caller is not one")
-    if request.get("zone") is not None and not isinstance(request["zone"], dict):
-        raise WireError("a forwarded request's zone directives must be an object")
+    if request.get("zone") is not None:
+        check_directives(request["zone"])
     try:
         base64.b64decode(request["body"], validate=True)
     except ValueError:
         raise WireError("a forwarded request's body must be base64") from None
+
+
+def _strings(value: Any, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> bool:
+    return isinstance(value, dict) and all(isinstance(value.get(k), str) for k in required) \
+        and all(value.get(k) is None or isinstance(value[k], str) for k in optional)
+
+
+def check_directives(zone: Any) -> None:
+    """WireError unless ``zone`` holds only directives a leaf knows, each as the top
+    sends it: ``build`` (the server's uuid and host), ``keypair`` and ``group`` (what
+    the leaf must hold for the build), ``networks`` (network id -> physical network),
+    ``list`` (paging of a merged list)."""
+    if not isinstance(zone, dict):
+        raise WireError("a forwarded request's zone directives must be an object")
+    unknown = sorted(set(zone) - {"build", "keypair", "group", "networks", "list"})
+    if unknown:
+        raise WireError(f"unknown zone directives: {', '.join(map(str, unknown))}")
+    build = zone.get("build")
+    if build is not None:
+        if not _strings(build, ("uuid", "host")) or not build["host"]:
+            raise WireError("a build directive needs the server's uuid and host")
+        try:
+            uuidlib.UUID(build["uuid"])
+        except ValueError:
+            raise WireError(f"a build directive's uuid {build['uuid']!r} is not a "
+                            "UUID") from None
+    keypair = zone.get("keypair")
+    if keypair is not None and not _strings(keypair, ("user_id", "name", "public_key",
+                                                      "type")):
+        raise WireError("a keypair directive needs user_id, name, public_key and type")
+    group = zone.get("group")
+    if group is not None and not (
+            _strings(group, ("uuid", "name", "policy", "project_id"), ("user_id",))
+            and (group.get("max_per_host") is None
+                 or type(group["max_per_host"]) is int)):
+        raise WireError("a group directive needs uuid, name, policy and project_id")
+    networks = zone.get("networks")
+    if networks is not None and not (isinstance(networks, dict) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in networks.items())):
+        raise WireError("a networks directive maps network ids to physical networks")
+    if zone.get("list") is not None and not isinstance(zone["list"], dict):
+        raise WireError("a list directive must be an object")
 
 
 def environ(request: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,13 @@ compare with.
 - 20 concurrent boots and a ``max_count: 8`` spread as one scheduler spreads;
 - a retried create makes one server;
 - each attack of issue 24 is refused, leaves the state as it was and is logged at
-  WARNING by the zone that refused it.
+  WARNING by the zone that refused it: a child's lies to a selection (a candidate
+  routed into its sibling, figures past its capacity, wrong types, null) and to every
+  other fan-out; a captured boot replayed after a restart; a build and a delete signed
+  by the wrong service; a retired key with a backdated ``sent_at``; validly signed
+  arguments that cannot be acted on; a truncated trust store or key file at start-up.
+
+The whole module is the proof of issue 24's "Done when" (about 4 minutes; not slow).
 """
 
 from __future__ import annotations
@@ -177,8 +183,10 @@ def _physnet1(network: NetworkClient) -> str:
 
 
 def _image(compute: httpx.Client) -> str:
-    """The image a deployment offers (each its own: the tree's is its leaf's)."""
-    return str(compute.get("/images").json()["images"][0]["id"])
+    """The image a deployment offers (each its own: the tree's is its leaf's), through
+    its compute API's image proxy (to microversion 2.35)."""
+    listed = compute.get("/images", headers={"OpenStack-API-Version": "compute 2.35"})
+    return str(listed.json()["images"][0]["id"])
 
 
 def _boot(tree: Tree, name: str, **server: Any) -> str:
@@ -297,6 +305,13 @@ def test_messages_from_the_wrong_role_or_with_bad_arguments_are_refused(tree: Tr
             error["message"]
         with pytest.raises(ZoneError, match="a boot"):
             api_bus.client(ZoneRPC, server="top").call("boot", request={"batch": "b"})
+        # A build without the server's uuid, from the one zone that may ask for builds.
+        nameless = api_request("POST", "/v2.1/servers", {"server": {
+            "name": "x", "flavorRef": "1"}}, project="admin",
+            zone={"build": {"host": "compute0001"}})
+        with pytest.raises(ZoneError, match="needs the server's uuid and host"):
+            manager_bus.client(ZoneRPC, server="eu").call("api", route=["eu"],
+                                                          request=nameless)
     finally:
         for bus in (api_bus, cli_bus, manager_bus):
             bus.close()
@@ -306,6 +321,9 @@ def test_messages_from_the_wrong_role_or_with_bad_arguments_are_refused(tree: Tr
     assert _warned(tree.procs["eu"], "rank from zone:top/manager refused",
                    "argument n must be int")
     assert _warned(tree.procs["top"], "refused a message from zone:top/api", "a boot")
+    assert _warned(tree.procs["eu"], "refused a message from zone:top/manager",
+                   "needs the server's uuid")
+    assert tree.books("eu")() == {}
     for proc in tree.procs.values():
         assert "undeclared error" not in proc.output()
 
@@ -356,24 +374,63 @@ def test_a_retired_key_is_refused_at_once_whatever_sent_at_says(tree: Tree) -> N
     assert _warned(tree.procs["top"], "describe from zone:top/audit refused", "retired at")
 
 
+def _candidate(zone: str, route: tuple[str, ...], **figures: Any) -> dict[str, Any]:
+    fits = {"vcpus_total": 1, "memory_mb_total": 1024, "disk_gb_total": 1, **figures}
+    return rank.Candidate(zone=zone, host="compute0001", node="compute0001", vcpus_used=0,
+                          memory_mb_used=0, disk_gb_used=0, route=route, **fits).to_dict()
+
+
+# What a child holding only its own key answers, lying in one way at a time; each, and
+# the refusal the top logs for it (the child left out of that answer).
+LIES: dict[str, tuple[str, Any, Any, str]] = {
+    # name: (rank or survey's answer is bent, the survey, the rank, the WARNING's words)
+    "a candidate routed into its sibling": (
+        "rank", None, {"hosts": [_candidate("eu", ("eu",))], "unreachable": {}},
+        "routed along eu, not through us"),
+    "a host bigger than the zone": (
+        "rank", None, {"hosts": [_candidate("us", ("us",), memory_mb_total=10**9)],
+                       "unreachable": {}},
+        "more than its zone's"),
+    "a figure of the wrong type": (
+        "rank", None, {"hosts": [{**_candidate("us", ("us",)), "vcpus_total": "ten"}],
+                       "unreachable": {}},
+        "is not a whole number"),
+    "a null rank": ("rank", None, None, "the answer has no list of hosts"),
+    "survey bounds past the zone's capacity": (
+        "survey", {"bounds": {"ram": [0, 10**12], "cpu": [0, 16], "disk": [0, 100]},
+                   "hosts": 1, "rejected": {}, "skipped": {}, "unreachable": {}}, None,
+        "more than its MEMORY_MB in all"),
+    "a survey of the wrong type": ("survey", {"hosts": "1", "bounds": {}}, None,
+                                   "hosts must be a whole number"),
+}
+HONEST_SURVEY = {"bounds": {"ram": [0, 1000], "cpu": [0, 16], "disk": [0, 100]}, "hosts": 1,
+                 "rejected": {}, "skipped": {}, "unreachable": {}}
+
+
 class Liar:
-    """Zone us, answering with its own key: a candidate routed into its sibling eu, with
-    room a host cannot have; flavors and lists as nothing at all."""
+    """Zone us, answering with its own key: the lie of ``LIES[self.lie]`` to selections,
+    ``null`` or the wrong types to everything else; it counts the builds it is sent."""
 
-    def __init__(self, real_caps: dict[str, Any]) -> None:
-        self.caps = real_caps
+    def __init__(self) -> None:
+        self.lie = next(iter(LIES))
+        self.builds = 0
 
-    def survey(self, selection: str, request: dict[str, Any], budget: float
-               ) -> dict[str, Any]:
-        return {"bounds": {"ram": [0, 1000], "cpu": [0, 16], "disk": [0, 100]}, "hosts": 1,
-                "rejected": {}, "skipped": {}, "unreachable": {}}
+    def survey(self, selection: str, request: dict[str, Any], budget: float) -> Any:
+        bent, survey, _rank, _words = LIES[self.lie]
+        return survey if bent == "survey" else HONEST_SURVEY
 
-    def rank(self, selection: str, bounds: Any, n: int, budget: float) -> dict[str, Any]:
-        stolen = rank.Candidate(zone="eu", host="compute0001", node="compute0001",
-                                vcpus_total=1, vcpus_used=0, memory_mb_total=1,
-                                memory_mb_used=0, disk_gb_total=1, disk_gb_used=0,
-                                route=("eu",))
-        return {"hosts": [stolen.to_dict()], "unreachable": {}}
+    def rank(self, selection: str, bounds: Any, n: int, budget: float) -> Any:
+        return LIES[self.lie][2]
+
+    def api(self, route: list[str], request: dict[str, Any]) -> Any:
+        self.builds += 1
+        return None
+
+    def usage(self, project_id: str, budget: float) -> Any:
+        return {"instances": "lots", "cores": -1, "ram": None}
+
+    def api_all(self, request: dict[str, Any], budget: float) -> Any:
+        return {"answers": {"eu": {"status": 200}}, "unreachable": {}}   # its sibling's
 
     def __getattr__(self, name: str) -> Any:
         if name in ZoneRPC.methods:
@@ -383,37 +440,53 @@ class Liar:
 
 def test_a_child_holding_only_its_own_key_cannot_steer_the_tree(tree: Tree) -> None:
     tree.procs["us"].kill()     # its capabilities stay fresh at the top for a while
+    liar = Liar()
     liar_bus = tree.bus("us", "manager")
-    liar_bus.serve(ZoneRPC, Liar({}), server="us")
+    liar_bus.serve(ZoneRPC, liar, server="us")
     api_bus = tree.bus("top", "api")
+    top = tree.procs["top"]
+    booted = []
     try:
-        sid = _boot(tree, "honest")
-        assert _where(tree, sid)[0] == "eu"
+        for lie, (bent, _survey, _rank, words) in LIES.items():
+            liar.lie = lie
+            sid = _boot(tree, lie.replace(" ", "-")[:40])
+            assert _where(tree, sid)[0] == "eu", lie     # where the honest leaf put it
+            booted.append(sid)
+            assert _warned(top, f"child us's {bent} answer refused", words), lie
+        assert liar.builds == 0
         flavors = api_bus.client(ZoneRPC, server="top").call("flavors")
         assert "m1.tiny" in [f["name"] for f in flavors]   # us's null left it out
         listed = tree.top.get("/servers").json()["servers"]
-        assert [s["id"] for s in listed] == [sid]
+        assert sorted(s["id"] for s in listed) == sorted(booted)
+        # The tree's quota count: us's nonsense is left out, eu's count stands.
+        used = tree.top.get("/limits").json()["limits"]["absolute"]["totalInstancesUsed"]
+        assert used == len(booted)
     finally:
         liar_bus.close()
         api_bus.close()
-    top = tree.procs["top"]
-    assert _warned(top, "child us's rank answer refused", "not through us")
     assert _warned(top, "child us's flavors answer refused")
+    assert _warned(top, "child us's api_all answer refused")
+    assert _warned(top, "child us's usage answer refused")
     _delete_all(tree)
     tree.start("us", "--parent", "top", "--hosts", "2", "--leaf-apis")
     tree.wait_fresh("us")
 
 
-def test_a_bad_trust_store_stops_start_up_in_one_line(tree: Tree) -> None:
-    broken = tree.tmp / "broken-trust.json"
-    broken.write_text((tree.tmp / "zones" / "trust.json").read_text()[:50])
+@pytest.mark.parametrize("option, words", [("TRUST_STORE", "is not JSON"),
+                                            ("KEY_FILE", "is not a PEM private key")])
+def test_a_bad_trust_store_or_key_file_stops_start_up_in_one_line(
+        tree: Tree, option: str, words: str) -> None:
+    source = {"TRUST_STORE": tree.tmp / "zones" / "trust.json",
+              "KEY_FILE": tree.tmp / "zones" / "keys" / "eu-manager.pem"}[option]
+    broken = tree.tmp / f"truncated-{source.name}"
+    broken.write_text(source.read_text()[:50])
     done = cli_helpers.run("stratus", "zone-manager", "--name", "eu", "--parent", "top",
                            "--transport-url", tree.url, "--data-dir", str(tree.tmp),
-                           env=dict(tree.env, OS_ZONES__TRUST_STORE=str(broken)),
+                           env=dict(tree.env, **{f"OS_ZONES__{option}": str(broken)}),
                            timeout=60)
-    assert done.returncode == 1
-    assert done.stderr.count("\n") == 1 and str(broken) in done.stderr
-    assert "is not JSON" in done.stderr
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.count("\n") == 1 and str(broken) in done.stderr, done.stderr
+    assert words in done.stderr
 
 
 def test_signing_keys_are_what_the_tree_checks(tree: Tree) -> None:

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import time
+import uuid as uuidlib
 from pathlib import Path
 from typing import Any
 
@@ -332,6 +333,19 @@ def test_bad_arguments_get_a_declared_refusal_not_a_traceback(trees: Any, caplog
     error = _answer(tree, "a", _signed(tree, "top", "api", {
         "route": ["a", "elsewhere"], "request": api_request("GET", "/v2.1/servers/x")}))
     assert error["type"].endswith("ZoneError") and "not a child of zone a" in error["message"]
+    # A build without the server's uuid, or with directives off their shape.
+    create = {"server": {"name": "x", "flavorRef": "1"}}
+    for zone, words in (({"build": {"host": "a1"}}, "needs the server's uuid and host"),
+                        ({"build": {"uuid": "ten", "host": "a1"}}, "is not a UUID"),
+                        ({"build": {"uuid": str(uuidlib.uuid4()), "host": "a1"},
+                          "keypair": "mine"}, "a keypair directive needs"),
+                        ({"group": {"uuid": 1}}, "a group directive needs"),
+                        ({"networks": ["n"]}, "a networks directive"),
+                        ({"launch": True}, "unknown zone directives: launch")):
+        error = _answer(tree, "a", _signed(tree, "top", "api", {
+            "route": ["a"], "request": api_request("POST", "/v2.1/servers", create,
+                                                   zone=zone)}))
+        assert error["type"].endswith("ZoneError") and words in error["message"], zone
     assert leaf.selects == 0 and leaf.servers_by_uuid == {}
     assert warned(caplog, "zone a refused a message from zone:top/manager")
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
