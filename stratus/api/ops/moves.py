@@ -140,7 +140,8 @@ def resize(api: ComputeAPIDeps, uuid: str, project_id: str | None,
     # The owner's quota, whoever resizes: the delta of the new flavor over the old.
     quota_ops.check_resize(api.dbs.api, api.quota_defaults, server.project_id,
                            flavor.vcpus - int(old.get("vcpus") or 0),
-                           flavor.memory_mb - int(old.get("memory_mb") or 0))
+                           flavor.memory_mb - int(old.get("memory_mb") or 0),
+                           user_id=server.user_id)
     _check_compute(api, cell, server.host or "", "resize", *port_needs(api, server))
     return _start(api, server, cell, _move_spec(api, server, flavor, cell), moves.RESIZE,
                   "resize", caller)
