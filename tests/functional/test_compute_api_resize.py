@@ -91,8 +91,19 @@ def test_resize_holds_both_hosts_until_confirm_then_only_the_new_one(world):
     [migration] = migrations(world, sid)
     assert (migration["status"], migration["migration_type"]) == ("finished", "resize")
     assert (migration["source_compute"], migration["dest_compute"]) == ("cmp1", "cmp2")
-    assert (migration["old_instance_type_id"], migration["new_instance_type_id"]) == (
-        "small", "large")
+    # Nova's instance_type_id: the flavors' database ids (integers), one for each.
+    old_id, new_id = migration["old_instance_type_id"], migration["new_instance_type_id"]
+    assert isinstance(old_id, int) and isinstance(new_id, int) and old_id != new_id
+    # Nova's fields per microversion: migration_type from 2.23, uuid from 2.59.
+    base = {"id", "status", "instance_uuid", "source_node", "source_compute", "dest_node",
+            "dest_compute", "dest_host", "old_instance_type_id", "new_instance_type_id",
+            "created_at", "updated_at"}
+    for version, extra in (("2.1", set()), ("2.22", set()), ("2.23", {"migration_type"}),
+                           ("2.58", {"migration_type"}),
+                           ("2.59", {"migration_type", "uuid"})):
+        [shown] = world.client.get("/os-migrations", params={"instance_uuid": sid},
+                                   version=version).json()["migrations"]
+        assert set(shown) == base | extra, version
     # The instance holds the destination with the new flavor, the migration the source.
     assert held(world, sid) == {"cmp2": LARGE}
     assert held(world, migration["uuid"]) == {"cmp1": SMALL}

@@ -129,10 +129,29 @@ class Cloud:
         flavors = sorted(get("compute", "/flavors/detail")["flavors"],
                          key=lambda f: (f["ram"], f["vcpus"], f["disk"]))
         networks = get("network", "/networks")["networks"]
+        self._route_shared(headers, networks)
         extensions = [e["alias"] for e in get("network", "/extensions")["extensions"]]
         return {"images": images, "flavors": flavors, "networks": networks,
                 "extensions": extensions}
 
+
+    def _route_shared(self, headers: dict[str, str], networks: list[dict[str, Any]]) -> None:
+        """A router from the shared network servers boot on to the external network, as
+        devstack's router1 joins its private network to public: Tempest's compute
+        floating-IP tests map addresses to servers on [compute] fixed_network_name."""
+        shared = [n for n in networks if n.get("shared") and not n.get("router:external")]
+        external = [n for n in networks if n.get("router:external")]
+        base = self.endpoints["network"]
+        if not shared or not external or not shared[0].get("subnets") or httpx.get(
+                f"{base}/routers", headers=headers, timeout=30).json()["routers"]:
+            return
+        r = httpx.post(f"{base}/routers", headers=headers, timeout=30, json={"router": {
+            "name": "tempest-router",
+            "external_gateway_info": {"network_id": external[0]["id"]}}})
+        r.raise_for_status()
+        httpx.put(f"{base}/routers/{r.json()['router']['id']}/add_router_interface",
+                  headers=headers, timeout=30,
+                  json={"subnet_id": shared[0]["subnets"][0]}).raise_for_status()
 
     def _second_image(self, headers: dict[str, str], first: dict[str, Any]) -> dict[str, Any]:
         """A second public image like the first: Tempest's image filters and rebuilds
