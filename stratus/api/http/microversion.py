@@ -43,7 +43,8 @@ class Change:
 
 _NO_VOLUMES = "not served: Stratus has no block storage (os-volume_attachments is 404)"
 _NO_CONSOLES = "not served: the simulated hypervisors have no remote consoles"
-_NO_NOVA_NETWORK = "not served: networking is Neutron-shaped (the proxy APIs are 404)"
+_NO_NOVA_NETWORK = ("not served: networking is Neutron-shaped (os-fixed-ips and "
+                    "os-virtual-interfaces are 404)")
 
 HISTORY: list[Change] = [
     Change(2, "keypair_type", "os-keypairs: `type` (ssh/x509); create answers 201 (was "
