@@ -81,6 +81,34 @@ SMALL = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 10}
 LARGE = {"VCPU": 2, "MEMORY_MB": 1024, "DISK_GB": 20}
 
 
+def stop(world: World, sid: str) -> None:
+    assert world.client.post(f"/servers/{sid}/action",
+                             json={"os-stop": None}).status_code == 202
+    assert settle(world, sid, "SHUTOFF")["OS-EXT-STS:power_state"] == 4
+
+
+@pytest.mark.parametrize("ending", ["confirmResize", "revertResize"])
+def test_a_stopped_server_resizes_and_stays_stopped(world, ending):
+    """Nova's resize of a STOPPED server (Tempest's test_resize_server_confirm_from_stopped):
+    the resized copy stays powered off, VERIFY_RESIZE with power state 4; confirm or
+    revert leaves it SHUTOFF, and it starts again afterwards."""
+    _, large, sid = two_hosts(world)
+    stop(world, sid)
+    assert resize(world, sid, large).status_code == 202
+    server = settle(world, sid, "VERIFY_RESIZE")
+    assert (server[HOST], server["OS-EXT-STS:power_state"]) == ("cmp2", 4)
+    assert world.computes["cmp2"].driver.diagnostics(sid)["state"] == "shutdown"
+    assert action(world, sid, ending).status_code in (202, 204)
+    done = settle(world, sid, "SHUTOFF")
+    assert (done[HOST], done["OS-EXT-STS:power_state"]) == (
+        ("cmp2", 4) if ending == "confirmResize" else ("cmp1", 4))
+    assert held(world, sid) == ({"cmp2": LARGE} if ending == "confirmResize"
+                                else {"cmp1": SMALL})
+    assert world.client.post(f"/servers/{sid}/action",
+                             json={"os-start": None}).status_code == 202
+    assert settle(world, sid, "ACTIVE")["OS-EXT-STS:power_state"] == 1
+
+
 def test_resize_holds_both_hosts_until_confirm_then_only_the_new_one(world):
     _, large, sid = two_hosts(world)
     assert resize(world, sid, large).status_code == 202
