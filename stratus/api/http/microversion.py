@@ -169,7 +169,8 @@ HISTORY: list[Change] = [
     Change(79, "volume_delete_on_termination", "volume attachments: "
            "`delete_on_termination`", _NO_VOLUMES),
     Change(80, "migration_owner", "os-migrations: `user_id`, `project_id` (filters and "
-           "fields)"),
+           "fields)", "not served: migrations here do not record who started them (the "
+           "fields and filters are absent at every version)"),
     Change(81, "image_cache", "POST /os-aggregates/{id}/images"),
     Change(82, "accelerator_event", "os-server-external-events: "
            "accelerator-request-bound", "not served: Stratus has no accelerators"),
