@@ -8,8 +8,8 @@ out). Every test must pass (a skip is not a pass) and no answer may be >= 500, b
 the named tests of ``ACCEPTED_SKIPS``, which must skip, for exactly the reason given:
 they log into the guest over SSH, and the simulated hypervisors run no guest operating
 system (docs/compat.md, "Compute"). Tests that the stock microversion settings skip
-(compute-keypairs-create-type needs 2.2) run again with ``max_microversion = latest``
-(tools/tempest/run.py) and must pass there.
+(compute-keypairs-create-type needs 2.2) run again with compute's ``max_microversion``
+at the cloud's newest (tools/tempest/run.py) and must pass there.
 """
 
 from __future__ import annotations
