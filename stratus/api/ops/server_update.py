@@ -45,11 +45,12 @@ def update(api: ComputeAPIDeps, uuid: str, project_id: str | None,
     if unknown:
         raise BadRequest(f"Cannot update {', '.join(sorted(unknown))}.")
     server = server_ops.get(api, uuid, project_id)
-    if changes and not server.cell_uuid:
+    if not server.cell_uuid:
         # Still a build request (Nova updates the build request then): changed there;
         # if a cell took the server meanwhile, the change goes to the cell's row too.
-        with db.write(api.dbs.api) as conn:
-            store.update_build_request(conn, uuid, dict(changes))
+        if changes:
+            with db.write(api.dbs.api) as conn:
+                store.update_build_request(conn, uuid, dict(changes))
         server = server_ops.get(api, uuid, None)
         if not server.cell_uuid:
             return server
