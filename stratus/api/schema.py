@@ -229,6 +229,20 @@ quotas = sa.Table(
     sa.UniqueConstraint("project_id", "resource"),
 )
 
+# Added by migration 0011 (compute_interop_user_quotas): a user's own limits within a
+# project (Nova's project_user_quotas), one row per resource that was set.
+project_user_quotas = sa.Table(
+    "project_user_quotas",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("project_id", columns.name(255), nullable=False),
+    sa.Column("user_id", columns.name(255), nullable=False),
+    sa.Column("resource", columns.name(255), nullable=False),
+    sa.Column("hard_limit", sa.Integer, nullable=False),
+    *columns.timestamps(),
+    sa.UniqueConstraint("project_id", "user_id", "resource"),
+)
+
 quota_classes = sa.Table(
     "quota_classes",
     metadata,

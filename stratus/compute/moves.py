@@ -91,8 +91,10 @@ class MoveSteps:
                  instance_uuid)
 
     def finish_resize(self, instance: dict, allocations: dict,
-                      request_spec: dict | None = None) -> str:
+                      request_spec: dict | None = None, power_on: bool = True) -> str:
         node = self._spawn_here(instance, allocations, request_spec)
+        if not power_on:   # resized while stopped: it stays stopped (Nova's old_vm_state)
+            self.driver.power_off(str(instance["uuid"]))
         LOG.info("%s: moved instance %s runs on node %s", self.host, instance["uuid"], node)
         return node
 

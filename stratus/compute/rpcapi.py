@@ -56,6 +56,7 @@ MOVES_SINCE = "1.2"
 INTERFACES_SINCE = PORTS_SINCE = "1.3"
 PORT_MOVES_SINCE = "1.4"
 LIFECYCLE_SINCE = "1.5"
+STOPPED_MOVES_SINCE = "1.6"   # finish_resize(power_on=False): a stopped server stays off
 
 
 def service_version(rpc_version: str) -> int:
@@ -72,7 +73,7 @@ def rpc_version(service_version_number: int) -> str:
 
 class ComputeRPC(RPCInterface):
     service = "compute"
-    version = "1.5"
+    version = "1.6"
     errors = (
         driver_errors.HypervisorUnavailable,
         driver_errors.NodeNotFound,
@@ -112,12 +113,14 @@ class ComputeRPC(RPCInterface):
         resize is confirmed or reverted."""
         raise NotImplementedError
 
-    @rpc_method(since=MOVES_SINCE, arg_since={"request_spec": PORT_MOVES_SINCE})
+    @rpc_method(since=MOVES_SINCE, arg_since={"request_spec": PORT_MOVES_SINCE,
+                                              "power_on": STOPPED_MOVES_SINCE})
     def finish_resize(self, instance: dict, allocations: dict,
-                      request_spec: dict | None = None) -> str:
+                      request_spec: dict | None = None, power_on: bool = True) -> str:
         """Destination host: bind the instance's ports here (``request_spec``'s mappings
         name each group's provider) and start the resized copy of ``instance``
-        (``{"uuid", "name", "node"?}``) with its new allocations; the node it runs on."""
+        (``{"uuid", "name", "node"?}``) with its new allocations; the node it runs on.
+        ``power_on=False`` (a server resized while stopped) leaves the copy powered off."""
         raise NotImplementedError
 
     @rpc_method(since=MOVES_SINCE)

@@ -234,11 +234,16 @@ class BuildTask:
             if not records.still_wanted(conn, uuid):
                 raise BuildAborted(f"server {uuid} was deleted during its build; "
                                    "releasing its claim")
+            changed = records.build_request_changes(conn, instance)
             records.map_instance(conn, uuid, cell, instance["project_id"],
                                  instance.get("user_id"))
             records.save_request_spec(conn, uuid, self.spec, {
                 "instance": instance, "host": selected["host"], "selected": selected,
                 "alternates": alternates, "failures": []})
+        if changed:   # updated through the API while it was a build request
+            with db.write(self.ctx.engines.get(cell)) as conn:
+                records.update_instance(conn, uuid, **changed)
+            instance = dict(instance, **changed)
         cast_build(self.ctx, cell, instance, selected, spec, alternates)
 
     def _unclaimer(self, uuid: str) -> Callable[[], None]:

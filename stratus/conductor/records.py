@@ -88,6 +88,28 @@ def map_instance(conn: Connection, instance_uuid: str, cell: CellMapping | None,
                      .where(api.build_requests.c.instance_uuid == instance_uuid))
 
 
+# What PUT /servers/{id} may change on a build request (the API's server_update).
+_UPDATED_WHILE_BUILDING = ("description", "access_ip_v4", "access_ip_v6", "hostname")
+
+
+def build_request_changes(conn: Connection, instance: dict[str, Any]) -> dict[str, Any]:
+    """Columns of the server's cell row that its build request now says otherwise (a
+    rename or an update the API made while no cell held it), read in the transaction
+    that hands the server to its cell (and drops the build request): the API's update
+    either lands before it, and is returned here, or finds no build request and
+    changes the cell's row itself."""
+    b = api.build_requests
+    row = conn.execute(sa.select(b.c.name, b.c.instance)
+                       .where(b.c.instance_uuid == instance["uuid"])).first()
+    if row is None:
+        return {}
+    asked = json.loads(row.instance) if row.instance else {}
+    now = {"name": row.name, **{k: asked.get(k) for k in _UPDATED_WHILE_BUILDING}}
+    was = {"name": instance.get("name"),
+           **{k: instance.get(k) for k in _UPDATED_WHILE_BUILDING}}
+    return {k: v for k, v in now.items() if v != was[k]}
+
+
 def lease_build(conn: Connection, instance_uuid: str, now: dt.datetime,
                 stale_before: dt.datetime | None = None) -> bool:
     """Take the build of a server no cell holds yet; True if this caller may build it.

@@ -34,6 +34,7 @@ from sqlalchemy.engine import Engine
 from stratus.bus import BusError
 from stratus.cells import actions, moves
 from stratus.cells.mappings import CellMapping
+from stratus.compute.rpcapi import STOPPED_MOVES_SINCE
 from stratus.conductor import leftovers, port_moves, ports, records
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.selection import select_destinations
@@ -44,7 +45,19 @@ from stratus.undo import Undo
 
 LOG = logging.getLogger(__name__)
 
-RUNNING = 1
+RUNNING, SHUTDOWN = 1, 4   # power states
+STOPPED = moves.STOPPED
+
+
+def _was_stopped(instance: dict[str, Any]) -> bool:
+    """A server resized while stopped (its vm_state until the copy runs, its power state
+    after: the resized copy stays off, as Nova keeps ``old_vm_state``)."""
+    return instance.get("vm_state") == STOPPED or instance.get("power_state") == SHUTDOWN
+
+
+def _settled_state(instance: dict[str, Any]) -> tuple[str, int]:
+    """(vm_state, power_state) once the move ends: stopped if it was."""
+    return (STOPPED, SHUTDOWN) if _was_stopped(instance) else (records.ACTIVE, RUNNING)
 
 
 class ResizeFailed(Exception):
@@ -190,6 +203,8 @@ class ResizeTask:
                                                      self.request_spec, self._ports_before)
         except Exception as exc:
             raise ResizeFailed(f"the server's ports could not be read: {exc}") from None
+        if _was_stopped(move.instance):   # only a destination that keeps it off
+            self.request_spec = dict(self.request_spec, needs_compute=STOPPED_MOVES_SINCE)
         self._hold_source_allocations()
         try:
             [picks] = select_destinations(self.ctx, self.request_spec, [self.instance_uuid],
@@ -220,7 +235,8 @@ class ResizeTask:
                                         host=chosen["host"], node=node,
                                         flavor=records.flavor_text(new_flavor),
                                         vm_state=moves.RESIZED, task_state=None,
-                                        power_state=RUNNING, fault=None)
+                                        power_state=_settled_state(move.instance)[1],
+                                        fault=None)
             if not finished:
                 raise ResizeFailed("the server was deleted or changed during its resize")
         self._undo.forget()
@@ -267,6 +283,8 @@ class ResizeTask:
                     extra: dict[str, Any] = {}
                     if port_moves.compute_can_bind(target):
                         extra["request_spec"] = ports.with_selection(self.request_spec, pick)
+                    if _was_stopped(move.instance):
+                        extra["power_on"] = False
                     node = target.call("finish_resize",
                                        instance=dict(body, node=pick["nodename"]),
                                        allocations=pick["allocation_request"]["allocations"],
@@ -316,8 +334,8 @@ class ResizeTask:
         with db.write(move.engine) as conn:
             moves.update(conn, self.migration_uuid, status=moves.ERROR)
             records.update_instance(conn, self.instance_uuid, live_only=True,
-                                    vm_state=records.ACTIVE, task_state=None,
-                                    fault=f"Resize failed: {reason}")
+                                    vm_state=_settled_state(move.instance)[0],
+                                    task_state=None, fault=f"Resize failed: {reason}")
         self.outcome = f"error: {reason}"
         LOG.warning("resize of %s rolled back: %s", self.instance_uuid, reason)
 
@@ -351,8 +369,8 @@ def confirm_resize(ctx: ConductorContext, instance_uuid: str, migration_uuid: st
     ctx.placement.delete_allocations(migration_uuid)
     with db.write(move.engine) as conn:
         moves.update(conn, migration_uuid, expect=moves.CONFIRMING, status=moves.CONFIRMED)
-        records.update_instance(conn, instance_uuid, live_only=True, vm_state=records.ACTIVE,
-                                task_state=None)
+        records.update_instance(conn, instance_uuid, live_only=True,
+                                vm_state=_settled_state(move.instance)[0], task_state=None)
     return "confirmed"
 
 
@@ -421,7 +439,9 @@ def _revert_at_source(ctx: ConductorContext, move: Move, compute: Any) -> str:
             records.update_instance(conn, instance_uuid, live_only=True, host=source,
                                     node=migration.source_node,
                                     flavor=records.flavor_text(migration.old_flavor),
-                                    vm_state=records.ACTIVE, task_state=None, power_state=RUNNING)
+                                    vm_state=_settled_state(move.instance)[0],
+                                    task_state=None,
+                                    power_state=_settled_state(move.instance)[1])
     if not reverted:   # deleted while the source was starting it again: settle clears it
         return "deleted during the revert"
     _save_spec_flavor(ctx, instance_uuid, migration.old_flavor)

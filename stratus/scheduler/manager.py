@@ -352,10 +352,11 @@ class SchedulerManager:
                    return_alternates: bool) -> list[list[dict[str, Any]]]:
         claimed: list[str] = []
         refused: set[str] = set()   # hosts whose claim failed: full for this request
+        placed: list[str] = []      # the hosts this request's servers went to, in order
         results = []
         try:
             for instance_uuid in instance_uuids:
-                ranked = hosts.ranked(refused)
+                ranked = self._with_group(spec, hosts.ranked(refused), placed)
                 chosen = self._claim_best(spec, instance_uuid, ranked, refused, counts, hosts)
                 if chosen is None:
                     raise NoValidHost(
@@ -365,6 +366,7 @@ class SchedulerManager:
                                      len(instance_uuids)))
                 host, allocation_request = chosen
                 claimed.append(instance_uuid)
+                placed.append(host.host)
                 hosts.consume(host, instance_uuid)
                 picks = [selection(host, allocation_request, self.placement_version)]
                 if return_alternates:
@@ -375,6 +377,21 @@ class SchedulerManager:
                 claims.unclaim(self.placement, instance_uuid)
             raise
         return results
+
+    def _with_group(self, spec: RequestSpec, ranked: Sequence[HostState],
+                    placed: list[str]) -> Sequence[HostState]:
+        """The ranked hosts a multi-create's next server may take under its server
+        group's hard policy, the servers placed before it counting as members (as Nova's
+        scheduler adds each selected host to the group's hosts): affinity, the host the
+        first went to; anti-affinity, none of theirs."""
+        group, enabled = spec.server_group, self.options.host_filters
+        if group is None or not placed:
+            return ranked
+        if group.policy == "affinity" and filters.server_group_affinity in enabled:
+            return [h for h in ranked if h.host == placed[0]]
+        if group.policy == "anti-affinity" and filters.server_group_anti_affinity in enabled:
+            return [h for h in ranked if h.host not in placed]
+        return ranked
 
     def _claim_best(self, spec: RequestSpec, instance_uuid: str, ranked: Sequence[HostState],
                     refused: set[str], counts: Counter[str], hosts: HostPool

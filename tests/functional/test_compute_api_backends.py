@@ -23,6 +23,7 @@ from stratus.api.store.cells import CellDBs
 from stratus.bus import Bus
 from stratus.cells import mappings
 from stratus.cells.engines import CellEngines
+from stratus.conductor import records
 from stratus.conductor.rpcapi import ConductorRPC
 from stratus.image import service as image_service
 from stratus.image.client import ImageClient, ImageWriter
@@ -140,3 +141,33 @@ def test_api_database_work_on_every_backend(api):
         ids[1]]
     assert c.delete("/flavors/1").status_code == 202
     assert c.delete(f"/os-aggregates/{agg_id}").status_code == 200
+
+
+def test_a_server_updated_while_still_a_build_request_keeps_the_update(
+        api, empty_database_url):
+    """PUT /servers/{id} before any cell holds the server (Nova updates its build request;
+    Tempest's rebuild/update tests at 2.47 and 2.75 do it right after the create): the
+    answer and later reads show the change, and the conductor's hand-over to the cell
+    finds it (records.build_request_changes) for the cell's row."""
+    c, conductor = api
+    assert c.post("/flavors", json={"flavor": {"name": "m1", "id": "1", "vcpus": 1,
+                                               "ram": 256, "disk": 1}}).status_code == 200
+    sid = c.post("/servers", json={"server": {"name": "vm", "flavorRef": "1"}}).json()[
+        "server"]["id"]
+    [instance] = conductor.builds.get(timeout=10)["instances"]
+    resp = c.put(f"/servers/{sid}", json={"server": {"name": "web", "description": "d"}})
+    assert resp.status_code == 200, resp.text
+    assert (resp.json()["server"]["name"], resp.json()["server"]["description"]) == (
+        "web", "d")
+    shown = c.get(f"/servers/{sid}").json()["server"]
+    assert (shown["name"], shown["description"], shown["status"]) == ("web", "d", "BUILD")
+    # An update that changes nothing answers the server too (Tempest's 2.75 schema check).
+    same = c.put(f"/servers/{sid}", json={"server": {}})
+    assert same.status_code == 200 and same.json()["server"]["name"] == "web", same.text
+    engine = db.create_engine(empty_database_url)
+    try:
+        with db.read(engine) as conn:
+            changed = records.build_request_changes(conn, instance)
+    finally:
+        engine.dispose()
+    assert changed == {"name": "web", "description": "d"}

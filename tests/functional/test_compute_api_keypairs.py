@@ -7,8 +7,10 @@ import base64
 import hashlib
 
 import pytest
+from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
+from cryptography.hazmat.primitives.serialization import pkcs12
 
 from tests.functional.compute_world import World
 
@@ -44,6 +46,24 @@ def test_a_made_key_pair_returns_its_private_key_once(world):
     assert (pair["type"], pair["user_id"]) == ("ssh", "alice")
     shown = alice.get("/os-keypairs/made").json()["keypair"]
     assert "private_key" not in shown and shown["public_key"] == pair["public_key"]
+
+
+def test_a_made_x509_key_pair_is_a_certificate_with_its_key(world):
+    """As Nova's generate_winrm_x509_cert: a self-signed certificate for the user (the
+    public key), and the key with it as PKCS#12 in base64 (the private key)."""
+    alice = world.client.as_user("alice:team")
+    resp = alice.post("/os-keypairs", json={"keypair": {"name": "win", "type": "x509"}})
+    assert resp.status_code == 201, resp.text
+    pair = resp.json()["keypair"]
+    cert = x509.load_pem_x509_certificate(pair["public_key"].encode())
+    assert cert.subject.rfc4514_string() == "CN=alice"
+    key, in_bundle, _ = pkcs12.load_key_and_certificates(
+        base64.b64decode(pair["private_key"]), None)
+    assert in_bundle == cert and key is not None
+    der = cert.public_bytes(serialization.Encoding.DER)
+    digest = hashlib.sha1(der).hexdigest()
+    assert pair["fingerprint"] == ":".join(digest[i:i + 2] for i in range(0, 40, 2))
+    assert alice.get("/os-keypairs/win").json()["keypair"]["type"] == "x509"
 
 
 def test_import_list_show_delete_and_others_cannot_see_them(world):

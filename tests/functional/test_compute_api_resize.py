@@ -81,6 +81,34 @@ SMALL = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 10}
 LARGE = {"VCPU": 2, "MEMORY_MB": 1024, "DISK_GB": 20}
 
 
+def stop(world: World, sid: str) -> None:
+    assert world.client.post(f"/servers/{sid}/action",
+                             json={"os-stop": None}).status_code == 202
+    assert settle(world, sid, "SHUTOFF")["OS-EXT-STS:power_state"] == 4
+
+
+@pytest.mark.parametrize("ending", ["confirmResize", "revertResize"])
+def test_a_stopped_server_resizes_and_stays_stopped(world, ending):
+    """Nova's resize of a STOPPED server (Tempest's test_resize_server_confirm_from_stopped):
+    the resized copy stays powered off, VERIFY_RESIZE with power state 4; confirm or
+    revert leaves it SHUTOFF, and it starts again afterwards."""
+    _, large, sid = two_hosts(world)
+    stop(world, sid)
+    assert resize(world, sid, large).status_code == 202
+    server = settle(world, sid, "VERIFY_RESIZE")
+    assert (server[HOST], server["OS-EXT-STS:power_state"]) == ("cmp2", 4)
+    assert world.computes["cmp2"].driver.diagnostics(sid)["state"] == "shutdown"
+    assert action(world, sid, ending).status_code in (202, 204)
+    done = settle(world, sid, "SHUTOFF")
+    assert (done[HOST], done["OS-EXT-STS:power_state"]) == (
+        ("cmp2", 4) if ending == "confirmResize" else ("cmp1", 4))
+    assert held(world, sid) == ({"cmp2": LARGE} if ending == "confirmResize"
+                                else {"cmp1": SMALL})
+    assert world.client.post(f"/servers/{sid}/action",
+                             json={"os-start": None}).status_code == 202
+    assert settle(world, sid, "ACTIVE")["OS-EXT-STS:power_state"] == 1
+
+
 def test_resize_holds_both_hosts_until_confirm_then_only_the_new_one(world):
     _, large, sid = two_hosts(world)
     assert resize(world, sid, large).status_code == 202
@@ -91,8 +119,19 @@ def test_resize_holds_both_hosts_until_confirm_then_only_the_new_one(world):
     [migration] = migrations(world, sid)
     assert (migration["status"], migration["migration_type"]) == ("finished", "resize")
     assert (migration["source_compute"], migration["dest_compute"]) == ("cmp1", "cmp2")
-    assert (migration["old_instance_type_id"], migration["new_instance_type_id"]) == (
-        "small", "large")
+    # Nova's instance_type_id: the flavors' database ids (integers), one for each.
+    old_id, new_id = migration["old_instance_type_id"], migration["new_instance_type_id"]
+    assert isinstance(old_id, int) and isinstance(new_id, int) and old_id != new_id
+    # Nova's fields per microversion: migration_type from 2.23, uuid from 2.59.
+    base = {"id", "status", "instance_uuid", "source_node", "source_compute", "dest_node",
+            "dest_compute", "dest_host", "old_instance_type_id", "new_instance_type_id",
+            "created_at", "updated_at"}
+    for version, extra in (("2.1", set()), ("2.22", set()), ("2.23", {"migration_type"}),
+                           ("2.58", {"migration_type"}),
+                           ("2.59", {"migration_type", "uuid"})):
+        [shown] = world.client.get("/os-migrations", params={"instance_uuid": sid},
+                                   version=version).json()["migrations"]
+        assert set(shown) == base | extra, version
     # The instance holds the destination with the new flavor, the migration the source.
     assert held(world, sid) == {"cmp2": LARGE}
     assert held(world, migration["uuid"]) == {"cmp1": SMALL}

@@ -179,6 +179,24 @@ def test_server_groups_spread_or_pack_their_members(world, policy, spread):
                                                    version="2.70").json()["server"]
 
 
+@pytest.mark.parametrize("policy,spread", [("anti-affinity", True), ("affinity", False)])
+def test_one_request_for_several_members_keeps_the_groups_policy(world, policy, spread):
+    """A multi-create's servers count as members for each other (Tempest's
+    test_create_server_with_scheduler_hint_group_affinity): packed on one host, or
+    spread over three."""
+    for name in ("cmp1", "cmp2", "cmp3"):
+        world.add_compute(name)
+    group = world.client.post("/os-server-groups", json={"server_group": {
+        "name": "g", "policy": policy}}).json()["server_group"]
+    resp = world.boot(world.flavor()["id"], name="multi", min_count=3,
+                      return_reservation_id=True, hints={"group": group["id"]})
+    assert resp.status_code == 202, resp.text
+    servers = world.client.get("/servers", params={
+        "reservation_id": resp.json()["reservation_id"]}).json()["servers"]
+    hosts = [world.settled(s["id"])[HOST] for s in servers]
+    assert len(hosts) == 3 and len(set(hosts)) == (3 if spread else 1)
+
+
 def test_anti_affinity_with_one_host_left_fails_the_next_member(world):
     world.add_compute("cmp1")
     group = world.client.post("/os-server-groups", json={"server_group": {

@@ -379,6 +379,7 @@ ELSEWHERE = {
     "migrate_host": "test_compute_api_resize.py",
     "action_paging": "test_instance_actions.py",
     "migration_paging": "test_compute_api_resize.py",
+    "no_nova_network_actions": "test_compute_network_proxies.py",
     "action_event_host": "test_instance_actions.py",
     "action_event_details": "test_instance_actions.py",
     "event_details_for_all": "test_instance_actions.py",
@@ -412,12 +413,8 @@ NOTHING_TO_SEE = {
     "cancel_live_migration": "live migrations here complete at once; nothing to cancel",
     "server_topology": "the simulated hypervisors report no NUMA topology",
     "power_update_event": "os-server-external-events is not served",
-    "migration_owner": "os-migrations shows user_id/project_id at every version",
     "image_cache": "image caching by aggregate has nothing to cache on simulated hosts",
     "extra_spec_validation": "extra specs are validated at every version",
-    "no_nova_network_actions": "addFixedIp, removeFixedIp, addFloatingIp, "
-                               "removeFloatingIp and os-virtual-interfaces are not served "
-                               "at any version (nova-network is gone)",
     "create_on_host": "POST /servers host/hypervisor_hostname: see the compute API's "
                       "create tests",
 }

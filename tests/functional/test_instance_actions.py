@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.functional.compute_world import World
+from tests.functional.compute_world import World, eventually
 from tests.functional.test_client_cli import cli, one_error_line  # noqa: F401 (fixture)
 from tests.functional.test_compute_api_resize import held, resize, settle
 
@@ -224,3 +224,23 @@ def test_a_resize_that_works_still_reports_finished(world, cli):  # noqa: F811
     assert "resize finished: VERIFY_RESIZE on cmp2" in out
     _, err = cli("server", "events", "nope", code=1)
     one_error_line(err)
+
+
+def test_a_deleted_servers_actions_are_read_from_2_21(world):
+    """Nova's 2.21: a deleted server's actions (its delete last) stay readable by its
+    project; before 2.21, and for another project, the server is not found."""
+    alice = world.client.as_user("alice:p1")
+    sid, request_id = booted(world, alice)
+    resp = alice.delete(f"/servers/{sid}")
+    assert resp.status_code == 204, resp.text
+
+    def deleted() -> Any:
+        return alice.get(f"/servers/{sid}").status_code == 404
+    assert eventually(deleted)
+    listed = actions_of(alice, sid, version="2.21")
+    assert [a["action"] for a in listed] == ["delete", "create"]
+    assert action_of(alice, sid, request_id, version="2.21")["action"] == "create"
+    assert alice.get(f"/servers/{sid}/os-instance-actions",
+                     version="2.20").status_code == 404
+    bob = world.client.as_user("bob:p2")
+    assert bob.get(f"/servers/{sid}/os-instance-actions").status_code == 404

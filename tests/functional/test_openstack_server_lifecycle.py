@@ -92,6 +92,24 @@ def test_the_server_lifecycle_through_the_openstack_cli(openstack, cloud, tmp_pa
     assert old["status"] == "ACTIVE" and old.get("description") is None   # from 2.19
     assert [s["Name"] for s in osc("--os-compute-api-version", "2.1", "server", "list")] \
         == ["web1"]
+    # ... and the lifecycle commands people script work there too.
+    v21 = ("--os-compute-api-version", "2.1")
+    osc(*v21, "server", "stop", "web1", json_out=False)
+    wait_for(osc, "web1", "SHUTOFF")
+    osc(*v21, "server", "start", "web1", json_out=False)
+    wait_for(osc, "web1", "ACTIVE")
+    osc(*v21, "server", "reboot", "--wait", "web1", json_out=False)
+    osc(*v21, "server", "lock", "web1", json_out=False)
+    assert osc("server", "show", "web1")["locked"] is True
+    osc(*v21, "server", "unlock", "web1", json_out=False)
+    osc(*v21, "server", "set", "--property", "era=old", "web1", json_out=False)
+    assert osc(*v21, "server", "show", "web1")["properties"]["era"] == "old"
+    osc(*v21, "keypair", "create", "k21", json_out=False)   # Nova's 200 before 2.2
+    assert [k["Name"] for k in osc(*v21, "keypair", "list")] == ["k21"]
+    assert "m1.tiny" in {f["Name"] for f in osc(*v21, "flavor", "list")}
+    assert len(osc(*v21, "hypervisor", "list")) == 3
+    osc(*v21, "server", "rebuild", "--image", image, "--wait", "web1", json_out=False)
+    assert wait_for(osc, "web1", "ACTIVE")["image"].startswith(image)
 
     osc("server", "shelve", "web1", json_out=False)
     wait_for(osc, "web1", "SHELVED_OFFLOADED")

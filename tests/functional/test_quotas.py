@@ -162,8 +162,6 @@ def test_quota_sets_class_sets_and_limits_in_novas_shapes(cloud):
 def test_bad_quota_requests_are_clear_4xx(cloud):
     admin, _ = cloud
     alice = admin.as_user("alice:p1")
-    assert "Per-user quotas are not supported" in fault(
-        admin.get("/os-quota-sets/p1", params={"user_id": "u"}), 400, "badRequest")
     fault(admin.put("/os-quota-sets/p1", json={"quota_set": {"instances": -2}}), 400,
           "badRequest")
     fault(admin.put("/os-quota-sets/p1", json={"quota_set": {"floating_ips": 1}}), 400,
@@ -185,6 +183,54 @@ def test_bad_quota_requests_are_clear_4xx(cloud):
     resp = admin.put("/os-quota-sets/p1", json={"quota_set": {"instances": 2,
                                                               "force": True}})
     assert resp.json()["quota_set"]["instances"] == 2
+
+
+def test_per_user_quotas_as_novas_database_driver_keeps_them(cloud):
+    """``?user_id=`` reads and sets a user's own limits within a project: shown over the
+    project's, bounded by what the user uses and what the project leaves, enforced on
+    the user's own boots, gone with the user's (or the project's) delete."""
+    admin, _ = cloud
+    alice, bob = admin.as_user("alice:p1"), admin.as_user("bob:p1")
+    as_alice = {"params": {"user_id": "alice"}}
+    # No limits of her own: the project's.
+    assert quota(alice, "p1", **as_alice) == quota(alice, "p1")
+    resp = admin.put("/os-quota-sets/p1", params={"user_id": "alice"},
+                     json={"quota_set": {"instances": 2, "ram": "2048"}})
+    assert resp.status_code == 200, resp.text
+    assert (resp.json()["quota_set"]["instances"], resp.json()["quota_set"]["ram"],
+            resp.json()["quota_set"]["cores"]) == (2, 2048, 20)
+    assert quota(alice, "p1", **as_alice)["instances"] == 2
+    assert quota(alice, "p1")["instances"] == 10          # the project's is unchanged
+
+    # Enforced on her boots only, counting her servers.
+    assert booted(boot(alice, "m1", 2)) == 2
+    assert "Quota exceeded for instances" in fault(boot(alice, "m1"), 403, "forbidden")
+    assert booted(boot(bob, "m1", 3)) == 3
+    detail = quota(alice, "p1", "/detail", **as_alice)
+    assert detail["instances"] == {"in_use": 2, "limit": 2, "reserved": 0}
+    assert quota(alice, "p1", "/detail")["instances"]["in_use"] == 5
+
+    # At least what she uses; at most what the project leaves after the others' own.
+    assert fault(admin.put("/os-quota-sets/p1", params={"user_id": "alice"},
+                           json={"quota_set": {"instances": 1}}), 400, "badRequest") == (
+        "Quota limit 1 for instances must be greater than or equal to already used and "
+        "reserved 2.")
+    assert admin.put("/os-quota-sets/p1", params={"user_id": "bob"},
+                     json={"quota_set": {"instances": 6}}).status_code == 200
+    assert fault(admin.put("/os-quota-sets/p1", params={"user_id": "alice"},
+                           json={"quota_set": {"instances": 5}}), 400, "badRequest") == (
+        "Quota limit 5 for instances must be less than or equal to 4.")
+    # The project's limit may not drop below what its users were given.
+    assert fault(admin.put("/os-quota-sets/p1", json={"quota_set": {"instances": 7}}), 400,
+                 "badRequest") == ("Quota limit 7 for instances must be greater than or "
+                                   "equal to already used and reserved 8.")
+
+    # Delete with user_id: her own limits go, bob's stay; the project's delete takes all.
+    assert admin.delete("/os-quota-sets/p1", params={"user_id": "alice"}).status_code == 202
+    assert quota(alice, "p1", **as_alice)["instances"] == 10
+    assert quota(bob, "p1", params={"user_id": "bob"})["instances"] == 6
+    assert admin.delete("/os-quota-sets/p1").status_code == 202
+    assert quota(bob, "p1", params={"user_id": "bob"})["instances"] == 10
 
 
 def test_who_may_read_and_change_quotas(cloud):
@@ -271,8 +317,8 @@ def test_two_concurrent_boots_do_not_both_pass_when_only_one_fits(cloud, monkeyp
     checked = threading.Barrier(2, timeout=30)
     real_check = quota_ops.check_boot
 
-    def check_then_wait(*args: Any) -> int:
-        allowed = real_check(*args)
+    def check_then_wait(*args: Any, **kw: Any) -> int:
+        allowed = real_check(*args, **kw)
         checked.wait()
         return allowed
 
@@ -309,8 +355,8 @@ def test_refusals_of_racing_boots_never_say_more_used_than_the_limit(cloud, monk
     checked = threading.Barrier(16, timeout=60)
     real_check = quota_ops.check_boot
 
-    def check_then_wait(*args: Any) -> int:
-        allowed = real_check(*args)
+    def check_then_wait(*args: Any, **kw: Any) -> int:
+        allowed = real_check(*args, **kw)
         checked.wait()
         return allowed
 

@@ -43,7 +43,8 @@ class Change:
 
 _NO_VOLUMES = "not served: Stratus has no block storage (os-volume_attachments is 404)"
 _NO_CONSOLES = "not served: the simulated hypervisors have no remote consoles"
-_NO_NOVA_NETWORK = "not served: networking is Neutron-shaped (the proxy APIs are 404)"
+_NO_NOVA_NETWORK = ("not served: networking is Neutron-shaped (os-fixed-ips and "
+                    "os-virtual-interfaces are 404)")
 
 HISTORY: list[Change] = [
     Change(2, "keypair_type", "os-keypairs: `type` (ssh/x509); create answers 201 (was "
@@ -168,7 +169,8 @@ HISTORY: list[Change] = [
     Change(79, "volume_delete_on_termination", "volume attachments: "
            "`delete_on_termination`", _NO_VOLUMES),
     Change(80, "migration_owner", "os-migrations: `user_id`, `project_id` (filters and "
-           "fields)"),
+           "fields)", "not served: migrations here do not record who started them (the "
+           "fields and filters are absent at every version)"),
     Change(81, "image_cache", "POST /os-aggregates/{id}/images"),
     Change(82, "accelerator_event", "os-server-external-events: "
            "accelerator-request-bound", "not served: Stratus has no accelerators"),

@@ -39,6 +39,13 @@ RULES: dict[str, str] = {
     **{f"os_compute_api:os-security-groups:{a}": ANY
        for a in ("get", "show", "create", "update", "delete", "rule:create", "rule:delete",
                  "list", "add", "remove")},
+    # Nova's proxies of the network service (to 2.35; the actions to 2.43).
+    **{f"os_compute_api:os-floating-ips:{a}": ANY
+       for a in ("list", "show", "create", "delete", "add", "remove")},
+    "os_compute_api:os-floating-ip-pools": ANY,
+    **{f"os_compute_api:{a}": ANY for a in ("os-networks:list", "os-networks:show",
+                                            "os-tenant-networks:list",
+                                            "os-tenant-networks:show")},
     "os_compute_api:os-migrate-server:migrate": ADMIN,
     "os_compute_api:os-migrate-server:migrate:host": ADMIN,
     "os_compute_api:servers:index:get_all_tenants": ADMIN,

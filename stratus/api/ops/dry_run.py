@@ -41,7 +41,8 @@ def dry_run(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> dict[str, Any
     refused = None
     try:
         count = quota_ops.check_boot(api.dbs.api, api.quota_defaults, boot.project_id,
-                                     flavor.vcpus, flavor.memory_mb, boot.min_count, count)
+                                     flavor.vcpus, flavor.memory_mb, boot.min_count, count,
+                                     user_id=boot.user_id)
         if group is not None:
             quota_ops.check_group_members(api.dbs.api, api.quota_defaults, boot.project_id,
                                           group.uuid, count)

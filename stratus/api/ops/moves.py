@@ -120,7 +120,10 @@ ACTION_NAMES = {"os-migrateLive": actions.LIVE_MIGRATION}
 def _movable(api: ComputeAPIDeps, uuid: str, project_id: str | None, action: str
              ) -> tuple[Server, CellMapping]:
     server = server_ops.get(api, uuid, project_id)
-    if server.vm_state != store.ACTIVE or server.task_state is not None \
+    # Nova's check_instance_state for resize and migrate: ACTIVE or STOPPED (a stopped
+    # server stays stopped where it goes); live migration: ACTIVE.
+    states = (store.ACTIVE,) if action == "os-migrateLive" else (store.ACTIVE, moves.STOPPED)
+    if server.vm_state not in states or server.task_state is not None \
             or not server.cell_uuid or not server.host:
         raise _conflict(server, action)
     return server, api.dbs.cell(server.cell_uuid)
@@ -140,7 +143,8 @@ def resize(api: ComputeAPIDeps, uuid: str, project_id: str | None,
     # The owner's quota, whoever resizes: the delta of the new flavor over the old.
     quota_ops.check_resize(api.dbs.api, api.quota_defaults, server.project_id,
                            flavor.vcpus - int(old.get("vcpus") or 0),
-                           flavor.memory_mb - int(old.get("memory_mb") or 0))
+                           flavor.memory_mb - int(old.get("memory_mb") or 0),
+                           user_id=server.user_id)
     _check_compute(api, cell, server.host or "", "resize", *port_needs(api, server))
     return _start(api, server, cell, _move_spec(api, server, flavor, cell), moves.RESIZE,
                   "resize", caller)

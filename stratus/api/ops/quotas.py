@@ -2,7 +2,9 @@
 passes (Nova's rules, counted from the API database; see ``store/quotas.py``).
 
 A limit comes from, the last one found winning: the ``[quota]`` options, the quota
-class "default", the project's own quota. -1 is unlimited.
+class "default", the project's own quota, and for a user, that user's own quota in the
+project (Nova's per-user quotas). -1 is unlimited. A user with limits of their own on
+servers, cores or RAM is checked against them too, counting only their servers.
 
 A boot is checked before its records are written (up to ``max_count`` servers, or as
 many between ``min_count`` and ``max_count`` as fit), and checked again after they
@@ -56,34 +58,41 @@ class QuotaExceeded(Forbidden):
     """403: over quota, in Nova's words and with what is left."""
 
 
-def limits_in(conn: Connection, defaults: Mapping[str, int], project_id: str | None
-              ) -> dict[str, int]:
+def limits_in(conn: Connection, defaults: Mapping[str, int], project_id: str | None,
+              user_id: str | None = None) -> dict[str, int]:
     found = dict.fromkeys(NETWORK, UNLIMITED)
     found.update(defaults)
     found.update(store.class_limits(conn, DEFAULT_CLASS))
     if project_id is not None:
         found.update(store.project_limits(conn, project_id))
+        if user_id is not None:
+            found.update(store.user_limits(conn, project_id, user_id))
     return found
 
 
-def limits(engine: Engine, defaults: Mapping[str, int], project_id: str | None
-           ) -> dict[str, int]:
-    """The limits in force for ``project_id`` (None: the defaults every project gets)."""
+def limits(engine: Engine, defaults: Mapping[str, int], project_id: str | None,
+           user_id: str | None = None) -> dict[str, int]:
+    """The limits in force for ``project_id`` (None: the defaults every project gets),
+    or for ``user_id`` in it."""
     with db.read(engine) as conn:
-        return limits_in(conn, defaults, project_id)
+        return limits_in(conn, defaults, project_id, user_id)
 
 
 def state(engine: Engine, defaults: Mapping[str, int], project_id: str,
-          shown: bool = False, servers: ServerCounter | None = None
-          ) -> tuple[dict[str, int], store.Usage]:
-    """(limits, usage) of ``project_id``, read in one transaction. For a check (not
-    ``shown``) the servers are counted only if one of their limits is not unlimited:
-    a project without server quotas boots without its servers being read each time.
-    ``servers`` counts them elsewhere (a zone tree's top)."""
+          shown: bool = False, servers: ServerCounter | None = None,
+          user_id: str | None = None) -> tuple[dict[str, int], store.Usage]:
+    """(limits, usage) of ``project_id`` (or of ``user_id`` in it), read in one
+    transaction. For a check (not ``shown``) the servers are counted only if one of
+    their limits is not unlimited: a project without server quotas boots without its
+    servers being read each time. ``servers`` counts a project's elsewhere (a zone
+    tree's top)."""
+    if user_id is not None:
+        servers = None
     with db.read(engine) as conn:
-        found = limits_in(conn, defaults, project_id)
+        found = limits_in(conn, defaults, project_id, user_id)
         counted = shown or any(found[r] >= 0 for r in COUNTED)
-        used = store.usage(conn, project_id, servers=counted and servers is None)
+        used = store.usage(conn, project_id, servers=counted and servers is None,
+                           user_id=user_id)
     if counted and servers is not None:
         used = replace(used, **{r: int(n) for r, n in servers(project_id).items()
                                 if r in COUNTED})
@@ -122,53 +131,73 @@ def _overs(limit: Mapping[str, int], used: store.Usage, need: Mapping[str, int],
             if need[r] > 0 and limit[r] >= 0 and used.of(r) + need[r] > limit[r]]
 
 
+def _scopes(engine: Engine, defaults: Mapping[str, int], project_id: str,
+            user_id: str | None, servers: ServerCounter | None
+            ) -> list[tuple[dict[str, int], store.Usage]]:
+    """(limits, usage) to check against: the project's, then the user's when the user
+    has a limit of their own on servers, cores or RAM (else theirs are the project's,
+    and they use no more than the project)."""
+    out = [state(engine, defaults, project_id, servers=servers)]
+    if user_id is not None:
+        with db.read(engine) as conn:
+            own = store.user_limits(conn, project_id, user_id)
+        if any(own.get(r, UNLIMITED) >= 0 for r in COUNTED):
+            out.append(state(engine, defaults, project_id, user_id=user_id))
+    return out
+
+
 def check_boot(engine: Engine, defaults: Mapping[str, int], project_id: str,
                vcpus: int, ram: int, min_count: int, max_count: int,
-               servers: ServerCounter | None = None) -> int:
+               servers: ServerCounter | None = None, user_id: str | None = None) -> int:
     """How many servers (``min_count`` to ``max_count``) of a flavor with ``vcpus`` and
     ``ram`` the project may boot now: as many as fit, up to ``max_count``; 403 if
     fewer than ``min_count`` fit (Nova's ``_check_num_instances_quota``)."""
-    limit, used = state(engine, defaults, project_id, servers=servers)
     fits = max_count
-    for resource, each in (("instances", 1), ("cores", vcpus), ("ram", ram)):
-        room = _room(limit[resource], used.of(resource))
-        if room is not None and each > 0:
-            fits = min(fits, room // each)
-    if fits >= min_count:
-        return fits
-    count = str(min_count) if min_count == max_count else f"{min_count}-{max_count}"
-    need = {"instances": max_count, "cores": vcpus * max_count, "ram": ram * max_count}
-    shown = {"instances": count, "cores": str(need["cores"]), "ram": str(need["ram"])}
-    raise exceeded(_overs(limit, used, need, shown))
+    for limit, used in _scopes(engine, defaults, project_id, user_id, servers):
+        here = max_count
+        for resource, each in (("instances", 1), ("cores", vcpus), ("ram", ram)):
+            room = _room(limit[resource], used.of(resource))
+            if room is not None and each > 0:
+                here = min(here, room // each)
+        if here < min_count:
+            count = str(min_count) if min_count == max_count else f"{min_count}-{max_count}"
+            need = {"instances": max_count, "cores": vcpus * max_count,
+                    "ram": ram * max_count}
+            shown = {"instances": count, "cores": str(need["cores"]),
+                     "ram": str(need["ram"])}
+            raise exceeded(_overs(limit, used, need, shown))
+        fits = min(fits, here)
+    return fits
 
 
 def recheck_boot(engine: Engine, defaults: Mapping[str, int], project_id: str,
                  vcpus: int, ram: int, count: int,
-                 servers: ServerCounter | None = None) -> None:
+                 servers: ServerCounter | None = None, user_id: str | None = None) -> None:
     """After a boot of ``count`` servers is committed: 403 if the project is now over a
     limit (a concurrent boot took the room; the caller undoes its own). The message
     counts the boot's servers as requested, everything else as already used."""
-    limit, used = state(engine, defaults, project_id, servers=servers)
     mine = {"instances": count, "cores": vcpus * count, "ram": ram * count}
-    # What the others hold is counted up to the limit: beyond it are boots racing this
-    # one, which their own recheck undoes ("already used 11 of 10" was never true).
-    overs = [Over(r, str(mine[r]), min(used.of(r) - mine[r], limit[r]), limit[r])
-             for r in COUNTED if mine[r] > 0 and 0 <= limit[r] < used.of(r)]
-    if overs:
-        raise exceeded(overs)
+    for limit, used in _scopes(engine, defaults, project_id, user_id, servers):
+        # What the others hold is counted up to the limit: beyond it are boots racing
+        # this one, which their own recheck undoes ("already used 11 of 10" was never
+        # true).
+        overs = [Over(r, str(mine[r]), min(used.of(r) - mine[r], limit[r]), limit[r])
+                 for r in COUNTED if mine[r] > 0 and 0 <= limit[r] < used.of(r)]
+        if overs:
+            raise exceeded(overs)
 
 
 def check_resize(engine: Engine, defaults: Mapping[str, int], project_id: str,
-                 delta_cores: int, delta_ram: int) -> None:
+                 delta_cores: int, delta_ram: int, user_id: str | None = None) -> None:
     """403 if growing the project's servers by ``delta_cores`` and ``delta_ram`` (the new
     flavor less the old; a shrink needs nothing) would go over its limits."""
     need = {"instances": 0, "cores": max(0, delta_cores), "ram": max(0, delta_ram)}
     if not need["cores"] and not need["ram"]:
         return
-    limit, used = state(engine, defaults, project_id)
-    overs = _overs(limit, used, need, {r: str(n) for r, n in need.items()})
-    if overs:
-        raise exceeded(overs)
+    for limit, used in _scopes(engine, defaults, project_id, user_id, None):
+        overs = _overs(limit, used, need, {r: str(n) for r, n in need.items()})
+        if overs:
+            raise exceeded(overs)
 
 
 def check_server_groups(engine: Engine, defaults: Mapping[str, int],

@@ -16,6 +16,7 @@ from stratus.api.deps import ComputeAPIDeps
 from stratus.api.ops import quotas as quota_ops
 from stratus.api.ops import server_state
 from stratus.api.ops import servers as server_ops
+from stratus.api.store import servers as store
 from stratus.api.store.errors import BadRequest, NotFound
 from stratus.api.store.servers import Server
 from stratus.cells import instance_meta
@@ -43,7 +44,17 @@ def update(api: ComputeAPIDeps, uuid: str, project_id: str | None,
     unknown = set(changes) - set(UPDATABLE)
     if unknown:
         raise BadRequest(f"Cannot update {', '.join(sorted(unknown))}.")
-    _server, engine = _live(api, uuid, project_id)
+    server = server_ops.get(api, uuid, project_id)
+    if not server.cell_uuid:
+        # Still a build request (Nova updates the build request then): changed there;
+        # if a cell took the server meanwhile, the change goes to the cell's row too.
+        if changes:
+            with db.write(api.dbs.api) as conn:
+                store.update_build_request(conn, uuid, dict(changes))
+        server = server_ops.get(api, uuid, None)
+        if not server.cell_uuid:
+            return server
+    engine = api.dbs.engine(server_state.cell_of(api, server))
     if changes:
         t = cs.instances
         with db.write(engine) as conn:

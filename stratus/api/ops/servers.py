@@ -128,7 +128,8 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     counted = boot.uuid is None
     if counted:
         count = quota_ops.check_boot(api.dbs.api, api.quota_defaults, boot.project_id,
-                                     flavor.vcpus, flavor.memory_mb, boot.min_count, count)
+                                     flavor.vcpus, flavor.memory_mb, boot.min_count, count,
+                                     user_id=boot.user_id)
     if counted and group is not None:
         quota_ops.check_group_members(api.dbs.api, api.quota_defaults, boot.project_id,
                                       group.uuid, count)
@@ -177,7 +178,8 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     if counted and api.quota_recheck:
         try:
             quota_ops.recheck_boot(api.dbs.api, api.quota_defaults, boot.project_id,
-                                   flavor.vcpus, flavor.memory_mb, count)
+                                   flavor.vcpus, flavor.memory_mb, count,
+                                   user_id=boot.user_id)
         except quota_ops.QuotaExceeded:
             _undo(api, instances, claimed)
             raise

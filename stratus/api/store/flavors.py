@@ -60,6 +60,13 @@ def get(conn: Connection, flavorid: str) -> Flavor:
     return _from_row(row, _specs(conn, [row.id])[row.id])
 
 
+def internal_ids(conn: Connection, flavorids: set[str]) -> dict[str, int]:
+    """flavor id -> the row's id (Nova's ``instance_type_id``), for those that exist."""
+    f = s.flavors
+    rows = conn.execute(sa.select(f.c.flavorid, f.c.id).where(f.c.flavorid.in_(flavorids)))
+    return {r.flavorid: r.id for r in rows}
+
+
 # The sort keys Nova takes for flavors, and the column behind each.
 SORT_KEYS = {"created_at": "created_at", "description": "description",
              "ephemeral_gb": "ephemeral_gb", "flavorid": "flavorid", "id": "id",

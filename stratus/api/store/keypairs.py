@@ -2,8 +2,9 @@
 
 A key given by the user is checked and fingerprinted (an OpenSSH key: the MD5 of its
 decoded blob, as ``ssh-keygen -l -E md5`` and Nova print it; an x509 certificate: the
-SHA-1 of its DER). Without one, an RSA 2048 key is made and its private half returned
-once, never stored (Nova's behaviour before microversion 2.92).
+SHA-1 of its DER). Without one, an RSA 2048 key is made (for ``x509``, a self-signed
+certificate of one) and its private half returned once, never stored (Nova's behaviour
+before microversion 2.92).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 from cryptography import x509
-from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.serialization import pkcs12
 from sqlalchemy.engine import Connection
 
 from stratus.api import schema as s
@@ -67,6 +69,32 @@ def generate() -> tuple[str, str]:
                                 serialization.PrivateFormat.TraditionalOpenSSL,
                                 serialization.NoEncryption()).decode()
     return public + " Generated-by-Stratus", private
+
+
+UPN = x509.ObjectIdentifier("1.3.6.1.4.1.311.20.2.3")   # Microsoft's user principal name
+
+
+def generate_x509(user_id: str) -> tuple[str, str]:
+    """A new self-signed certificate for WinRM's certificate logins, as Nova's
+    ``generate_winrm_x509_cert`` makes it (CN the user, clientAuth, the UPN
+    ``<user>@localhost``, RSA 2048, ten years): (PEM certificate, base64 PKCS#12 of
+    key and certificate without a password)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(x509.NameOID.COMMON_NAME, user_id)])
+    upn = f"{user_id}@localhost".encode()
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now).not_valid_after(now + dt.timedelta(days=3650))
+            .add_extension(x509.ExtendedKeyUsage([x509.ExtendedKeyUsageOID.CLIENT_AUTH]),
+                           critical=False)
+            .add_extension(x509.SubjectAlternativeName([x509.OtherName(
+                UPN, b"\x0c" + bytes([len(upn)]) + upn)]), critical=False)
+            .sign(key, hashes.SHA256()))
+    bundle = pkcs12.serialize_key_and_certificates(None, key, cert, None,
+                                                   serialization.NoEncryption())
+    return (cert.public_bytes(serialization.Encoding.PEM).decode(),
+            base64.b64encode(bundle).decode())
 
 
 def _row(row: sa.Row) -> KeyPair:

@@ -1,8 +1,9 @@
 """Quota limits as the API database keeps them, and what a project uses, counted there.
 
-Limits: rows of ``quotas`` (per project) and ``quota_classes`` (per class), one per
-resource that was set. Usage: a project's servers are its instance mappings not
-queued for delete; their cores and RAM are the flavor in each one's request spec
+Limits: rows of ``quotas`` (per project), ``project_user_quotas`` (per user within a
+project) and ``quota_classes`` (per class), one per resource that was set. Usage: a
+project's servers are its instance mappings not queued for delete (a user's: those the
+user booted); their cores and RAM are the flavor in each one's request spec
 (written in the same transaction as the mapping, and moved to the new flavor when
 a resize finishes or back when it is reverted). A server buried in cell0 (no host
 took it) counts as an instance but holds no cores or RAM, as Placement would say.
@@ -44,6 +45,22 @@ def project_limits(conn: Connection, project_id: str) -> dict[str, int]:
     return {r.resource: r.hard_limit for r in rows}
 
 
+def user_limits(conn: Connection, project_id: str, user_id: str) -> dict[str, int]:
+    q = s.project_user_quotas
+    rows = conn.execute(sa.select(q.c.resource, q.c.hard_limit)
+                        .where(q.c.project_id == project_id, q.c.user_id == user_id))
+    return {r.resource: r.hard_limit for r in rows}
+
+
+def users_limits(conn: Connection, project_id: str) -> dict[str, int]:
+    """Per resource, the sum of the limits given to the project's users (Nova's part of
+    the project's quota already handed out)."""
+    q = s.project_user_quotas
+    rows = conn.execute(sa.select(q.c.resource, sa.func.sum(q.c.hard_limit))
+                        .where(q.c.project_id == project_id).group_by(q.c.resource))
+    return {resource: int(total) for resource, total in rows}
+
+
 def class_limits(conn: Connection, class_name: str) -> dict[str, int]:
     q = s.quota_classes
     rows = conn.execute(sa.select(q.c.resource, q.c.hard_limit)
@@ -70,24 +87,54 @@ def set_project_limits(conn: Connection, project_id: str, limits: dict[str, int]
     _set(conn, s.quotas, s.quotas.c.project_id, project_id, limits)
 
 
+def set_user_limits(conn: Connection, project_id: str, user_id: str,
+                    limits: dict[str, int]) -> None:
+    q = s.project_user_quotas
+    now = utcnow()
+    for resource, limit in limits.items():
+        where = sa.and_(q.c.project_id == project_id, q.c.user_id == user_id,
+                        q.c.resource == resource)
+        done = conn.execute(sa.update(q).where(where)
+                            .values(hard_limit=limit, updated_at=now)).rowcount
+        if not done:
+            conn.execute(sa.insert(q).values(project_id=project_id, user_id=user_id,
+                                             resource=resource, hard_limit=limit,
+                                             created_at=now))
+
+
 def set_class_limits(conn: Connection, class_name: str, limits: dict[str, int]) -> None:
     _set(conn, s.quota_classes, s.quota_classes.c.class_name, class_name, limits)
 
 
 def delete_project_limits(conn: Connection, project_id: str) -> None:
+    """The project's own limits and its users' (Nova's destroy_all_by_project)."""
     conn.execute(sa.delete(s.quotas).where(s.quotas.c.project_id == project_id))
+    q = s.project_user_quotas
+    conn.execute(sa.delete(q).where(q.c.project_id == project_id))
 
 
-def usage(conn: Connection, project_id: str, servers: bool = True) -> Usage:
-    """What ``project_id`` holds now: servers, their cores and RAM, server groups.
-    ``servers=False`` leaves the servers uncounted (zeros): reading every request spec of
-    the project is the costly part, and no limit needs it when they are all unlimited."""
-    m, c, r = s.instance_mappings, s.cell_mappings, s.request_specs
+def delete_user_limits(conn: Connection, project_id: str, user_id: str) -> None:
+    q = s.project_user_quotas
+    conn.execute(sa.delete(q).where(q.c.project_id == project_id, q.c.user_id == user_id))
+
+
+def usage(conn: Connection, project_id: str, servers: bool = True,
+          user_id: str | None = None) -> Usage:
+    """What ``project_id`` (or, given ``user_id``, that user in it) holds now: servers,
+    their cores and RAM, server groups. ``servers=False`` leaves the servers uncounted
+    (zeros): reading every request spec of the project is the costly part, and no limit
+    needs it when they are all unlimited."""
+    m, c, r, g = s.instance_mappings, s.cell_mappings, s.request_specs, s.server_groups
+    mine = [m.c.project_id == project_id, m.c.queued_for_delete == sa.false()]
+    groups_mine = [g.c.project_id == project_id]
+    if user_id is not None:
+        mine.append(m.c.user_id == user_id)
+        groups_mine.append(g.c.user_id == user_id)
     rows: Sequence[Any] = [] if not servers else conn.execute(
         sa.select(c.c.uuid.label("cell_uuid"), r.c.spec)
         .select_from(m.outerjoin(c, c.c.id == m.c.cell_id)
                      .outerjoin(r, r.c.instance_uuid == m.c.instance_uuid))
-        .where(m.c.project_id == project_id, m.c.queued_for_delete == sa.false())).all()
+        .where(*mine)).all()
     instances = cores = ram = 0
     for row in rows:
         instances += 1
@@ -96,8 +143,8 @@ def usage(conn: Connection, project_id: str, servers: bool = True) -> Usage:
         flavor = json.loads(row.spec).get("flavor") or {}
         cores += int(flavor.get("vcpus") or 0)
         ram += int(flavor.get("memory_mb") or 0)
-    groups = conn.execute(sa.select(sa.func.count()).select_from(s.server_groups)
-                          .where(s.server_groups.c.project_id == project_id)).scalar_one()
+    groups = conn.execute(sa.select(sa.func.count()).select_from(g)
+                          .where(*groups_mine)).scalar_one()
     return Usage(instances, cores, ram, int(groups))
 
 

@@ -163,6 +163,24 @@ def create_build_requests(conn: Connection, instances: Iterable[dict[str, Any]],
             instance_uuid=inst["uuid"], spec=text, created_at=now))
 
 
+def update_build_request(conn: Connection, uuid: str, changes: dict[str, Any]) -> bool:
+    """Change a server no cell holds yet (``name`` and what of :data:`REQUESTED` it
+    keeps); False when its build request is gone (a cell has it now)."""
+    b = s.build_requests
+    row = conn.execute(sa.select(b.c.instance).where(b.c.instance_uuid == uuid)).first()
+    if row is None:
+        return False
+    asked = json.loads(row.instance) if row.instance else {}
+    asked.update({k: v for k, v in changes.items() if k in REQUESTED})
+    asked = {k: v for k, v in asked.items() if v not in (None, {}, [], ())}
+    # (Not updated_at: on a build request it is the conductor's build lease.)
+    values: dict[str, Any] = {"instance": json.dumps(asked, sort_keys=True) if asked else None}
+    if "name" in changes:
+        values["name"] = changes["name"]
+    return bool(conn.execute(sa.update(b).where(b.c.instance_uuid == uuid)
+                             .values(**values)).rowcount)
+
+
 def load_spec(conn: Connection, uuid: str) -> dict[str, Any] | None:
     text = conn.execute(sa.select(s.request_specs.c.spec)
                         .where(s.request_specs.c.instance_uuid == uuid)).scalar()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 import webob
@@ -21,6 +22,7 @@ from stratus.api.http import policy
 from stratus.api.http.handlers.servers import _owner_filter
 from stratus.api.http.wsgi import Req, json_response
 from stratus.api.ops import servers as server_ops
+from stratus.api.store import servers as server_store
 from stratus.api.store.errors import BadRequest, NotFound
 from stratus.api.store.servers import Server
 from stratus.cells import actions
@@ -59,8 +61,31 @@ def _event(req: Req, e: actions.Event, project_id: str, admin_view: bool) -> dic
     return body
 
 
-def _server(req: Req) -> Server:
-    return server_ops.get(req.api, req.arg("server_id"), _owner_filter(req))
+@dataclass(frozen=True)
+class _Target:
+    """The server whose actions are asked for: live, or (from 2.21) deleted."""
+
+    uuid: str
+    cell_uuid: str | None
+    project_id: str
+
+
+def _server(req: Req) -> _Target:
+    """The caller's server; from 2.21 a deleted one too (Nova reads its actions with
+    ``read_deleted``), found by its mapping, which outlives it."""
+    owner = _owner_filter(req)
+    try:
+        server: Server = server_ops.get(req.api, req.arg("server_id"), owner)
+        return _Target(server.uuid, server.cell_uuid, server.project_id)
+    except NotFound:
+        if not req.want.supports("actions_of_deleted"):
+            raise
+        with db.read(req.api.dbs.api) as conn:
+            mapping = server_store.get_mapping(conn, req.arg("server_id"))
+        if mapping is None or not mapping.queued_for_delete or not mapping.cell_uuid \
+                or (owner is not None and mapping.project_id != owner):
+            raise
+        return _Target(mapping.instance_uuid, mapping.cell_uuid, mapping.project_id)
 
 
 def _parse_time(req: Req, name: str) -> dt.datetime | None:

@@ -2,7 +2,8 @@
 
 By version: 2.2 ``type`` (in bodies and on create), create 201 and delete 204 (200
 and 202 before); 2.10 ``user_id`` (admin) to act for another user; 2.35
-``limit``/``marker`` on lists. A key pair made here (no ``public_key`` given) is
+``limit``/``marker`` on lists. A key pair made here (no ``public_key`` given: an SSH
+key, or for ``type: x509`` a self-signed certificate as Nova makes for WinRM) is
 answered with its ``private_key`` once.
 """
 
@@ -62,10 +63,8 @@ def create_keypair(req: Req) -> webob.Response:
     public = data.get("public_key")
     key_type = data.get("type", "ssh")
     if public is None:
-        if key_type != "ssh":
-            raise BadRequest("Only ssh key pairs can be generated; import an x509 "
-                             "certificate with public_key.")
-        public, private = store.generate()
+        public, private = store.generate_x509(user) if key_type == "x509" \
+            else store.generate()
     with db.write(req.api.dbs.api) as conn:
         quota_ops.check_key_pairs(conn, req.api.quota_defaults, req.project_id, user)
         pair = store.create(conn, user, data["name"], public, key_type)

@@ -4,8 +4,13 @@ Shapes by microversion: until 2.35 quota sets and /limits carry nova-network's
 quotas (fixed_ips, floating_ips, security_groups, security_group_rules; unlimited and
 never used here); quota class sets carry them until 2.49 and show server_groups and
 server_group_members from 2.50; /limits loses maxImageMeta at 2.39; from 2.57 the
-injected_file* quotas and the personality limits are gone. Per-user quotas are not
-kept: ``?user_id=`` is 400.
+injected_file* quotas and the personality limits are gone.
+
+Per-user quotas, as Nova's database quota driver keeps them: ``?user_id=`` on show,
+detail, update and delete reads or sets that user's own limits within the project (a
+limit the user has none of is the project's). A user's limit is at least what the user
+uses and at most what the project's limit leaves after the other users' own limits; a
+project's is at least the sum of its users' own limits (``force`` skips both checks).
 """
 
 from __future__ import annotations
@@ -62,10 +67,11 @@ def _settable(req: Req, *, classes: bool = False) -> tuple[str, ...]:
     return out
 
 
-def _no_user(req: Req) -> None:
-    if req.query("user_id") is not None:
-        raise BadRequest("Per-user quotas are not supported by Stratus: quotas are per "
-                         "project (drop user_id).")
+def _user(req: Req) -> str | None:
+    user_id = req.query("user_id")
+    if user_id is not None and len(user_id) > MAX_ID:
+        raise BadRequest(f"A user id is at most {MAX_ID} characters.")
+    return user_id or None
 
 
 def _project(req: Req) -> str:
@@ -78,7 +84,6 @@ def _project(req: Req) -> str:
 def _target(req: Req, action: str) -> str:
     """The project in the path; a caller who is not an admin may only name their own."""
     req.authorize(action)
-    _no_user(req)
     project_id = _project(req)
     if project_id != req.project_id and not req.is_admin:
         # Nova's answer when the project-scoped rule does not match.
@@ -102,14 +107,14 @@ def _class_set(req: Req, limits: dict[str, int], ident: str | None) -> dict[str,
 
 def show_quota_set(req: Req) -> webob.Response:
     project_id = _target(req, "os_compute_api:os-quota-sets:show")
-    limits = ops.limits(req.api.dbs.api, req.api.quota_defaults, project_id)
+    limits = ops.limits(req.api.dbs.api, req.api.quota_defaults, project_id, _user(req))
     return json_response({"quota_set": _quota_set(req, limits, project_id)})
 
 
 def show_quota_set_detail(req: Req) -> webob.Response:
     project_id = _target(req, "os_compute_api:os-quota-sets:detail")
     limits, used = ops.state(req.api.dbs.api, req.api.quota_defaults, project_id, shown=True,
-                             servers=req.api.count_servers)
+                             servers=req.api.count_servers, user_id=_user(req))
     body: dict[str, Any] = {r: {"in_use": used.of(r), "limit": limits[r], "reserved": 0}
                             for r in _shown(req)}
     body["id"] = project_id
@@ -133,35 +138,67 @@ def _class_limits(req: Req, conn: Any, name: str) -> dict[str, int]:
     return limits
 
 
+def _inf(limit: int) -> float:
+    return float("inf") if limit < 0 else limit
+
+
+def _check_range(resource: str, limit: int, minimum: int, maximum: int) -> None:
+    """Nova's _validate_quota_limit, in its words (-1 is unlimited)."""
+    if _inf(limit) < _inf(minimum):
+        raise BadRequest(f"Quota limit {limit} for {resource} must be greater than or equal "
+                         f"to already used and reserved {minimum}.")
+    if _inf(limit) > _inf(maximum):
+        raise BadRequest(f"Quota limit {limit} for {resource} must be less than or equal "
+                         f"to {maximum}.")
+
+
+def _settable_range(conn: Any, defaults: dict[str, int], project_id: str,
+                    user_id: str | None, used: store.Usage, resource: str
+                    ) -> tuple[int, int]:
+    """(minimum, maximum) a limit may be set to (Nova's get_settable_quotas)."""
+    project_limit = ops.limits_in(conn, defaults, project_id)[resource]
+    handed_out = store.users_limits(conn, project_id).get(resource, 0)
+    if user_id is None:
+        given = -1 if project_limit < 0 else handed_out
+        return max(given, used.of(resource)), -1
+    own = store.user_limits(conn, project_id, user_id).get(resource, 0)
+    maximum = -1 if project_limit < 0 or own < 0 else project_limit - handed_out + own
+    return used.of(resource), maximum
+
+
 def update_quota_set(req: Req) -> webob.Response:
     req.authorize("os_compute_api:os-quota-sets:update")
-    _no_user(req)
     project_id = _project(req)
+    user_id = _user(req)
     data = req.body(quota_update("quota_set", _settable(req), True))["quota_set"]
     force = boolean(data.get("force", False))
     wanted = _parsed(data)
     engine = req.api.dbs.api
     counted = ops.state(engine, req.api.quota_defaults, project_id, shown=True,
                         servers=req.api.count_servers)[1] \
-        if req.api.count_servers is not None else None
+        if req.api.count_servers is not None and user_id is None else None
     with db.write(engine) as conn:
         if not force:
-            used = counted or store.usage(conn, project_id)
+            used = counted or store.usage(conn, project_id, user_id=user_id)
             for resource, limit in sorted(wanted.items()):
-                if 0 <= limit < used.of(resource):
-                    raise BadRequest(f"Quota limit {limit} for {resource} must be greater "
-                                     f"than or equal to already used and reserved "
-                                     f"{used.of(resource)}.")
-        store.set_project_limits(conn, project_id, wanted)
-        limits = ops.limits_in(conn, req.api.quota_defaults, project_id)
+                _check_range(resource, limit, *_settable_range(
+                    conn, req.api.quota_defaults, project_id, user_id, used, resource))
+        if user_id is None:
+            store.set_project_limits(conn, project_id, wanted)
+        else:
+            store.set_user_limits(conn, project_id, user_id, wanted)
+        limits = ops.limits_in(conn, req.api.quota_defaults, project_id, user_id)
     return json_response({"quota_set": _quota_set(req, limits, None)})
 
 
 def delete_quota_set(req: Req) -> webob.Response:
     req.authorize("os_compute_api:os-quota-sets:delete")
-    _no_user(req)
+    project_id, user_id = _project(req), _user(req)
     with db.write(req.api.dbs.api) as conn:
-        store.delete_project_limits(conn, _project(req))
+        if user_id is None:
+            store.delete_project_limits(conn, project_id)
+        else:
+            store.delete_user_limits(conn, project_id, user_id)
     return empty_response(202)
 
 

@@ -8,16 +8,18 @@ from typing import Any
 
 import webob
 
-from stratus.api.http.handlers import lifecycle_actions, security_groups
+from stratus.api.http.handlers import lifecycle_actions, network_proxies, security_groups
 from stratus.api.http.handlers.servers import _flavor, _owner_filter
 from stratus.api.http.schemas import SERVER_ACTION
 from stratus.api.http.wsgi import Req, empty_response, json_response, timestamp
 from stratus.api.ops import live_moves, server_update, shelving
 from stratus.api.ops import moves as ops
 from stratus.api.ops import servers as server_ops
+from stratus.api.store import flavors as flavor_store
 from stratus.api.store.errors import BadRequest, NotFound
 from stratus.cells import moves
 from stratus.cells.moves import Migration
+from stratus.storage import engine as db
 
 ACTIONS = ("resize", "migrate", "confirmResize", "revertResize", "os-migrateLive",
            "evacuate", "shelve", "shelveOffload", "unshelve")
@@ -28,11 +30,12 @@ def server_action(req: Req) -> webob.Response:
     if isinstance(raw, dict) and len(raw) == 1:
         action = next(iter(raw))
         lifecycle = lifecycle_actions.ACTIONS.get(action) or \
-            security_groups.ACTIONS.get(action)
+            security_groups.ACTIONS.get(action) or network_proxies.ACTIONS.get(action)
         if lifecycle is not None:
             return lifecycle(req, raw)
         if action not in ACTIONS:
-            known = sorted((*ACTIONS, *lifecycle_actions.ACTIONS, *security_groups.ACTIONS))
+            known = sorted((*ACTIONS, *lifecycle_actions.ACTIONS, *security_groups.ACTIONS,
+                            *network_proxies.ACTIONS))
             raise BadRequest(f"There is no such action: {action} (this cloud has "
                              f"{', '.join(known)}).")
     body = req.body(SERVER_ACTION)
@@ -94,15 +97,31 @@ def _other_moves(req: Req, action: str, data: dict[str, Any], uuid: str,
 
 
 
-def _migration(req: Req, m: Migration) -> dict[str, Any]:
-    return {"id": m.id, "uuid": m.uuid, "instance_uuid": m.instance_uuid,
-            "status": m.status, "migration_type": m.migration_type,
-            "source_compute": m.source_compute, "source_node": m.source_node,
-            "dest_compute": m.dest_compute, "dest_node": m.dest_node, "dest_host": None,
-            "source_region": None, "dest_region": None,
-            "old_instance_type_id": m.old_flavor.get("name"),
-            "new_instance_type_id": m.new_flavor.get("name"),
-            "created_at": timestamp(m.created_at), "updated_at": timestamp(m.updated_at)}
+def _flavor_ids(req: Req, found: list[Migration]) -> dict[str, int]:
+    """The flavors' database ids (Nova's ``instance_type_id``), by flavor id, of the
+    flavors these migrations moved from and to (a flavor deleted since: none)."""
+    wanted = {str(f["flavorid"]) for m in found for f in (m.old_flavor, m.new_flavor)
+              if f.get("flavorid")}
+    if not wanted:
+        return {}
+    with db.read(req.api.dbs.api) as conn:
+        return flavor_store.internal_ids(conn, wanted)
+
+
+def _migration(req: Req, m: Migration, flavor_ids: dict[str, int]) -> dict[str, Any]:
+    """Nova's os-migrations entry: ``migration_type`` from 2.23, ``uuid`` from 2.59."""
+    out: dict[str, Any] = {
+        "id": m.id, "instance_uuid": m.instance_uuid, "status": m.status,
+        "source_compute": m.source_compute, "source_node": m.source_node,
+        "dest_compute": m.dest_compute, "dest_node": m.dest_node, "dest_host": None,
+        "old_instance_type_id": flavor_ids.get(str(m.old_flavor.get("flavorid"))),
+        "new_instance_type_id": flavor_ids.get(str(m.new_flavor.get("flavorid"))),
+        "created_at": timestamp(m.created_at), "updated_at": timestamp(m.updated_at)}
+    if req.want.supports("server_migrations"):
+        out["migration_type"] = m.migration_type
+    if req.want.supports("migration_paging"):
+        out["uuid"] = m.uuid
+    return out
 
 
 LIVE_STATUSES = (moves.ACCEPTED, moves.PREPARING, moves.RUNNING)
@@ -148,4 +167,5 @@ def list_migrations(req: Req) -> webob.Response:
     found = ops.listed(req.api, instance_uuid=req.query("instance_uuid"),
                        status=req.query("status"), host=req.query("host"),
                        migration_type=req.query("migration_type"))
-    return json_response({"migrations": [_migration(req, m) for m in found]})
+    flavor_ids = _flavor_ids(req, found)
+    return json_response({"migrations": [_migration(req, m, flavor_ids) for m in found]})
