@@ -78,7 +78,9 @@ def cmd_conductor(args: argparse.Namespace) -> int:
                                   ConductorRPC.version)
     try:
         leases.start()
-        bus.serve(ConductorRPC, ConductorManager(ctx), server=name)
+        bus_url = str(config.get("DEFAULT", "transport_url"))
+        # Also the cell conductor of the cells on this bus: their computes' records.
+        bus.serve(ConductorRPC, ConductorManager(ctx, bus_url, bus_url), server=name)
         heartbeat.start()
         move_after = dt.timedelta(seconds=config.get("conductor", "stuck_move_after"))
         recovered = recover_moves(ctx, move_after)

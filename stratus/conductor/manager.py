@@ -18,6 +18,7 @@ from stratus.conductor import rebuild, resize, shelve
 from stratus.conductor.action_events import judge, task_step
 from stratus.conductor.build import BuildTask, ConductorContext, RescheduleTask
 from stratus.conductor.build_recovery import take_over
+from stratus.conductor.compute_records import ComputeRecordsEndpoint
 from stratus.conductor.evacuate import EvacuateTask
 from stratus.conductor.live_migrate import LiveMigrationTask
 from stratus.storage import engine as db
@@ -77,8 +78,14 @@ def compute_cap(setting: str, api_engine: Engine, engines: CellEngines) -> str |
     return rpc_version(min(versions)) if versions else None
 
 
-class ConductorManager:
-    def __init__(self, ctx: ConductorContext) -> None:
+class ConductorManager(ComputeRecordsEndpoint):
+    """ConductorRPC's endpoint. ``bus_url``: the bus it is served on, whose cells' computes
+    it reads and writes records for (``api_bus_url``: the API-level bus, which cells with
+    no transport URL of their own share)."""
+
+    def __init__(self, ctx: ConductorContext, bus_url: str | None = None,
+                 api_bus_url: str | None = None) -> None:
+        super().__init__(ctx.api_engine, ctx.engines, bus_url, api_bus_url)
         self.ctx = ctx
 
     def build_instances(self, instances: list[dict[str, Any]],
