@@ -386,9 +386,9 @@ class DatabaseRecords:
                 t.c.vm_state == moves.SHELVED)).all()
             left = conn.execute(sa.select(m.c.uuid, m.c.instance_uuid, m.c.source_node).where(
                 m.c.source_compute == host, m.c.status.in_(LEFT_BEHIND))).all()
-        return HostInstances([tuple(r) for r in running], 
-                             [tuple(r) for r in shelved], 
-                             [tuple(r) for r in left])    
+        return HostInstances([tuple(r) for r in running],
+                             [tuple(r) for r in shelved],
+                             [tuple(r) for r in left])
 
     def orphans(self, host: str, running: Sequence[str], outgoing: Sequence[str]) -> Orphans:
         """Of the guests running here and the powered-off copies kept here, those no
@@ -535,9 +535,9 @@ class ConductorRecords:
 
     def host_instances(self, host: str) -> HostInstances:
         found = self._call("compute_host_instances", host=host)
-        return HostInstances([tuple(r) for r in found["running"]], 
-                             [tuple(r) for r in found["shelved"]], 
-                             [tuple(r) for r in found["left"]])    
+        return HostInstances([tuple(r) for r in found["running"]],
+                             [tuple(r) for r in found["shelved"]],
+                             [tuple(r) for r in found["left"]])
 
     def orphans(self, host: str, running: Sequence[str], outgoing: Sequence[str]) -> Orphans:
         if not running and not outgoing:
