@@ -181,6 +181,11 @@ OPTIONS: list[Option] = [
            "rolling upgrade, or 'auto' for the oldest compute's; empty: the newest. A "
            "pinned 1.3 cannot move servers whose ports have resource requests (the move "
            "fails cleanly on the compute, design document 004)."),
+    Option("upgrade_levels", "conductor", str, "",
+           "Pin the ConductorRPC version a compute sends (e.g. 1.3) while conductors of "
+           "the previous version still run; empty: the newest. Below 1.4 the conductors "
+           "cannot keep a compute's records, so such a compute needs --cell-db (its "
+           "database, the old way) until every conductor is upgraded."),
     Option("conductor", "stuck_move_after", int, 600,
            "Seconds after which `stratus conductor` (when it starts, and at each recovery "
            "pass) takes over a server move that no conductor finished (one crashed "
@@ -222,9 +227,8 @@ OPTIONS: list[Option] = [
            "connection failure or timeout (jittered backoff), when that is safe: reads, "
            "updates and deletes; a port create only if it never reached the service. 0: "
            "no retries. Cover a restart of the network API."),
-    Option("database", "connection", str, "", "A cell's database URL: the one `stratus "
-           "compute` records its host and servers in (default: cell1.db in data_dir; "
-           "--cell-db overrides it), and the one `stratus-manage cell_v2 create_cell` (or "
+    Option("database", "connection", str, "", "A cell's database URL: the one "
+           "`stratus-manage cell_v2 create_cell` (or "
            "map_cell0) maps when given no --database_connection. Keep it in a configuration "
            "file or the environment ($OS_DATABASE__CONNECTION), not on a command line, "
            "where `ps` shows its password."),

@@ -101,15 +101,16 @@ ROLES = (
           ("placement_client", "endpoint"): "http://placement.example:8778",
           ("network_client", "endpoint"): "http://network.example:9696"}),
     Role("compute.conf", "a compute host of cell1 (its name and cell uuid are the flags "
-         "--host and --cell-uuid)",
+         "--host and --cell-uuid). No database: its records go through its cell's "
+         "conductor",
          "stratus compute --config-file /etc/stratus/compute.conf --host cmp-a "
          "--cell-uuid CELL1_UUID",
-         (("DEFAULT", "debug"), ("DEFAULT", "transport_url"), ("database", "connection"),
+         (("DEFAULT", "debug"), ("DEFAULT", "transport_url"),
           *CLIENTS, *NETWORK_CLIENT, ("glance", "api_servers"), ("glance", "token"),
-          ("compute", "report_interval"), ("compute", "resource_tracker_interval")),
+          ("compute", "report_interval"), ("compute", "resource_tracker_interval"),
+          ("upgrade_levels", "conductor")),
          {("DEFAULT", "transport_url"):
           "amqp://stratus:RABBIT_PASSWORD@rabbit.example:5672/stratus-cell1",
-          ("database", "connection"): f"{DB}_cell1",
           ("placement_client", "endpoint"): "http://placement.example:8778",
           ("network_client", "endpoint"): "http://network.example:9696"}),
 )

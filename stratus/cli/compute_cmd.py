@@ -119,6 +119,7 @@ def cmd_compute(args: argparse.Namespace) -> int:
     from stratus.compute.records import ConductorRecords, DatabaseRecords
     from stratus.compute.rpcapi import ComputeRPC
     from stratus.compute.service import ComputeService
+    from stratus.conductor.rpcapi import ConductorRPC
 
     config = common.load_config(args, {("DEFAULT", "transport_url"): args.transport_url,
                                        ("placement_client", "endpoint"): args.placement_url,
@@ -152,20 +153,33 @@ def cmd_compute(args: argparse.Namespace) -> int:
             driver.faults.fail_spawns_matching(args.fail_spawns,
                                                reason="fails on purpose (--fail-spawns)")
     announce_metrics(f"compute {args.host}", args)
+    conductor_cap = str(config.get("upgrade_levels", "conductor")).strip() or None
+    if conductor_cap is not None:
+        try:
+            capped = Version.parse(conductor_cap)
+        except ValueError as exc:
+            common.fail(f"[upgrade_levels] conductor: {exc}", common.USAGE_ERROR)
+        if capped < Version(1, 4) and not args.cell_db:
+            common.fail(f"[upgrade_levels] conductor = {conductor_cap}: conductors before "
+                        "1.4 cannot keep a compute's records; give --cell-db until every "
+                        "conductor is upgraded", common.USAGE_ERROR)
     engine = None
     if args.cell_db:   # the old, direct path
         if args.sync_db:
             common.make_data_dir(args.cell_db, config.data_dir)
         engine = _cell_engine(args.cell_db, args.sync_db)
     bus = open_bus(config, f"compute:{args.host}")
+    conductor = bus.client(ConductorRPC, version_cap=conductor_cap).proxy()
     # One records object for every host of the process: their heartbeats go together.
-    records: Any = DatabaseRecords(engine) if engine is not None else ConductorRecords(bus)
+    records: Any = (DatabaseRecords(engine) if engine is not None
+                    else ConductorRecords(bus, version_cap=conductor_cap))
     placement = placement_client(config)
     network = network_client(config)
     images = image_writer(config)
     if args.count == 1:
         services: list[ComputeService] = [ComputeService(
             args.host, by_host[args.host], bus, records, placement, rpc_version=rpc_version,
+            conductor=conductor,
             network=network, image=images, report_interval=config.get("compute", "report_interval"),
             tracker_interval=config.get("compute", "resource_tracker_interval"))]
         beats = None
@@ -175,6 +189,7 @@ def cmd_compute(args: argparse.Namespace) -> int:
         beats = Heartbeats(float(config.get("compute", "report_interval")))
         services = [FleetCompute(
             host, driver, bus, records, placement, rpc_version=rpc_version, network=network,
+            conductor=conductor,
             image=images, tracker_interval=config.get("compute", "resource_tracker_interval"))
             for host, driver in by_host.items()]
     stop = threading.Event()

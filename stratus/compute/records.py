@@ -460,10 +460,13 @@ class ConductorRecords:
     """Through the cell's conductor (ConductorRPC 1.4's ``compute_*`` calls): the compute
     holds no database URL. Each call waits for its answer, as a transaction would."""
 
-    def __init__(self, bus: Bus, timeout: float | None = None) -> None:
+    def __init__(self, bus: Bus, timeout: float | None = None,
+                 version_cap: str | None = None) -> None:
         from stratus.conductor.rpcapi import ConductorRPC
 
-        self.rpc = bus.client(ConductorRPC, timeout=timeout)
+        # ``[upgrade_levels] conductor`` below 1.4 makes every call here UnsupportedVersion:
+        # such a compute must keep the direct path (stratus compute refuses to start).
+        self.rpc = bus.client(ConductorRPC, timeout=timeout, version_cap=version_cap)
 
     def _call(self, method: str, **args: Any) -> Any:
         return self.rpc.call(method, **args)

@@ -7,8 +7,11 @@ says why; with ``CI`` set a missing or unreachable backend fails).
 
 Processes: ``stratus placement-api``, ``stratus network-api``, ``stratus api``,
 ``stratus scheduler``, ``stratus conductor`` (one on the API bus, one per cell bus
-for reschedules, as cell conductors), and ``stratus compute --host`` x3 in two cells,
-their NICs from a fleet file (physnet1 everywhere, physnet2 on cmp-c only).
+for reschedules and their computes' records, as cell conductors), and ``stratus compute
+--host`` x3 in two cells, their NICs from a fleet file (physnet1 everywhere, physnet2 on
+cmp-c only). The computes are started without any database URL (issue 29): their
+records go through their cell's conductor; once, cmp-c comes back as a compute of the
+previous version would run, with its cell database (``--cell-db``), beside the others.
 Databases: placement, network, api, cell0, cell1, cell2, each its own scratch
 database. Buses: one
 RabbitMQ virtual host per cell plus one for the API level, made with
@@ -223,9 +226,11 @@ class Cloud:
         [rp] = self.placement(f"/resource_providers?name={host}")["resource_providers"]
         return str(rp["uuid"])
 
-    def start_compute(self, host: str) -> Proc:
+    def start_compute(self, host: str, *, cell_db: bool = False) -> Proc:
+        """A compute without any database URL; ``cell_db``: the old, direct path."""
         cell = HOSTS[host]
-        return self.start(host, "compute", "--host", host, "--cell-db", self.dbs[cell],
+        legacy = ["--cell-db", self.dbs[cell]] if cell_db else []
+        return self.start(host, "compute", "--host", host, *legacy,
                           "--cell-uuid", self.cell_uuids[cell],
                           "--transport-url", self.buses[cell], "--fleet", str(self.fleet),
                           "--placement-url", self.placement_url, ready=f"compute {host}:")
@@ -274,6 +279,10 @@ def run_scenario(cloud: Cloud) -> None:
                          "--wait")
     assert sorted(host_of(s) for s in first) == sorted(HOSTS)   # spread by the weighers
     assert all(s["status"] == "ACTIVE" for s in first)
+    assert all("--cell-db" not in p.popen.args for h, p in cloud.procs.items() if h in HOSTS)
+
+    # ---- a compute cannot read or change another host's server ----
+    run_containment(cloud, next(s for s in first if host_of(s) == "cmp-a"))
 
     # ---- disabling a host: the trait, synchronously; the next servers land elsewhere ----
     assert DISABLED not in set(cloud.placement(
@@ -334,12 +343,14 @@ def run_scenario(cloud: Cloud) -> None:
     assert vcpus == len(remaining)   # one tiny server, one VCPU
 
     # ---- the killed compute comes back: queued work for deleted servers frees nothing twice
-    cloud.start_compute("cmp-c")
+    # (as a compute of the previous version: its own cell database, beside the new ones)
+    cloud.start_compute("cmp-c", cell_db=True)
     cloud.client("service", "force-down", "cmp-c", "--unset")
     cloud.client("service", "enable", "cmp-a")
     last = cloud.client("server", "create", "last", "--flavor", "tiny", "--count", "3",
                         "--wait")
     assert all(s["status"] == "ACTIVE" for s in last)
+    assert "cmp-c" in {host_of(s) for s in last}   # the emptiest: the old compute built too
     consumers = set()
     for host in HOSTS:
         consumers |= set(cloud.placement(
@@ -374,6 +385,38 @@ def run_scenario(cloud: Cloud) -> None:
     # ---- everything stops cleanly ----
     for name, proc in reversed(list(cloud.procs.items())):
         assert proc.stop() == 0, f"{name}:\n{proc.output()}"
+
+
+def run_containment(cloud: Cloud, victim: dict[str, Any]) -> None:
+    """Issue 29: a process speaking as compute cmp-b on cell1's bus (no database URL, as
+    every compute here) asks cell1's conductor to delete, reschedule or read cmp-a's
+    server, and for cmp-a's records: each is refused, the conductor logs it at WARNING,
+    and the server is as it was."""
+    from stratus.bus import Bus
+    from stratus.conductor.rpcapi import ConductorRPC, NotYourRecord
+
+    now = "2026-01-01T00:00:00"
+    bus = Bus(cloud.buses["cell1"], identity="compute:cmp-b", timeout=30)
+    try:
+        conductor = bus.client(ConductorRPC)
+        for method, args in [
+                ("compute_instance_deleted", {"host": "cmp-b", "now": now}),
+                ("compute_instance_rescheduling", {"host": "cmp-b", "now": now,
+                                                   "reason": "stolen", "started": now}),
+                ("compute_instance_advance", {"host": "cmp-b", "expect": [None],
+                                              "values": {"vm_state": "error"}}),
+                ("compute_instance_deleted", {"host": "cmp-a", "now": now})]:
+            with pytest.raises(NotYourRecord):
+                conductor.call(method, instance_uuid=victim["id"], **args)
+        with pytest.raises(NotYourRecord):
+            conductor.call("compute_host_instances", host="cmp-a")
+    finally:
+        bus.close()
+    refusals = [line for line in cloud.procs["conductor-cell1"].output().splitlines()
+                if "WARNING" in line and "conductor: compute_" in line and "refused" in line]
+    assert len(refusals) == 5, cloud.procs["conductor-cell1"].output()
+    shown = cloud.client("server", "show", victim["id"])
+    assert (shown["status"], host_of(shown)) == ("ACTIVE", "cmp-a")
 
 
 def run_conductor_crash(cloud: Cloud, before: set[str]) -> None:
