@@ -232,16 +232,21 @@ def advance_sql(conn: Connection, uuid: str, host: str, expect: Sequence[str | N
         .values(**values)).rowcount)
 
 
-def event_host(conn: Connection, event_id: int) -> str | None:
+def _own_event(conn: Connection, host: str, event_id: int) -> None:
     e = cs.instance_actions_events
-    return conn.execute(sa.select(e.c.host).where(e.c.id == event_id)).scalar()
+    owner = conn.execute(sa.select(e.c.host).where(e.c.id == event_id)).scalar()
+    if owner != host:
+        raise PermissionError(f"event {event_id} is not host {host}'s")
 
 
 class DatabaseRecords:
-    """The direct path: straight to the cell database (``--cell-db``, and the conductor's)."""
+    """The direct path: straight to the cell database (``--cell-db``, and the conductor's).
+    ``adopt_unplaced``: a build may activate a server recorded on no host yet (what a
+    compute of the previous version did; the conductor's records do not). A record that
+    is another host's raises PermissionError (in the transaction that found it)."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, engine: Engine, adopt_unplaced: bool = True) -> None:
+        self.engine, self.adopt_unplaced = engine, adopt_unplaced
 
     def register(self, host: str, binary: str, version: int, now: dt.datetime) -> int:
         with db.write(self.engine) as conn:
@@ -327,7 +332,7 @@ class DatabaseRecords:
         with db.write(self.engine) as conn:
             # A server the conductor has placed here (the direct path of an old compute
             # also takes one on no host yet; the conductor's check refuses that).
-            found = _update_instance(conn, uuid, host, True, vm_state=ACTIVE,
+            found = _update_instance(conn, uuid, host, self.adopt_unplaced, vm_state=ACTIVE,
                                      task_state=None, power_state=RUNNING, host=host,
                                      node=node, launched_at=now, updated_at=now)
             if found and started is not None:
@@ -364,14 +369,18 @@ class DatabaseRecords:
     def start_event(self, uuid: str, host: str, names: Sequence[str],
                     event: str) -> int | None:
         with db.write(self.engine) as conn:
+            if on_host(conn, uuid, host) is False:
+                raise PermissionError(f"server {uuid} is not on host {host}")
             return actions.start_event(conn, uuid, list(names), event, host)
 
     def finish_event(self, host: str, event_id: int, error: str | None) -> None:
         with db.write(self.engine) as conn:
+            _own_event(conn, host, event_id)
             actions.finish_event(conn, event_id, error)
 
     def drop_event(self, host: str, event_id: int) -> None:
         with db.write(self.engine) as conn:
+            _own_event(conn, host, event_id)
             actions.drop_event(conn, event_id)
 
     def host_instances(self, host: str) -> HostInstances:

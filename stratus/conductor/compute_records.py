@@ -92,7 +92,7 @@ class ComputeRecordsEndpoint:
             raise NotYourRecord(f"host {host} has no cell served by this conductor"
                                 + (" (several cells share its bus: map the host first)"
                                    if cells else ""))
-        found = r.DatabaseRecords(self.engines.get(cell))
+        found = r.DatabaseRecords(self.engines.get(cell), adopt_unplaced=False)
         with self._lock:
             self._hosts[host] = found
         return found
@@ -108,25 +108,21 @@ class ComputeRecordsEndpoint:
         LOG.warning("conductor: %s refused (%s; by %s)", method, why, current_sender())
         raise NotYourRecord(f"{method} refused: {why}")
 
-    def _server(self, method: str, host: str, uuid: str, *,
-                missing_ok: bool = True) -> r.DatabaseRecords:
-        """``host``'s records, after checking that server ``uuid`` is not another host's."""
-        self._mine(method, host)
-        records = self._records(host)
-        with db.read(records.engine) as conn:
-            here = r.on_host(conn, uuid, host)
-        if here is False or (here is None and not missing_ok):
-            self._refuse(method, f"server {uuid} is not on host {host}")
-        return records
+    def _written(self, method: str, host: str, uuid: str, records: r.DatabaseRecords,
+                 written: bool) -> bool:
+        """A write scoped to ``host`` that found nothing: refused if the server is live
+        on another host (one more read, only then), else simply False."""
+        if not written:
+            with db.read(records.engine) as conn:
+                if r.on_host(conn, uuid, host) is False:
+                    self._refuse(method, f"server {uuid} is not on host {host}")
+        return written
 
-    def _event(self, method: str, host: str, event_id: int) -> r.DatabaseRecords:
-        self._mine(method, host)
-        records = self._records(host)
-        with db.read(records.engine) as conn:
-            owner = r.event_host(conn, event_id)
-        if owner != host:
-            self._refuse(method, f"event {event_id} is not host {host}'s")
-        return records
+    def _guarded(self, method: str, work: Any) -> Any:
+        try:
+            return work()
+        except PermissionError as exc:
+            self._refuse(method, str(exc))
 
     # ---- ConductorRPC 1.4 ----------------------------------------------------------------
 
@@ -175,10 +171,8 @@ class ComputeRecordsEndpoint:
                             int(node["local_gb_used"]), int(node["running_vms"])))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"compute_save_node: malformed node {exc}") from None
-        try:
-            records.save_node(host, service_id, record, _time(now))
-        except PermissionError as exc:
-            self._refuse("compute_save_node", str(exc))
+        self._guarded("compute_save_node",
+                      lambda: records.save_node(host, service_id, record, _time(now)))
 
     def compute_root_providers(self, host: str) -> list[str]:
         self._mine("compute_root_providers", host)
@@ -186,42 +180,60 @@ class ComputeRecordsEndpoint:
 
     def compute_instance_active(self, host: str, instance_uuid: str, node: str, now: str,
                                 started: str | None = None) -> bool:
-        records = self._server("compute_instance_active", host, instance_uuid)
-        return records.instance_active(instance_uuid, host, node, _time(now),
-                                       r.unstamp(started))
+        method = "compute_instance_active"
+        self._mine(method, host)
+        records = self._records(host)
+        return self._written(method, host, instance_uuid, records, records.instance_active(
+            instance_uuid, host, node, _time(now), r.unstamp(started)))
 
     def compute_instance_rescheduling(self, host: str, instance_uuid: str, now: str,
                                       reason: str, started: str) -> bool:
-        records = self._server("compute_instance_rescheduling", host, instance_uuid)
-        return records.instance_rescheduling(instance_uuid, host, _time(now), reason,
-                                             _time(started))
+        method = "compute_instance_rescheduling"
+        self._mine(method, host)
+        records = self._records(host)
+        return self._written(method, host, instance_uuid, records,
+                             records.instance_rescheduling(instance_uuid, host, _time(now),
+                                                           reason, _time(started)))
 
     def compute_instance_deleted(self, host: str, instance_uuid: str, now: str) -> bool:
-        records = self._server("compute_instance_deleted", host, instance_uuid)
-        return records.instance_deleted(instance_uuid, host, _time(now))
+        method = "compute_instance_deleted"
+        self._mine(method, host)
+        records = self._records(host)
+        return self._written(method, host, instance_uuid, records,
+                             records.instance_deleted(instance_uuid, host, _time(now)))
 
     def compute_instance_advance(self, host: str, instance_uuid: str,
                                  expect: list[str | None], values: dict[str, Any]) -> bool:
-        records = self._server("compute_instance_advance", host, instance_uuid)
+        method = "compute_instance_advance"
+        self._mine(method, host)
         unknown = set(values) - r.ADVANCE_COLUMNS
         if unknown:
-            self._refuse("compute_instance_advance",
-                         f"a host action cannot write {', '.join(sorted(unknown))}")
+            self._refuse(method, f"a host action cannot write {', '.join(sorted(unknown))}")
+        records = self._records(host)
         written = {k: _time(v) if k in r.DATETIME_COLUMNS and v is not None else v
                    for k, v in values.items()}
-        return records.advance(instance_uuid, host, expect, written)
+        return self._written(method, host, instance_uuid, records,
+                             records.advance(instance_uuid, host, expect, written))
 
     def compute_event_start(self, host: str, instance_uuid: str, names: list[str],
                             event: str) -> int | None:
-        records = self._server("compute_event_start", host, instance_uuid)
-        return records.start_event(instance_uuid, host, names, event)
+        method = "compute_event_start"
+        self._mine(method, host)
+        records = self._records(host)
+        return self._guarded(method, lambda: records.start_event(instance_uuid, host, names,
+                                                                 event))
 
     def compute_event_finish(self, host: str, event_id: int, error: str | None) -> None:
-        self._event("compute_event_finish", host, event_id).finish_event(host, event_id,
-                                                                          error)
+        method = "compute_event_finish"
+        self._mine(method, host)
+        records = self._records(host)
+        self._guarded(method, lambda: records.finish_event(host, event_id, error))
 
     def compute_event_drop(self, host: str, event_id: int) -> None:
-        self._event("compute_event_drop", host, event_id).drop_event(host, event_id)
+        method = "compute_event_drop"
+        self._mine(method, host)
+        records = self._records(host)
+        self._guarded(method, lambda: records.drop_event(host, event_id))
 
     def compute_host_instances(self, host: str) -> dict[str, Any]:
         self._mine("compute_host_instances", host)
