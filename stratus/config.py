@@ -181,6 +181,22 @@ OPTIONS: list[Option] = [
            "rolling upgrade, or 'auto' for the oldest compute's; empty: the newest. A "
            "pinned 1.3 cannot move servers whose ports have resource requests (the move "
            "fails cleanly on the compute, design document 004)."),
+    Option("bus", "signing", bool, True,
+           "Sign every message a service sends on its deployment's bus with its own "
+           "Ed25519 key, and refuse unsigned, unknown, tampered, replayed and expired "
+           "ones (the zones' mechanism; docs/bus.md). For services run as separate "
+           "processes; `stratus serve` runs everything in one process and signs nothing."),
+    Option("bus", "key_dir", str, "",
+           "Where each service's private bus key is (<identity>.key, e.g. "
+           "compute_cmp-a.key; made on first start if missing, or by `stratus-manage bus "
+           "keygen`); default: bus/ in data_dir."),
+    Option("bus", "trust_store", str, "",
+           "The public keys of every service of the deployment (JSON; re-read when it "
+           "changes, so a key rotation needs no restart); default: trust.json in key_dir."),
+    Option("bus", "message_window", float, 60.0,
+           "Seconds a signed message stays acceptable (clocks must agree within it); "
+           "older or future ones are refused, and ids seen within it are replays.",
+           minimum=1),
     Option("upgrade_levels", "conductor", str, "",
            "Pin the ConductorRPC version a compute sends (e.g. 1.3) while conductors of "
            "the previous version still run; empty: the newest. Below 1.4 the conductors "

@@ -101,8 +101,15 @@ def open_bus(config: configuration.Config, identity: str) -> Any:
     if not url:
         common.fail("no message bus: give --transport-url or [DEFAULT] transport_url",
                     common.USAGE_ERROR)
+    from stratus import signed_bus
+    from stratus.zones.signing import KeyFileError
+
     try:
-        return Bus(url, identity=identity)
+        signer, verifier = signed_bus.security(config, identity)
+    except (KeyFileError, OSError) as exc:
+        common.fail(f"[bus] signing: {exc}")
+    try:
+        return Bus(url, identity=identity, signer=signer, verifier=verifier)
     except BusError as exc:
         common.fail(f"cannot use the message bus {common.redact(url)}: {exc}")
 

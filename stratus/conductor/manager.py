@@ -46,7 +46,10 @@ class CellBuses:
         with self._lock:
             bus = self._buses.get(url)
             if bus is None:
+                # Signed and verified as the default bus is (the same key and trust).
                 bus = self._buses[url] = Bus(url, identity=self.identity,
+                                             signer=self.default.signer,
+                                             verifier=self.default.verifier,
                                              timeout=self.default.timeout)
             return bus
 
