@@ -12,6 +12,8 @@ for reschedules and their computes' records, as cell conductors), and ``stratus 
 cmp-c only). The computes are started without any database URL (issue 29): their
 records go through their cell's conductor; once, cmp-c comes back as a compute of the
 previous version would run, with its cell database (``--cell-db``), beside the others.
+Every message on the buses is signed (``[bus] signing``, on by default): each service
+made its key in the shared data directory at its first start.
 Databases: placement, network, api, cell0, cell1, cell2, each its own scratch
 database. Buses: one
 RabbitMQ virtual host per cell plus one for the API level, made with
@@ -387,16 +389,38 @@ def run_scenario(cloud: Cloud) -> None:
         assert proc.stop() == 0, f"{name}:\n{proc.output()}"
 
 
-def run_containment(cloud: Cloud, victim: dict[str, Any]) -> None:
-    """Issue 29: a process speaking as compute cmp-b on cell1's bus (no database URL, as
-    every compute here) asks cell1's conductor to delete, reschedule or read cmp-a's
-    server, and for cmp-a's records: each is refused, the conductor logs it at WARNING,
-    and the server is as it was."""
+def signed_as(cloud: Cloud, sender: str, url: str) -> Any:
+    """A bus signed with ``sender``'s own key, as that service's process holds it (the
+    services of this deployment share the data directory, where each made its key)."""
+    from stratus import config as configuration
+    from stratus import signed_bus
     from stratus.bus import Bus
+
+    config = configuration.load([], environ={}, overrides={
+        ("DEFAULT", "data_dir"): str(cloud.tmp)})
+    assert signed_bus.key_path(config, sender).exists()
+    signer, verifier = signed_bus.security(config, sender)
+    return Bus(url, signer=signer, verifier=verifier, timeout=30)
+
+
+def run_containment(cloud: Cloud, victim: dict[str, Any]) -> None:
+    """Issue 29. Compute cmp-b, holding only its own credentials (its bus key; no database
+    URL), asks cell1's conductor to delete, reschedule or read cmp-a's server, and for
+    cmp-a's records: each is refused and logged at WARNING. Then messages no process with
+    the right key sent: unsigned, forged (a key the trust store lacks), tampered, replayed
+    and expired, each refused. The server is as it was."""
+    import dataclasses
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from stratus.bus import Bus, SecurityError, Target, envelope
+    from stratus.bus.errors import from_wire
     from stratus.conductor.rpcapi import ConductorRPC, NotYourRecord
+    from stratus.zones.signing import Ed25519Signer
 
     now = "2026-01-01T00:00:00"
-    bus = Bus(cloud.buses["cell1"], identity="compute:cmp-b", timeout=30)
+    url = cloud.buses["cell1"]
+    bus = signed_as(cloud, "compute:cmp-b", url)
     try:
         conductor = bus.client(ConductorRPC)
         for method, args in [
@@ -410,11 +434,47 @@ def run_containment(cloud: Cloud, victim: dict[str, Any]) -> None:
                 conductor.call(method, instance_uuid=victim["id"], **args)
         with pytest.raises(NotYourRecord):
             conductor.call("compute_host_instances", host="cmp-a")
+
+        def answer(payload: bytes) -> Any:
+            reply = envelope.decode(bus.transport.request(Target("conductor"), payload, 30))
+            assert isinstance(reply, envelope.Reply)
+            return (from_wire(reply.error, ConductorRPC.errors, "conductor", "?")
+                    if reply.error is not None else reply.result)
+
+        delete = envelope.Request("conductor", "compute_instance_deleted", {
+            "host": "cmp-a", "instance_uuid": victim["id"], "now": now}, "1.4",
+            "compute:cmp-a")
+        forger = Ed25519Signer("compute:cmp-a", Ed25519PrivateKey.generate(), "f00d")
+        genuine = bus.signer.sign(envelope.Request(
+            "conductor", "compute_service", {"host": "cmp-b", "binary": "stratus-compute"},
+            "1.4", "compute:cmp-b"))
+        tampered = dataclasses.replace(genuine, method="compute_instance_deleted", args={
+            "host": "cmp-b", "instance_uuid": victim["id"], "now": now})
+        refused = {
+            "unsigned": answer(envelope.encode(delete)),
+            "forged": answer(envelope.encode(forger.sign(delete))),
+            "tampered": answer(envelope.encode(tampered)),
+            "expired": answer(envelope.encode(bus.signer.sign(dataclasses.replace(
+                genuine, msg_id=envelope.new_id(), sent_at=time.time() - 3600)))),
+        }
+        assert answer(envelope.encode(genuine))["disabled"] is False   # once: accepted
+        refused["replayed"] = answer(envelope.encode(genuine))
+        kinds = {k: type(v).__name__ for k, v in refused.items()}
+        assert kinds == {"unsigned": "UnsignedMessage", "forged": "UnknownSender",
+                         "tampered": "InvalidSignature", "expired": "ExpiredMessage",
+                         "replayed": "ReplayedMessage"}
+        assert all(isinstance(v, SecurityError) for v in refused.values())
+        # A process without a key of the deployment cannot speak at all.
+        with pytest.raises(SecurityError):
+            Bus(url, identity="compute:cmp-a", timeout=30).client(ConductorRPC).call(
+                "compute_host_instances", host="cmp-a")
     finally:
         bus.close()
-    refusals = [line for line in cloud.procs["conductor-cell1"].output().splitlines()
+    log = cloud.procs["conductor-cell1"].output()
+    refusals = [line for line in log.splitlines()
                 if "WARNING" in line and "conductor: compute_" in line and "refused" in line]
-    assert len(refusals) == 5, cloud.procs["conductor-cell1"].output()
+    assert len(refusals) == 5, log
+    assert sum("WARNING" in line and "refused" in line for line in log.splitlines()) >= 11
     shown = cloud.client("server", "show", victim["id"])
     assert (shown["status"], host_of(shown)) == ("ACTIVE", "cmp-a")
 
