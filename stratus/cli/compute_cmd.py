@@ -109,7 +109,7 @@ def _cell_engine(url: str, sync: bool) -> Any:
 
 
 def cmd_compute(args: argparse.Namespace) -> int:
-    from stratus.bus import Version
+    from stratus.bus import BusError, Version
     from stratus.cli.scheduler_cmd import (
         announce_metrics,
         network_client,
@@ -197,7 +197,11 @@ def cmd_compute(args: argparse.Namespace) -> int:
         signal.signal(signum, lambda *_: stop.set())
     try:
         for number, service in enumerate(services, 1):
-            service.start()
+            try:
+                service.start()
+            except BusError as exc:   # no conductor on the cell's bus, refused, ...
+                common.fail(f"compute {service.host} could not register with its cell's "
+                            f"conductor: {exc}")
             if beats is not None:
                 beats.add(service.records, service)
             report = service.last_report
