@@ -193,10 +193,12 @@ OPTIONS: list[Option] = [
     Option("bus", "trust_store", str, "",
            "The public keys of every service of the deployment (JSON; re-read when it "
            "changes, so a key rotation needs no restart); default: trust.json in key_dir."),
-    Option("bus", "message_window", float, 60.0,
+    Option("bus", "message_window", float, 600.0,
            "Seconds a signed message stays acceptable (clocks must agree within it); "
-           "older or future ones are refused, and ids seen within it are replays.",
-           minimum=1),
+           "older or future ones are refused, and ids seen within it are replays. Also "
+           "how long a request may wait in its queue for a receiver that is down: one "
+           "that waited longer is refused, and the conductors' recovery passes redo the "
+           "builds and moves it was part of.", minimum=1),
     Option("upgrade_levels", "conductor", str, "",
            "Pin the ConductorRPC version a compute sends (e.g. 1.3) while conductors of "
            "the previous version still run; empty: the newest. Below 1.4 the conductors "
