@@ -19,10 +19,12 @@ silent no-op.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from sqlalchemy.engine import Engine
 
@@ -47,6 +49,22 @@ def sender_owns(sender: str | None, host: str) -> bool:
     name = sender[len(COMPUTE_PREFIX):]
     return host == name or (host.startswith(name)
                             and _NUMBERED.fullmatch(host[len(name):]) is not None)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def not_from_computes(method: F) -> F:
+    """A ConductorRPC method of the control plane (a build, a move...): a compute (a
+    ``compute:`` sender, which a signed bus authenticates) may not ask for it. What a
+    compute may ask is its records and a reschedule of its own failed spawn."""
+    @functools.wraps(method)
+    def checked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        sender = current_sender()
+        if sender and sender.startswith(COMPUTE_PREFIX):
+            ComputeRecordsEndpoint._refuse(method.__name__, "a compute may not ask for it")
+        return method(self, *args, **kwargs)
+    return cast(F, checked)
 
 
 class ComputeRecordsEndpoint:

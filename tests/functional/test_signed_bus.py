@@ -122,6 +122,14 @@ def test_forged_tampered_replayed_and_expired_messages_are_refused(world, tmp_pa
     with pytest.raises(NotYourRecord):
         ConductorRecords(signed.bus("compute:cmp2")).instance_deleted(sid, "cmp1", NOW)
 
+    # Nor may a compute, even its own server's, ask for the control plane's tasks, or
+    # reschedule another host's spawn.
+    conductor = honest.client(ConductorRPC)
+    with pytest.raises(NotYourRecord):
+        conductor.call("shelve_offload_instance", instance_uuid=sid)
+    with pytest.raises(NotYourRecord):
+        conductor.call("reschedule", instance_uuid=sid, failed_host="cmp2", reason="x")
+
     after = row(world, sid)
     assert (after.vm_state, after.deleted_at, after.host) == ("active", None, "cmp1")
     for bus in (signed.conductor, honest, unsigned, forger):
