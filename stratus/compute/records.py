@@ -480,6 +480,18 @@ class ConductorRecords:
     def _call(self, method: str, **args: Any) -> Any:
         return self.rpc.call(method, **args)
 
+    def _scoped(self, method: str, refused: Any, **args: Any) -> Any:
+        """A write about one server: one the conductor says is not this host's (moved
+        away, say, before a late message) is ``refused``, as a write that found nothing
+        was on the direct path (the conductor has logged the refusal)."""
+        from stratus.conductor.rpcapi import NotYourRecord
+
+        try:
+            return self._call(method, **args)
+        except NotYourRecord as exc:
+            LOG.warning("%s", exc)
+            return refused
+
     def register(self, host: str, binary: str, version: int, now: dt.datetime) -> int:
         return int(self._call("compute_register", host=host, binary=binary, version=version,
                               now=stamp(now)))
@@ -514,29 +526,30 @@ class ConductorRecords:
 
     def instance_active(self, uuid: str, host: str, node: str, now: dt.datetime,
                         started: dt.datetime | None = None) -> bool:
-        return bool(self._call("compute_instance_active", host=host, instance_uuid=uuid,
-                               node=node, now=stamp(now), started=stamp(started)))
+        return bool(self._scoped("compute_instance_active", False, host=host,
+                                 instance_uuid=uuid, node=node, now=stamp(now),
+                                 started=stamp(started)))
 
     def instance_rescheduling(self, uuid: str, host: str, now: dt.datetime, reason: str,
                               started: dt.datetime) -> bool:
-        return bool(self._call("compute_instance_rescheduling", host=host,
-                               instance_uuid=uuid, now=stamp(now), reason=reason,
-                               started=stamp(started)))
+        return bool(self._scoped("compute_instance_rescheduling", False, host=host,
+                                 instance_uuid=uuid, now=stamp(now), reason=reason,
+                                 started=stamp(started)))
 
     def instance_deleted(self, uuid: str, host: str, now: dt.datetime) -> bool:
-        return bool(self._call("compute_instance_deleted", host=host, instance_uuid=uuid,
-                               now=stamp(now)))
+        return bool(self._scoped("compute_instance_deleted", False, host=host,
+                                 instance_uuid=uuid, now=stamp(now)))
 
     def advance(self, uuid: str, host: str, expect: Sequence[str | None],
                 values: dict[str, Any]) -> bool:
         wire = {k: stamp(v) if isinstance(v, dt.datetime) else v for k, v in values.items()}
-        return bool(self._call("compute_instance_advance", host=host, instance_uuid=uuid,
-                               expect=list(expect), values=wire))
+        return bool(self._scoped("compute_instance_advance", False, host=host,
+                                 instance_uuid=uuid, expect=list(expect), values=wire))
 
     def start_event(self, uuid: str, host: str, names: Sequence[str],
                     event: str) -> int | None:
-        found = self._call("compute_event_start", host=host, instance_uuid=uuid,
-                           names=list(names), event=event)
+        found = self._scoped("compute_event_start", None, host=host, instance_uuid=uuid,
+                             names=list(names), event=event)
         return None if found is None else int(found)
 
     def finish_event(self, host: str, event_id: int, error: str | None) -> None:

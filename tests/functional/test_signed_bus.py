@@ -119,8 +119,11 @@ def test_forged_tampered_replayed_and_expired_messages_are_refused(world, tmp_pa
     old = dataclasses.replace(delete, sent_at=time.time() - 3600)
     assert isinstance(signed.raw(honest, old), ExpiredMessage)
     # Another compute's own, valid key speaks for its own host only.
+    other = signed.bus("compute:cmp2")
     with pytest.raises(NotYourRecord):
-        ConductorRecords(signed.bus("compute:cmp2")).instance_deleted(sid, "cmp1", NOW)
+        other.client(ConductorRPC).call("compute_instance_deleted", host="cmp1",
+                                        instance_uuid=sid, now=NOW.isoformat())
+    assert ConductorRecords(other).instance_deleted(sid, "cmp1", NOW) is False
 
     # Nor may a compute, even its own server's, ask for the control plane's tasks, or
     # reschedule another host's spawn.
