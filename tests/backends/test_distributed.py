@@ -253,6 +253,7 @@ def host_of(server: dict[str, Any]) -> str:
     return str(server["OS-EXT-SRV-ATTR:host"])
 
 
+@pytest.mark.timeout(900)   # every role a process, on a shared 2-CPU machine: 3 to 6 min
 def test_distributed_processes_over_rabbitmq(rabbit_url, databases, tmp_path, capsys):
     with bus_urls(rabbit_url, ["api", "cell1", "cell2"]) as (buses, mode):
         where = [urlsplit(u).path + (f"?{urlsplit(u).query}" if urlsplit(u).query else "")
