@@ -237,8 +237,8 @@ def _computes(cloud: Any, cell: str, count: int) -> Any:
     from tests.backends.test_distributed import Proc
 
     return Proc(cloud.tmp, f"computes-{cell}", [
-        "compute", "--host", f"{cell}-cmp", "--count", str(count), "--cell-db",
-        cloud.dbs[cell], "--cell-uuid", cloud.cell_uuids[cell], "--transport-url",
+        "compute", "--host", f"{cell}-cmp", "--count", str(count),
+        "--cell-uuid", cloud.cell_uuids[cell], "--transport-url",
         cloud.buses[cell], "--placement-url", cloud.placement_url, "--data-dir",
         str(cloud.tmp)], cloud.env)
 

@@ -181,6 +181,29 @@ OPTIONS: list[Option] = [
            "rolling upgrade, or 'auto' for the oldest compute's; empty: the newest. A "
            "pinned 1.3 cannot move servers whose ports have resource requests (the move "
            "fails cleanly on the compute, design document 004)."),
+    Option("bus", "signing", bool, True,
+           "Sign every message a service sends on its deployment's bus with its own "
+           "Ed25519 key, and refuse unsigned, unknown, tampered, replayed and expired "
+           "ones (the zones' mechanism; docs/bus.md). For services run as separate "
+           "processes; `stratus serve` runs everything in one process and signs nothing."),
+    Option("bus", "key_dir", str, "",
+           "Where each service's private bus key is (<identity>.key, e.g. "
+           "compute_cmp-a.key; made on first start if missing, or by `stratus-manage bus "
+           "keygen`); default: bus/ in data_dir."),
+    Option("bus", "trust_store", str, "",
+           "The public keys of every service of the deployment (JSON; re-read when it "
+           "changes, so a key rotation needs no restart); default: trust.json in key_dir."),
+    Option("bus", "message_window", float, 600.0,
+           "Seconds a signed message stays acceptable (clocks must agree within it); "
+           "older or future ones are refused, and ids seen within it are replays. Also "
+           "how long a request may wait in its queue for a receiver that is down: one "
+           "that waited longer is refused, and the conductors' recovery passes redo the "
+           "builds and moves it was part of.", minimum=1),
+    Option("upgrade_levels", "conductor", str, "",
+           "Pin the ConductorRPC version a compute sends (e.g. 1.3) while conductors of "
+           "the previous version still run; empty: the newest. Below 1.4 the conductors "
+           "cannot keep a compute's records, so such a compute needs --cell-db (its "
+           "database, the old way) until every conductor is upgraded."),
     Option("conductor", "stuck_move_after", int, 600,
            "Seconds after which `stratus conductor` (when it starts, and at each recovery "
            "pass) takes over a server move that no conductor finished (one crashed "
@@ -222,9 +245,8 @@ OPTIONS: list[Option] = [
            "connection failure or timeout (jittered backoff), when that is safe: reads, "
            "updates and deletes; a port create only if it never reached the service. 0: "
            "no retries. Cover a restart of the network API."),
-    Option("database", "connection", str, "", "A cell's database URL: the one `stratus "
-           "compute` records its host and servers in (default: cell1.db in data_dir; "
-           "--cell-db overrides it), and the one `stratus-manage cell_v2 create_cell` (or "
+    Option("database", "connection", str, "", "A cell's database URL: the one "
+           "`stratus-manage cell_v2 create_cell` (or "
            "map_cell0) maps when given no --database_connection. Keep it in a configuration "
            "file or the environment ($OS_DATABASE__CONNECTION), not on a command line, "
            "where `ps` shows its password."),

@@ -27,6 +27,8 @@ CLIENTS = [("placement_client", "endpoint"), ("placement_client", "token"),
            ("placement_client", "retry_seconds")]
 NETWORK_CLIENT = [("network_client", "endpoint"), ("network_client", "token"),
                   ("network_client", "retry_seconds")]
+SIGNING = (("bus", "signing"), ("bus", "key_dir"), ("bus", "trust_store"),
+           ("bus", "message_window"))
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ ROLES = (
           ("api", "max_servers_per_request"), ("api", "max_limit"),
           ("api_server", "max_body_bytes"), ("metrics", "enabled"),
           *CLIENTS, *NETWORK_CLIENT, ("glance", "api_servers"), ("glance", "token"),
-          ("compute", "service_down_time"), ("upgrade_levels", "compute"),
+          ("compute", "service_down_time"), ("upgrade_levels", "compute"), *SIGNING,
           *((o.section, o.name) for o in OPTIONS if o.section == "quota"), *POLICY),
          {("DEFAULT", "transport_url"): BUS, ("api_database", "connection"): f"{DB}_api",
           ("placement_client", "endpoint"): "http://placement.example:8778",
@@ -84,7 +86,7 @@ ROLES = (
           ("DEFAULT", "default_availability_zone"), ("api_database", "connection"),
           *CLIENTS, ("compute", "report_interval"), ("compute", "service_down_time"),
           *((o.section, o.name) for o in OPTIONS if o.section == "scheduler"
-            and o.name not in ("max_attempts", "claim_retries"))),
+            and o.name not in ("max_attempts", "claim_retries")), *SIGNING),
          {("DEFAULT", "transport_url"): BUS, ("api_database", "connection"): f"{DB}_api",
           ("placement_client", "endpoint"): "http://placement.example:8778"}),
     Role("conductor.conf", "a conductor (API level; a cell conductor differs only in "
@@ -96,20 +98,22 @@ ROLES = (
           ("scheduler", "max_attempts"), ("scheduler", "claim_retries"),
           ("conductor", "stuck_move_after"), ("conductor", "stuck_build_after"),
           ("conductor", "recovery_interval"), ("conductor", "build_lease_seconds"),
-          ("upgrade_levels", "compute"), ("DEFAULT", "reclaim_instance_interval")),
+          ("upgrade_levels", "compute"), ("DEFAULT", "reclaim_instance_interval"),
+          *SIGNING),
          {("DEFAULT", "transport_url"): BUS, ("api_database", "connection"): f"{DB}_api",
           ("placement_client", "endpoint"): "http://placement.example:8778",
           ("network_client", "endpoint"): "http://network.example:9696"}),
     Role("compute.conf", "a compute host of cell1 (its name and cell uuid are the flags "
-         "--host and --cell-uuid)",
+         "--host and --cell-uuid). No database: its records go through its cell's "
+         "conductor",
          "stratus compute --config-file /etc/stratus/compute.conf --host cmp-a "
          "--cell-uuid CELL1_UUID",
-         (("DEFAULT", "debug"), ("DEFAULT", "transport_url"), ("database", "connection"),
+         (("DEFAULT", "debug"), ("DEFAULT", "transport_url"),
           *CLIENTS, *NETWORK_CLIENT, ("glance", "api_servers"), ("glance", "token"),
-          ("compute", "report_interval"), ("compute", "resource_tracker_interval")),
+          ("compute", "report_interval"), ("compute", "resource_tracker_interval"),
+          ("upgrade_levels", "conductor"), *SIGNING),
          {("DEFAULT", "transport_url"):
           "amqp://stratus:RABBIT_PASSWORD@rabbit.example:5672/stratus-cell1",
-          ("database", "connection"): f"{DB}_cell1",
           ("placement_client", "endpoint"): "http://placement.example:8778",
           ("network_client", "endpoint"): "http://network.example:9696"}),
 )

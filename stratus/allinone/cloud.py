@@ -59,6 +59,7 @@ from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
 from stratus.compute import drivers
 from stratus.compute.fleet import Fleet
+from stratus.compute.records import ConductorRecords
 from stratus.compute.rpcapi import ComputeRPC, service_version
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.build_recovery import recover_builds
@@ -327,11 +328,17 @@ class AllInOne:
                                claim_retries=config.get("scheduler", "claim_retries"),
                                network=self.network_client(), image=self.image_writer(),
                                service_down_time=config.get("compute", "service_down_time"))
-        conductor = ConductorManager(ctx)
-        api_bus.serve(ConductorRPC, conductor, server="allinone")
+        api_url = self.layout.api_bus_url
+        api_bus.serve(ConductorRPC, ConductorManager(ctx, api_url, api_url), server="allinone")
         for cell in self.cells.values():
             if not cell.is_cell0:
-                self._cell_bus(cell).serve(ConductorRPC, conductor, server="allinone")
+                # Each cell bus's conductor answers its computes' record calls for the
+                # cells on that bus (their computes hold no database engine).
+                bus = self._cell_bus(cell)
+                if bus is not api_bus:
+                    bus.serve(ConductorRPC, ConductorManager(
+                        ctx, getattr(bus.transport, "url", cell.transport_url), api_url),
+                        server="allinone")
         self._control_heartbeats()
         return ctx
 
@@ -372,16 +379,17 @@ class AllInOne:
         progress(0, total)
         for cell_uuid, cell_drivers in by_cell.items():
             cell = next(c for c in self.cells.values() if c.uuid == cell_uuid)
-            bus, engine = self._cell_bus(cell), self.engines.get(cell)
+            bus = self._cell_bus(cell)
+            records = ConductorRecords(bus)   # one per cell: heartbeats in one call
             for driver in cell_drivers:
-                svc = FleetCompute(driver.host, driver, bus, engine, placement,
+                svc = FleetCompute(driver.host, driver, bus, records, placement,
                                    tracker_interval=config.get("compute",
                                                                "resource_tracker_interval"),
                                    first_pass_done=driver.host in skip, network=network,
                                    image=images)
                 svc.start()
                 self.started.computes.append(svc)
-                beats.add(engine, svc)
+                beats.add(records, svc)
                 done += 1
                 progress(done, total)
         beats.start()

@@ -17,12 +17,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy.engine import Engine
-
 from stratus.cells import services
+from stratus.compute.records import CellRecords
 from stratus.compute.resource_tracker import PassReport
+from stratus.compute.rpcapi import BINARY
 from stratus.compute.service import ComputeService
-from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
 # The per-service heartbeat thread sleeps this long: Heartbeats beats for it.
@@ -45,30 +44,29 @@ class FleetCompute(ComputeService):
 
 
 class Heartbeats:
-    """One thread writing every running service's heartbeat, per cell database."""
+    """One thread writing every running service's heartbeat, one write per cell's records
+    (a transaction, or one call to the cell's conductor)."""
 
     def __init__(self, interval: float,
                  clock: Callable[[], Any] = services.utcnow) -> None:
         self.interval, self.clock = interval, clock
-        self._cells: dict[int, tuple[Engine, list[ComputeService]]] = {}
+        self._cells: dict[int, tuple[CellRecords, list[ComputeService]]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def add(self, engine: Engine, service: ComputeService) -> None:
-        self._cells.setdefault(id(engine), (engine, []))[1].append(service)
+    def add(self, records: CellRecords, service: ComputeService) -> None:
+        self._cells.setdefault(id(records), (records, []))[1].append(service)
 
     def beat(self) -> None:
         stamp = self.clock()
-        for engine, members in list(self._cells.values()):
-            ids = [s.service_id for s in members if s.running and s.service_id is not None]
-            if not ids:
+        for records, members in list(self._cells.values()):
+            hosts = [s.host for s in members if s.running and s.service_id is not None]
+            if not hosts:
                 continue
             try:
-                with db.write(engine) as conn:
-                    for service_id in ids:
-                        services.heartbeat(conn, service_id, now=stamp)
-            except Exception:  # one cell's database failing must not stop the others
-                LOG.exception("heartbeats of %d compute service(s) not written", len(ids))
+                records.heartbeat(hosts, BINARY, stamp)
+            except Exception:  # one cell's records failing must not stop the others
+                LOG.exception("heartbeats of %d compute service(s) not written", len(hosts))
 
     def start(self) -> None:
         def run() -> None:

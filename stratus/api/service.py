@@ -62,8 +62,18 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
         if not url:
             engine.dispose()
             raise NotReady("no message bus: give --transport-url or [DEFAULT] transport_url")
-        bus = Bus(url, identity=identity or f"api-{socket.gethostname()}:{os.getpid()}",
-                  timeout=timeout)
+        from stratus import signed_bus
+
+        if signed_bus.enabled(config):   # a name its key is kept under, across restarts
+            identity = identity or "api:" + (str(config.get("DEFAULT", "host"))
+                                             or socket.gethostname())
+        identity = identity or f"api-{socket.gethostname()}:{os.getpid()}"
+        try:
+            signer, verifier = signed_bus.security(config, identity)
+        except (ValueError, OSError) as exc:   # KeyFileError is a ValueError
+            engine.dispose()
+            raise NotReady(f"[bus] signing: {exc}") from None
+        bus = Bus(url, identity=identity, signer=signer, verifier=verifier, timeout=timeout)
     if placement is None:
         placement = PlacementClient(
             str(config.get("placement_client", "endpoint")),

@@ -1,15 +1,16 @@
 """``stratus compute --host NAME``: one simulated compute host as its own process.
 
-It registers in its cell database, reports its provider tree to Placement over
-HTTP, heartbeats, and answers ComputeRPC on the bus until SIGTERM or Ctrl-C,
-then stops its threads and exits 0.
+It registers with its cell (through the cell's conductor: a compute holds no database
+credentials), reports its provider tree to Placement over HTTP, heartbeats, and answers
+ComputeRPC on the bus until SIGTERM or Ctrl-C, then stops its threads and exits 0.
+``--cell-db URL`` is the old, direct path (a compute of the previous version, during a
+rolling upgrade): it then reads and writes its cell database itself.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import threading
 from typing import Any
@@ -25,18 +26,21 @@ def add_commands(sub: Any) -> None:
     p = common.add_parser(
         sub, "compute",
         help="run one simulated compute host (libvirt- or ironic-like)",
-        description="Run a compute service for one host: register it in its cell database, "
-        "report its providers to Placement, heartbeat, and answer compute RPC on the bus. "
-        "Stops cleanly on SIGTERM or Ctrl-C.",
+        description="Run a compute service for one host: register it with its cell (through "
+        "the cell's conductor on the bus; no database credentials), report its providers to "
+        "Placement, heartbeat, and answer compute RPC on the bus. Stops cleanly on SIGTERM "
+        "or Ctrl-C.",
     )
     common.add_config_args(p)
     p.add_argument("--host", required=True, help="this compute's host name (its RPC server)")
     p.add_argument("--cell-db", metavar="URL",
-                   help="cell database URL ([database] connection; default: cell1.db in "
-                   "the data directory). A URL with a password belongs in the configuration "
-                   "file or $OS_DATABASE__CONNECTION: a command line is visible to `ps`")
+                   help="legacy: read and write the cell database at URL directly instead of "
+                   "through the cell's conductor (as a compute before issue 29 did; for a "
+                   "rolling upgrade). By default a compute holds no database URL. A URL with "
+                   "a password on a command line is visible to `ps`")
     p.add_argument("--sync-db", action="store_true",
-                   help="migrate the cell database first (once per cell; safe to repeat)")
+                   help="with --cell-db: migrate the cell database first (once per cell; "
+                   "safe to repeat)")
     p.add_argument("--placement-url", metavar="URL",
                    help="Placement API endpoint ([placement_client] endpoint)")
     p.add_argument("--placement-token", metavar="TOKEN",
@@ -105,18 +109,19 @@ def _cell_engine(url: str, sync: bool) -> Any:
 
 
 def cmd_compute(args: argparse.Namespace) -> int:
-    from stratus.bus import Version
+    from stratus.bus import BusError, Version
     from stratus.cli.scheduler_cmd import (
         announce_metrics,
         network_client,
         open_bus,
         placement_client,
     )
+    from stratus.compute.records import ConductorRecords, DatabaseRecords
     from stratus.compute.rpcapi import ComputeRPC
     from stratus.compute.service import ComputeService
+    from stratus.conductor.rpcapi import ConductorRPC
 
     config = common.load_config(args, {("DEFAULT", "transport_url"): args.transport_url,
-                                       ("database", "connection"): args.cell_db,
                                        ("placement_client", "endpoint"): args.placement_url,
                                        ("placement_client", "token"): args.placement_token,
                                        ("network_client", "endpoint"): args.network_url})
@@ -137,6 +142,9 @@ def cmd_compute(args: argparse.Namespace) -> int:
                     f"{ComputeRPC.version} and older minor versions", common.USAGE_ERROR)
     if args.count < 1:
         common.fail("--count must be at least 1", common.USAGE_ERROR)
+    if args.sync_db and not args.cell_db:
+        common.fail("--sync-db needs --cell-db (a compute holds no database otherwise)",
+                    common.USAGE_ERROR)
     hosts = [args.host] if args.count == 1 else \
         [f"{args.host}{i:04d}" for i in range(1, args.count + 1)]
     by_host = {host: _driver(args, host) for host in hosts}
@@ -145,18 +153,33 @@ def cmd_compute(args: argparse.Namespace) -> int:
             driver.faults.fail_spawns_matching(args.fail_spawns,
                                                reason="fails on purpose (--fail-spawns)")
     announce_metrics(f"compute {args.host}", args)
-    cell_url = str(config.get("database", "connection")) or \
-        f"sqlite:///{os.path.join(config.data_dir, 'cell1.db')}"
-    if args.sync_db:
-        common.make_data_dir(cell_url, config.data_dir)
-    engine = _cell_engine(cell_url, args.sync_db)
+    conductor_cap = str(config.get("upgrade_levels", "conductor")).strip() or None
+    if conductor_cap is not None:
+        try:
+            capped = Version.parse(conductor_cap)
+        except ValueError as exc:
+            common.fail(f"[upgrade_levels] conductor: {exc}", common.USAGE_ERROR)
+        if capped < Version(1, 4) and not args.cell_db:
+            common.fail(f"[upgrade_levels] conductor = {conductor_cap}: conductors before "
+                        "1.4 cannot keep a compute's records; give --cell-db until every "
+                        "conductor is upgraded", common.USAGE_ERROR)
+    engine = None
+    if args.cell_db:   # the old, direct path
+        if args.sync_db:
+            common.make_data_dir(args.cell_db, config.data_dir)
+        engine = _cell_engine(args.cell_db, args.sync_db)
     bus = open_bus(config, f"compute:{args.host}")
+    conductor = bus.client(ConductorRPC, version_cap=conductor_cap).proxy()
+    # One records object for every host of the process: their heartbeats go together.
+    records: Any = (DatabaseRecords(engine) if engine is not None
+                    else ConductorRecords(bus, version_cap=conductor_cap))
     placement = placement_client(config)
     network = network_client(config)
     images = image_writer(config)
     if args.count == 1:
         services: list[ComputeService] = [ComputeService(
-            args.host, by_host[args.host], bus, engine, placement, rpc_version=rpc_version,
+            args.host, by_host[args.host], bus, records, placement, rpc_version=rpc_version,
+            conductor=conductor,
             network=network, image=images, report_interval=config.get("compute", "report_interval"),
             tracker_interval=config.get("compute", "resource_tracker_interval"))]
         beats = None
@@ -165,7 +188,8 @@ def cmd_compute(args: argparse.Namespace) -> int:
 
         beats = Heartbeats(float(config.get("compute", "report_interval")))
         services = [FleetCompute(
-            host, driver, bus, engine, placement, rpc_version=rpc_version, network=network,
+            host, driver, bus, records, placement, rpc_version=rpc_version, network=network,
+            conductor=conductor,
             image=images, tracker_interval=config.get("compute", "resource_tracker_interval"))
             for host, driver in by_host.items()]
     stop = threading.Event()
@@ -173,9 +197,13 @@ def cmd_compute(args: argparse.Namespace) -> int:
         signal.signal(signum, lambda *_: stop.set())
     try:
         for number, service in enumerate(services, 1):
-            service.start()
+            try:
+                service.start()
+            except BusError as exc:   # no conductor on the cell's bus, refused, ...
+                common.fail(f"compute {service.host} could not register with its cell's "
+                            f"conductor: {exc}")
             if beats is not None:
-                beats.add(engine, service)
+                beats.add(service.records, service)
             report = service.last_report
             for node, reason in (report.failed.items() if report else ()):
                 print(f"warning: node {node} not reported to Placement yet: {reason}",
@@ -203,7 +231,8 @@ def cmd_compute(args: argparse.Namespace) -> int:
         placement.close()
         if network is not None:
             network.close()
-        engine.dispose()
+        if engine is not None:
+            engine.dispose()
     print(f"compute {args.host} stopped", flush=True)
     return 0
 

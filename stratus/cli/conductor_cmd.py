@@ -18,6 +18,7 @@ from stratus.cli.scheduler_cmd import (
     announce_metrics,
     api_engine,
     control_heartbeat,
+    key_name,
     network_client,
     open_bus,
     periodically,
@@ -61,9 +62,10 @@ def cmd_conductor(args: argparse.Namespace) -> int:
     engine = api_engine(config, args.sync_db)
     placement = placement_client(config)
     network = network_client(config)
-    bus: Bus = open_bus(config, f"conductor:{name}")
+    identity = f"conductor:{key_name(args)}"
+    bus: Bus = open_bus(config, identity)
     engines = CellEngines()
-    buses = CellBuses(bus, identity=f"conductor:{name}",
+    buses = CellBuses(bus, identity=identity,
                       compute_cap=compute_cap(str(config.get("upgrade_levels", "compute")),
                                               engine, engines))
     leases = BuildLeases(engine, float(config.get("conductor", "build_lease_seconds")))
@@ -78,7 +80,9 @@ def cmd_conductor(args: argparse.Namespace) -> int:
                                   ConductorRPC.version)
     try:
         leases.start()
-        bus.serve(ConductorRPC, ConductorManager(ctx), server=name)
+        bus_url = str(config.get("DEFAULT", "transport_url"))
+        # Also the cell conductor of the cells on this bus: their computes' records.
+        bus.serve(ConductorRPC, ConductorManager(ctx, bus_url, bus_url), server=name)
         heartbeat.start()
         move_after = dt.timedelta(seconds=config.get("conductor", "stuck_move_after"))
         recovered = recover_moves(ctx, move_after)

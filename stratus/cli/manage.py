@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from stratus import config as configuration
-from stratus.cli import bootstrap_cmd, cell_v2, common, identity_manage
+from stratus.cli import bootstrap_cmd, bus_keys_cmd, cell_v2, common, identity_manage
 
 DB_WAIT_SECONDS = 5.0
 
@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     cell_v2.add_commands(top)
     identity_manage.add_commands(top)
     bootstrap_cmd.add_flavor_commands(top)
+    bus_keys_cmd.add_commands(top)
     return parser
 
 

@@ -101,8 +101,15 @@ def open_bus(config: configuration.Config, identity: str) -> Any:
     if not url:
         common.fail("no message bus: give --transport-url or [DEFAULT] transport_url",
                     common.USAGE_ERROR)
+    from stratus import signed_bus
+    from stratus.zones.signing import KeyFileError
+
     try:
-        return Bus(url, identity=identity)
+        signer, verifier = signed_bus.security(config, identity)
+    except (KeyFileError, OSError) as exc:
+        common.fail(f"[bus] signing: {exc}")
+    try:
+        return Bus(url, identity=identity, signer=signer, verifier=verifier)
     except BusError as exc:
         common.fail(f"cannot use the message bus {common.redact(url)}: {exc}")
 
@@ -182,6 +189,12 @@ def server_name(args: argparse.Namespace) -> str:
     return args.name or f"{socket.gethostname()}:{os.getpid()}"
 
 
+def key_name(args: argparse.Namespace) -> str:
+    """The name a service signs its bus messages as (its key's): stable across restarts,
+    unlike the default server name."""
+    return args.name or socket.gethostname()
+
+
 def periodically(seconds: float, work: Callable[[], object]) -> Callable[[], None]:
     """A ``wait_for_stop`` tick that runs ``work`` every ``seconds``; a failing pass is
     logged and the next one still runs."""
@@ -247,7 +260,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     placement = placement_client(config)
     check_placement(placement, str(config.get("placement_client", "endpoint")),
                     PLACEMENT_VERSION)
-    bus = open_bus(config, f"scheduler:{name}")
+    bus = open_bus(config, f"scheduler:{key_name(args)}")
     run_dir = args.run_dir or os.path.join(config.data_dir, "run")
     heartbeat = control_heartbeat(config, engine, engines, SCHEDULER_BINARY,
                                   SchedulerRPC.version)

@@ -1,31 +1,21 @@
-"""What a compute service writes in its cell database besides its service row:
-its compute_nodes rows (one per node; the row's uuid is the node's root provider)
-and the state of the instances it runs.
+"""A compute_nodes row written in bulk, inside a transaction of the caller's: what
+``stratus serve``'s first pass over all its hosts (:mod:`stratus.allinone.seed`) writes
+before any compute service runs. A running compute writes its rows through
+:mod:`stratus.compute.records` (its cell's conductor, or ``--cell-db``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stratus.cells import schema as s
 from stratus.compute.provider_tree import ProviderTree
+from stratus.compute.records import NodeUsage
 
-# Instance states as Nova spells them (vm_state, task_state, power_state).
-ACTIVE, BUILDING, DELETED = "active", "building", "deleted"
-SCHEDULING = "scheduling"
-RUNNING, NOSTATE = 1, 0
-
-
-@dataclass(frozen=True)
-class NodeUsage:
-    vcpus_used: int
-    memory_mb_used: int
-    local_gb_used: int
-    running_vms: int
+__all__ = ["NodeUsage", "save_compute_node"]
 
 
 def save_compute_node(conn: Connection, *, service_id: int | None, host: str, node: str,
@@ -46,37 +36,3 @@ def save_compute_node(conn: Connection, *, service_id: int | None, host: str, no
     else:
         conn.execute(sa.update(table).where(table.c.id == found.id)
                      .values(updated_at=now, **values))
-
-
-def root_provider_uuids(conn: Connection, host: str) -> list[str]:
-    """The root providers of every node this host has reported."""
-    table = s.compute_nodes
-    rows = conn.execute(sa.select(table.c.uuid).where(table.c.host == host)
-                        .order_by(table.c.hypervisor_hostname))
-    return [r.uuid for r in rows]
-
-
-def _update_instance(conn: Connection, uuid: str, **values: object) -> bool:
-    table = s.instances
-    result = conn.execute(sa.update(table).where(table.c.uuid == uuid,
-                                                 table.c.deleted_at.is_(None))
-                          .values(**values))
-    return bool(result.rowcount)
-
-
-def instance_active(conn: Connection, uuid: str, host: str, node: str,
-                    now: dt.datetime) -> bool:
-    """The instance runs on ``host``/``node``; False if it has no (undeleted) row."""
-    return _update_instance(conn, uuid, vm_state=ACTIVE, task_state=None, power_state=RUNNING,
-                            host=host, node=node, launched_at=now, updated_at=now)
-
-
-def instance_rescheduling(conn: Connection, uuid: str, now: dt.datetime) -> bool:
-    """The spawn here failed: no host, back to scheduling until the conductor decides."""
-    return _update_instance(conn, uuid, vm_state=BUILDING, task_state=SCHEDULING,
-                            power_state=NOSTATE, host=None, node=None, updated_at=now)
-
-
-def instance_deleted(conn: Connection, uuid: str, now: dt.datetime) -> bool:
-    return _update_instance(conn, uuid, vm_state=DELETED, task_state=None,
-                            power_state=NOSTATE, deleted_at=now, updated_at=now)

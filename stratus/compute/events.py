@@ -16,11 +16,10 @@ import logging
 
 from sqlalchemy.engine import Engine
 
-from stratus.cells import services
-from stratus.compute.drivers import HypervisorEvent, is_auto_disabled
+from stratus.compute.drivers import HypervisorEvent
+from stratus.compute.records import CellRecords, as_records
 from stratus.compute.resource_tracker import ResourceTracker
 from stratus.compute.rpcapi import BINARY
-from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
 REASON_LENGTH = 255  # services.disabled_reason
@@ -29,10 +28,10 @@ REASON_LENGTH = 255  # services.disabled_reason
 class HypervisorEventHandler:
     """Subscribe an instance to the driver (``driver.subscribe(handler)``)."""
 
-    def __init__(self, host: str, cell_engine: Engine, tracker: ResourceTracker,
+    def __init__(self, host: str, records: CellRecords | Engine, tracker: ResourceTracker,
                  binary: str = BINARY) -> None:
-        self.host, self.cell_engine, self.tracker, self.binary = (host, cell_engine, tracker,
-                                                                  binary)
+        self.host, self.records, self.tracker, self.binary = (host, as_records(records),
+                                                              tracker, binary)
 
     def __call__(self, event: HypervisorEvent) -> None:
         if event.kind == "connection_lost":
@@ -51,19 +50,6 @@ class HypervisorEventHandler:
 
     def _change(self, *, disable: bool, reason: str | None) -> bool:
         """Flip the service's flag if the rules allow; True if it changed."""
-        with db.write(self.cell_engine) as conn:
-            try:
-                service = services.get_by_host(conn, self.host, self.binary)
-            except services.ServiceNotFound:
-                LOG.warning("%s: hypervisor event for a service with no record", self.host)
-                return False
-            if disable:
-                if service.disabled:
-                    return False
-                services.update(conn, service.id, disabled=True,
-                                disabled_reason=(reason or "AUTO: ")[:REASON_LENGTH])
-                return True
-            if not service.disabled or not is_auto_disabled(service.disabled_reason):
-                return False
-            services.update(conn, service.id, disabled=False)
-            return True
+        return self.records.set_service_disabled(self.host, self.binary, disable,
+                                                 (reason or "AUTO: ")[:REASON_LENGTH]
+                                                 if disable else None)

@@ -23,14 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
-
-from stratus.cells import actions
-from stratus.cells import schema as cs
 from stratus.cells import states as st
+from stratus.compute import records as cr
 from stratus.compute.drivers.errors import DriverError
-from stratus.storage import engine as db
 
 if TYPE_CHECKING:
     from stratus.compute.drivers import Driver
@@ -83,38 +78,23 @@ OPS = {
 }
 
 
-def advance(conn: sa.Connection, uuid: str, host: str, expect: Sequence[str | None],
-            **values: Any) -> bool:
-    """Write ``values`` if the server is live, on ``host`` and in one of the task states
-    ``expect``: the compare-and-swap every step of an action makes."""
-    t = cs.instances
-    tasks = [x for x in expect if x is not None]
-    in_task: sa.ColumnElement[bool] = t.c.task_state.in_(tasks)
-    if None in expect:
-        in_task = sa.or_(in_task, t.c.task_state.is_(None))
-    return bool(conn.execute(sa.update(t).where(
-        t.c.uuid == uuid, t.c.host == host, t.c.deleted_at.is_(None), in_task)
-        .values(**values)).rowcount)
-
-
 class LifecycleSteps:
     host: str
     driver: Driver
-    cell_engine: Engine
+    records: cr.CellRecords
     clock: Callable[[], dt.datetime]
 
     # ---- the shared sequence --------------------------------------------------------
 
     def _set(self, uuid: str, expect: Sequence[str | None], **values: Any) -> bool:
         values.setdefault("updated_at", self.clock())
-        with db.write(self.cell_engine) as conn:
-            return advance(conn, uuid, self.host, expect, **values)
+        return self.records.advance(uuid, self.host, expect, values)
 
     def _run(self, uuid: str, op: Op, work: Callable[[], None],
              done: Callable[[], bool] | None = None, **end: Any) -> bool:
         """Step the server through ``op``'s task states, doing ``work`` on the hypervisor
         (skipped when ``done`` says the guest is there already); True if it ended well."""
-        with actions.step(self.cell_engine, uuid, op.action, op.event, self.host) as step:
+        with cr.step(self.records, uuid, op.action, op.event, self.host) as step:
             # Into the action's own next task state (from whichever of its states the
             # API or an earlier delivery left): a server in any other task is not ours.
             current = op.tasks[0]
@@ -242,17 +222,14 @@ class LifecycleSteps:
 
     def trigger_crash_dump(self, instance_uuid: str) -> None:
         """No task state (Nova sets none); the event records how it went."""
-        with actions.step(self.cell_engine, instance_uuid, "trigger_crash_dump",
-                          "compute_trigger_crash_dump", self.host) as step:
+        with cr.step(self.records, instance_uuid, "trigger_crash_dump",
+                     "compute_trigger_crash_dump", self.host) as step:
             try:
                 self.driver.trigger_crash_dump(instance_uuid)
             except DriverError as exc:
                 step.fail(str(exc))
                 return
-        with db.write(self.cell_engine) as conn:
-            advance(conn, instance_uuid, self.host, (None,),
-                    power_state=self.driver.power_state(instance_uuid),
-                    updated_at=self.clock())
+        self._set(instance_uuid, (None,), power_state=self.driver.power_state(instance_uuid))
 
     def get_console_output(self, instance_uuid: str, tail_length: int | None = None) -> str:
         return self.driver.console_output(instance_uuid, tail_length)

@@ -3,7 +3,8 @@
 Allocations are not the compute's: the conductor claims them before a build and
 moves them on a reschedule, the API deletes them after terminate_instance
 returns. The compute only spawns and destroys, and records instance state in
-its cell database.
+its cell through :mod:`stratus.compute.records` (the conductor, or with ``--cell-db``
+the database).
 """
 
 from __future__ import annotations
@@ -17,21 +18,20 @@ from typing import Protocol
 from sqlalchemy.engine import Engine
 
 from stratus.cells import actions, services
-from stratus.compute import cell_records
 from stratus.compute.drivers import Driver, Instance
 from stratus.compute.drivers.errors import DriverError, InstanceNotFound
 from stratus.compute.lifecycle import LifecycleSteps
 from stratus.compute.moves import MoveSteps
+from stratus.compute.records import BUILD_EVENT, CellRecords, as_records
 from stratus.compute.resource_tracker import ResourceTracker
 from stratus.compute.snapshot import SnapshotSteps
 from stratus.image.client import ImageWriter
 from stratus.metrics import events
 from stratus.network import client as nc
 from stratus.network.model import binding_allocation
-from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
-BUILD_EVENT = "compute_build_and_run_instance"   # the build's step in its create action
+__all__ = ["BUILD_EVENT", "ComputeManager", "Rescheduler"]
 
 
 class Rescheduler(Protocol):
@@ -42,12 +42,12 @@ class Rescheduler(Protocol):
 
 class ComputeManager(MoveSteps, SnapshotSteps, LifecycleSteps):
     def __init__(self, host: str, driver: Driver, tracker: ResourceTracker,
-                 cell_engine: Engine, conductor: Rescheduler | None, *,
+                 records: CellRecords | Engine, conductor: Rescheduler | None, *,
                  clock: Callable[[], dt.datetime] = services.utcnow,
                  network: nc.NetworkClient | None = None,
                  image: ImageWriter | None = None) -> None:
         self.host, self.driver, self.tracker = host, driver, tracker
-        self.cell_engine, self.conductor, self.clock = cell_engine, conductor, clock
+        self.records, self.conductor, self.clock = as_records(records), conductor, clock
         self.network, self.image = network, image
         # One build of a server at a time here: a build delivered again (its first
         # delivery's compute died, or a conductor sent it again) waits for the one
@@ -89,11 +89,9 @@ class ComputeManager(MoveSteps, SnapshotSteps, LifecycleSteps):
             self._reschedule(uuid, spawned, started)
             return
         node, bound = spawned
-        with db.write(self.cell_engine) as conn:
-            found = cell_records.instance_active(conn, uuid, self.host, node, self.clock())
-            if found:   # the step's event in the same transaction: a build costs no more
-                actions.record(conn, uuid, actions.CREATE, BUILD_EVENT, host=self.host,
-                               started=started)
+        # The step's event in the same transaction: a build costs no more.
+        found = self.records.instance_active(uuid, self.host, node, self.clock(),
+                                             started=started)
         if not found:
             # Deleted while it was building: nothing may keep running for it.
             LOG.info("%s: instance %s was deleted during its build; destroying it",
@@ -128,8 +126,7 @@ class ComputeManager(MoveSteps, SnapshotSteps, LifecycleSteps):
             placed = self.driver.instance(uuid)
         except InstanceNotFound:
             return False
-        with db.write(self.cell_engine) as conn:
-            cell_records.instance_active(conn, uuid, self.host, placed.node, self.clock())
+        self.records.instance_active(uuid, self.host, placed.node, self.clock())
         LOG.info("%s: instance %s was already running here", self.host, uuid)
         return True
 
@@ -189,15 +186,11 @@ class ComputeManager(MoveSteps, SnapshotSteps, LifecycleSteps):
                 pass
         if not gone:
             LOG.info("%s: instance %s was not on this host", self.host, instance_uuid)
-        with db.write(self.cell_engine) as conn:
-            cell_records.instance_deleted(conn, instance_uuid, self.clock())
+        self.records.instance_deleted(instance_uuid, self.host, self.clock())
 
     def _reschedule(self, uuid: str, reason: str, started: dt.datetime) -> None:
         LOG.warning("%s: build of %s failed: %s", self.host, uuid, reason)
-        with db.write(self.cell_engine) as conn:
-            cell_records.instance_rescheduling(conn, uuid, self.clock())
-            actions.record(conn, uuid, actions.CREATE, BUILD_EVENT, error=reason,
-                           host=self.host, started=started)
+        self.records.instance_rescheduling(uuid, self.host, self.clock(), reason, started)
         if self.conductor is None:
             LOG.error("%s: no conductor to reschedule %s; it stays in scheduling",
                       self.host, uuid)

@@ -22,42 +22,29 @@ import logging
 import time
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from stratus.cells import moves
-from stratus.cells import schema as cs
 from stratus.compute.drivers import Driver, Instance
 from stratus.compute.drivers.errors import InstanceNotFound
+from stratus.compute.records import (
+    KEEPS_SOURCE_COPY,
+    LEFT_BEHIND,
+    RUNNING_STATES,
+    CellRecords,
+    as_records,
+)
 from stratus.placement.client import PlacementClient
-from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
-
-# States in which an instance is on its host (one being built is the conductor's: it
-# reschedules or the compute gets the build again); its guest keeps the power state
-# its record has (stopped, paused, suspended, rescued, soft-deleted...).
-RUNNING_STATES = ("active", "resized", "stopped", "paused", "suspended", "rescued",
-                  "soft-delete", "error")
-LEFT_BEHIND = (moves.FINISHED, moves.CONFIRMING, moves.REVERTING)
-# Moves during which a powered-off copy on their source host is still the server's.
-KEEPS_SOURCE_COPY = tuple(st for st in moves.IN_PROGRESS if st != moves.DONE)
+__all__ = ["KEEPS_SOURCE_COPY", "LEFT_BEHIND", "RUNNING_STATES", "finish_evacuations",
+           "reap_orphans", "recover_instances"]
 
 
-def recover_instances(host: str, driver: Driver, cell_engine: Engine,
+def recover_instances(host: str, driver: Driver, records: CellRecords | Engine,
                       placement: PlacementClient) -> int:
     """Adopt what the records say runs on ``host``; how many were adopted."""
-    t, m = cs.instances, cs.migrations
-    with db.read(cell_engine) as conn:
-        running = conn.execute(sa.select(t.c.uuid, t.c.name, t.c.node, t.c.vm_state,
-                                         t.c.power_state).where(
-            t.c.host == host, t.c.deleted_at.is_(None),
-            t.c.vm_state.in_(RUNNING_STATES))).all()
-        shelved = conn.execute(sa.select(t.c.uuid, t.c.name, t.c.node).where(
-            t.c.host == host, t.c.deleted_at.is_(None),
-            t.c.vm_state == moves.SHELVED)).all()
-        left = conn.execute(sa.select(m.c.uuid, m.c.instance_uuid, m.c.source_node).where(
-            m.c.source_compute == host, m.c.status.in_(LEFT_BEHIND))).all()
+    found = as_records(records).host_instances(host)
+    running, shelved, left = found.running, found.shelved, found.left
     if not running and not left and not shelved:
         return 0
     held = _held_here(driver, placement)
@@ -67,12 +54,13 @@ def recover_instances(host: str, driver: Driver, cell_engine: Engine,
         if taken and power_state:
             driver.restore_guest(uuid, power_state, rescued=vm_state == "rescued")
         adopted += taken
-    for row in shelved:   # powered off, still holding what it held
-        adopted += driver.adopt(Instance(row.uuid, row.name, row.node), held.get(row.uuid, {}),
+    for uuid, name, node in shelved:   # powered off, still holding what it held
+        adopted += driver.adopt(Instance(uuid, name, node), held.get(uuid, {}),
                                 outgoing=True)
-    for row in left:   # a resize's source copy is held by the migration's consumer
-        adopted += driver.adopt(Instance(row.instance_uuid, "", row.source_node),
-                                held.get(row.uuid, {}), outgoing=True)
+    for migration, instance_uuid, source_node in left:
+        # a resize's source copy is held by the migration's consumer
+        adopted += driver.adopt(Instance(instance_uuid, "", source_node),
+                                held.get(migration, {}), outgoing=True)
     if adopted:
         LOG.info("compute %s: adopted %d running instance(s) and resize copies", host,
                  adopted)
@@ -91,73 +79,44 @@ def _held_here(driver: Driver, placement: PlacementClient) -> dict[str, dict[str
     return held
 
 
-def reap_orphans(host: str, driver: Driver, cell_engine: Engine,
+def reap_orphans(host: str, driver: Driver, records: CellRecords | Engine,
                  grace_seconds: float = 60.0) -> list[str]:
     """Destroy what runs here for no record, and drop copies of moves that are over;
     the uuids reaped. Guests younger than ``grace_seconds`` are left alone (a build or
     a move may be writing its record right now)."""
     young = time.time() - grace_seconds
-    running = [p for p in driver.instances() if p.spawned_at < young]
-    outgoing = [p for p in driver.outgoing() if p.spawned_at < young]
-    uuids = sorted({p.instance.uuid for p in (*running, *outgoing)})
-    if not uuids:
+    running = sorted({p.instance.uuid for p in driver.instances() if p.spawned_at < young})
+    outgoing = sorted({p.instance.uuid for p in driver.outgoing() if p.spawned_at < young})
+    if not running and not outgoing:
         return []
-    t, m = cs.instances, cs.migrations
-    with db.read(cell_engine) as conn:
-        rows = {r.uuid: r for r in conn.execute(
-            sa.select(t.c.uuid, t.c.host, t.c.deleted_at, t.c.vm_state)
-            .where(t.c.uuid.in_(uuids)))}
-        moving: dict[str, list[sa.Row]] = {}
-        for r in conn.execute(sa.select(m.c.instance_uuid, m.c.source_compute,
-                                        m.c.dest_compute).where(
-                m.c.instance_uuid.in_(uuids), m.c.status.in_(KEEPS_SOURCE_COPY))):
-            moving.setdefault(r.instance_uuid, []).append(r)
+    verdict = as_records(records).orphans(host, running, outgoing)
     reaped = []
-    for placed in running:
-        uuid = placed.instance.uuid
-        row = rows.get(uuid)
-        here = row is not None and row.deleted_at is None and (
-            row.host == host or any(host in (r.source_compute, r.dest_compute)
-                                    for r in moving.get(uuid, ())))
-        if not here:
-            driver.destroy(uuid)
-            reaped.append(uuid)
-    for placed in outgoing:
-        uuid = placed.instance.uuid
-        row = rows.get(uuid)
-        # Kept: a move's source copy, a shelved server's, and the one a failed revert
-        # leaves its server (ERROR on this host, Nova's powered-off guest).
-        left_here = row is not None and row.deleted_at is None and (any(
-            r.source_compute == host for r in moving.get(uuid, ())) or (
-            row.host == host and row.vm_state in (moves.SHELVED, "error")))
-        if not left_here:
-            driver.confirm_migration(uuid)
-            reaped.append(uuid)
+    for uuid in verdict.destroy:
+        driver.destroy(uuid)
+        reaped.append(uuid)
+    for uuid in verdict.drop:
+        driver.confirm_migration(uuid)
+        reaped.append(uuid)
     if reaped:
         LOG.warning("compute %s: destroyed %d guest(s) no record books here: %s", host,
                     len(reaped), ", ".join(reaped))
     return reaped
 
 
-def finish_evacuations(host: str, driver: Driver, cell_engine: Engine,
+def finish_evacuations(host: str, driver: Driver, records: CellRecords | Engine,
                        placement: PlacementClient) -> list[str]:
     """This host is back after its servers were evacuated: each one's old copy here goes,
     what it held here (its migration's allocations) is freed, and the evacuation is
     completed, as Nova's source compute does when it restarts. The migrations completed."""
-    m = cs.migrations
-    with db.read(cell_engine) as conn:
-        done = conn.execute(sa.select(m.c.uuid, m.c.instance_uuid).where(
-            m.c.source_compute == host, m.c.migration_type == moves.EVACUATION,
-            m.c.status == moves.DONE)).all()
+    store = as_records(records)
     finished = []
-    for uuid, instance_uuid in done:
+    for uuid, instance_uuid in store.evacuations_done(host):
         for drop in (driver.destroy, driver.confirm_migration):
             with contextlib.suppress(InstanceNotFound):
                 drop(instance_uuid)
         placement.delete_allocations(uuid)
-        with db.write(cell_engine) as conn:
-            if moves.update(conn, uuid, expect=moves.DONE, status=moves.COMPLETED):
-                finished.append(uuid)
+        if store.evacuation_finished(host, uuid):
+            finished.append(uuid)
     if finished:
         LOG.info("compute %s: cleaned up %d evacuation(s) from this host", host,
                  len(finished))

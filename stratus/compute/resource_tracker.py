@@ -35,14 +35,13 @@ import os_traits
 from sqlalchemy.engine import Engine
 
 from stratus.cells import services
-from stratus.compute import cell_records
+from stratus.compute import records as cr
 from stratus.compute.drivers import Driver
 from stratus.compute.drivers.errors import HypervisorUnavailable
 from stratus.compute.provider_sync import PlacementSync, SyncConflict
 from stratus.compute.provider_tree import Provider, ProviderTree
 from stratus.compute.rpcapi import BINARY
 from stratus.placement.client import NotFound, PlacementClient, PlacementClientError
-from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
 DISABLED = os_traits.COMPUTE_STATUS_DISABLED
@@ -72,9 +71,9 @@ class _Wanted:
 
 class ResourceTracker:
     def __init__(self, host: str, driver: Driver, placement: PlacementClient,
-                 cell_engine: Engine, *, binary: str = BINARY,
+                 records: cr.CellRecords | Engine, *, binary: str = BINARY,
                  clock: Callable[[], dt.datetime] = services.utcnow) -> None:
-        self.host, self.driver, self.cell_engine = host, driver, cell_engine
+        self.host, self.driver, self.records = host, driver, cr.as_records(records)
         self.binary, self.clock = binary, clock
         self.sync = PlacementSync(placement)
         self._lock = threading.Lock()
@@ -139,35 +138,30 @@ class ResourceTracker:
 
     def root_uuids(self) -> list[str]:
         """Roots reported by this host: known from passes, or from its compute_nodes rows."""
-        with db.read(self.cell_engine) as conn:
-            stored = cell_records.root_provider_uuids(conn, self.host)
+        stored = self.records.root_provider_uuids(self.host)
         return list(dict.fromkeys([*self._members, *stored]))
 
     # -- helpers -------------------------------------------------------------------
 
-    def _service(self) -> services.Service | None:
-        with db.read(self.cell_engine) as conn:
-            try:
-                return services.get_by_host(conn, self.host, self.binary)
-            except services.ServiceNotFound:
-                LOG.warning("%s: no %s service record; treating it as enabled",
-                            self.host, self.binary)
-                return None
+    def _service(self) -> cr.ServiceState | None:
+        found = self.records.service(self.host, self.binary)
+        if found is None:
+            LOG.warning("%s: no %s service record; treating it as enabled",
+                        self.host, self.binary)
+        return found
 
-    def _save_node(self, service: services.Service | None, node: str,
+    def _save_node(self, service: cr.ServiceState | None, node: str,
                    tree: ProviderTree) -> None:
         used = self.driver.usage(node)
 
         def total_used(rc: str) -> int:
             return sum(amounts.get(rc, 0) for amounts in used.values())
 
-        usage = cell_records.NodeUsage(total_used("VCPU"), total_used("MEMORY_MB"),
-                                       total_used("DISK_GB"), len(self.driver.instances(node)))
-        with db.write(self.cell_engine) as conn:
-            cell_records.save_compute_node(
-                conn, service_id=service.id if service else None, host=self.host, node=node,
-                hypervisor_type=self.driver.hypervisor, tree=tree, usage=usage,
-                now=self.clock())
+        usage = cr.NodeUsage(total_used("VCPU"), total_used("MEMORY_MB"),
+                             total_used("DISK_GB"), len(self.driver.instances(node)))
+        self.records.save_node(self.host, service.id if service else None, cr.NodeRecord(
+            tree.root.uuid, node, self.driver.hypervisor, tree.total("VCPU"),
+            tree.total("MEMORY_MB"), tree.total("DISK_GB"), usage), self.clock())
 
     def _sync_tree(self, tree: ProviderTree, disabled: bool) -> None:
         members = frozenset(p.uuid for p in tree)

@@ -2,10 +2,15 @@
 
 ::
 
-    svc = ComputeService("cmp1", driver, bus, cell_engine, placement_client)
+    svc = ComputeService("cmp1", driver, bus, records, placement_client)
     svc.start()      # register, first resource pass, hypervisor events, RPC, threads
     ...
     svc.stop()       # threads joined, RPC server stopped; the bus stays the caller's
+
+``records`` is where its cell records are read and written
+(:mod:`stratus.compute.records`): ``ConductorRecords(bus)``, through the cell's
+conductor (no database credentials, the default), or a cell database engine (the
+direct path of ``--cell-db`` and of a compute of the previous version).
 
 Started with ``rpc_version="1.0"`` it advertises that older version on the bus
 and in its service row, as a compute not yet upgraded would.
@@ -30,13 +35,13 @@ from stratus.cells import services
 from stratus.compute.drivers import Driver, HypervisorEvent
 from stratus.compute.events import HypervisorEventHandler
 from stratus.compute.manager import ComputeManager, Rescheduler
+from stratus.compute.records import CellRecords, as_records
 from stratus.compute.recovery import finish_evacuations, reap_orphans, recover_instances
 from stratus.compute.resource_tracker import PassReport, ResourceTracker
 from stratus.compute.rpcapi import BINARY, ComputeRPC, service_version
 from stratus.image.client import ImageWriter
 from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
-from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
 
@@ -48,14 +53,15 @@ def conductor_for(bus: Bus) -> Rescheduler:
 
 
 class ComputeService:
-    def __init__(self, host: str, driver: Driver, bus: Bus, cell_engine: Engine,
+    def __init__(self, host: str, driver: Driver, bus: Bus, records: CellRecords | Engine,
                  placement: PlacementClient, *, report_interval: float = 10.0,
                  tracker_interval: float = 60.0, rpc_version: str = ComputeRPC.version,
                  conductor: Rescheduler | None = None,
                  clock: Callable[[], dt.datetime] = services.utcnow,
                  network: NetworkClient | None = None,
                  image: ImageWriter | None = None) -> None:
-        self.host, self.driver, self.bus, self.cell_engine = host, driver, bus, cell_engine
+        self.host, self.driver, self.bus = host, driver, bus
+        self.records = as_records(records)
         self.report_interval, self.tracker_interval = report_interval, tracker_interval
         self.rpc_version, self.clock = rpc_version, clock
         self.service_id: int | None = None
@@ -63,11 +69,11 @@ class ComputeService:
         # Guests younger than this are never reaped (their records may be on the way).
         self.orphan_grace = 60.0
         self.last_report: PassReport | None = None
-        self.tracker = ResourceTracker(host, driver, placement, cell_engine, clock=clock)
-        self.manager = ComputeManager(host, driver, self.tracker, cell_engine,
+        self.tracker = ResourceTracker(host, driver, placement, self.records, clock=clock)
+        self.manager = ComputeManager(host, driver, self.tracker, self.records,
                                       conductor if conductor is not None else conductor_for(bus),
                                       clock=clock, network=network, image=image)
-        self.events = HypervisorEventHandler(host, cell_engine, self.tracker)
+        self.events = HypervisorEventHandler(host, self.records, self.tracker)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._server: RPCServer | None = None
@@ -80,13 +86,12 @@ class ComputeService:
     def start(self) -> None:
         if self.running:
             raise RuntimeError(f"compute service {self.host} is already running")
-        with db.write(self.cell_engine) as conn:
-            record = services.register(conn, self.host, BINARY,
-                                       service_version(self.rpc_version), now=self.clock())
-        self.service_id = record.id
+        self.service_id = self.records.register(self.host, BINARY,
+                                                service_version(self.rpc_version),
+                                                self.clock())
         if self.driver.connected:
             try:
-                recover_instances(self.host, self.driver, self.cell_engine, self.placement)
+                recover_instances(self.host, self.driver, self.records, self.placement)
             except Exception:   # Placement away: start anyway; the books are Placement's
                 LOG.exception("compute %s: could not re-adopt its instances", self.host)
         # Before answering anything: Placement matches the host and its disabled flag
@@ -124,14 +129,13 @@ class ComputeService:
     def heartbeat(self) -> None:
         if self.service_id is None:
             raise RuntimeError("heartbeat before the service registered")
-        with db.write(self.cell_engine) as conn:
-            services.heartbeat(conn, self.service_id, now=self.clock())
+        self.records.heartbeat([self.host], BINARY, self.clock())
 
     def update_available_resource(self) -> PassReport:
         if self.driver.connected:
             try:
-                reap_orphans(self.host, self.driver, self.cell_engine, self.orphan_grace)
-                finish_evacuations(self.host, self.driver, self.cell_engine, self.placement)
+                reap_orphans(self.host, self.driver, self.records, self.orphan_grace)
+                finish_evacuations(self.host, self.driver, self.records, self.placement)
             except Exception:   # the pass itself must still run
                 LOG.exception("compute %s: reaping orphaned guests failed", self.host)
         self.last_report = self.tracker.update_available_resource()

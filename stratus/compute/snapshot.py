@@ -18,8 +18,8 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from stratus.cells import actions
 from stratus.cells import states as st
+from stratus.compute import records as cr
 from stratus.compute.drivers.errors import DriverError
 from stratus.image.client import ImageClientError, ImageWriter
 
@@ -76,7 +76,7 @@ class SnapshotSteps(_Base):
     def _image_of(self, uuid: str, image_id: str, action: str, event: str,
                   first: str) -> bool:
         """Copy the disk into the image: True if it was uploaded."""
-        with actions.step(self.cell_engine, uuid, action, event, self.host) as step:
+        with cr.step(self.records, uuid, action, event, self.host) as step:
             if not self._set(uuid, SNAPSHOT_TASKS, task_state=first):
                 LOG.info("%s: snapshot of %s ignored: the server is gone, elsewhere or in "
                          "another task", self.host, uuid)

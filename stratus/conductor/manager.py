@@ -18,6 +18,7 @@ from stratus.conductor import rebuild, resize, shelve
 from stratus.conductor.action_events import judge, task_step
 from stratus.conductor.build import BuildTask, ConductorContext, RescheduleTask
 from stratus.conductor.build_recovery import take_over
+from stratus.conductor.compute_records import ComputeRecordsEndpoint, not_from_computes
 from stratus.conductor.evacuate import EvacuateTask
 from stratus.conductor.live_migrate import LiveMigrationTask
 from stratus.storage import engine as db
@@ -45,7 +46,10 @@ class CellBuses:
         with self._lock:
             bus = self._buses.get(url)
             if bus is None:
+                # Signed and verified as the default bus is (the same key and trust).
                 bus = self._buses[url] = Bus(url, identity=self.identity,
+                                             signer=self.default.signer,
+                                             verifier=self.default.verifier,
                                              timeout=self.default.timeout)
             return bus
 
@@ -77,10 +81,17 @@ def compute_cap(setting: str, api_engine: Engine, engines: CellEngines) -> str |
     return rpc_version(min(versions)) if versions else None
 
 
-class ConductorManager:
-    def __init__(self, ctx: ConductorContext) -> None:
+class ConductorManager(ComputeRecordsEndpoint):
+    """ConductorRPC's endpoint. ``bus_url``: the bus it is served on, whose cells' computes
+    it reads and writes records for (``api_bus_url``: the API-level bus, which cells with
+    no transport URL of their own share)."""
+
+    def __init__(self, ctx: ConductorContext, bus_url: str | None = None,
+                 api_bus_url: str | None = None) -> None:
+        super().__init__(ctx.api_engine, ctx.engines, bus_url, api_bus_url)
         self.ctx = ctx
 
+    @not_from_computes
     def build_instances(self, instances: list[dict[str, Any]],
                         request_spec: dict[str, Any]) -> None:
         if redelivered():   # the conductor that had it died: finish what it left
@@ -97,12 +108,14 @@ class ConductorManager:
         LOG.info("build: %d handed to computes, %d in ERROR", len(task.built), len(task.buried))
 
     def reschedule(self, instance_uuid: str, failed_host: str, reason: str) -> None:
+        self._mine("reschedule", failed_host)   # a compute reschedules its own spawns
         task = RescheduleTask(self.ctx, instance_uuid, failed_host, reason,
                               redelivered=redelivered())
         task.execute()
         LOG.info("reschedule of %s after failure on %s: %s", instance_uuid, failed_host,
                  task.outcome or "ignored")
 
+    @not_from_computes
     def resize_instance(self, instance_uuid: str, migration_uuid: str,
                         request_spec: dict[str, Any]) -> None:
         with task_step(self.ctx, instance_uuid, actions.RESIZES,
@@ -112,6 +125,7 @@ class ConductorManager:
             judge(step, task.outcome)
         LOG.info("resize of %s: %s", instance_uuid, task.outcome or "ignored")
 
+    @not_from_computes
     def confirm_resize(self, instance_uuid: str, migration_uuid: str) -> None:
         with task_step(self.ctx, instance_uuid, actions.CONFIRM_RESIZE,
                        "conductor_confirm_resize") as step:
@@ -119,6 +133,7 @@ class ConductorManager:
             judge(step, outcome)
         LOG.info("confirm resize of %s: %s", instance_uuid, outcome)
 
+    @not_from_computes
     def revert_resize(self, instance_uuid: str, migration_uuid: str) -> None:
         with task_step(self.ctx, instance_uuid, actions.REVERT_RESIZE,
                        "conductor_revert_resize") as step:
@@ -126,6 +141,7 @@ class ConductorManager:
             judge(step, outcome)
         LOG.info("revert resize of %s: %s", instance_uuid, outcome)
 
+    @not_from_computes
     def live_migrate_instance(self, instance_uuid: str, migration_uuid: str,
                               request_spec: dict[str, Any]) -> None:
         with task_step(self.ctx, instance_uuid, actions.LIVE_MIGRATION,
@@ -135,6 +151,7 @@ class ConductorManager:
             judge(step, task.outcome)
         LOG.info("live migration of %s: %s", instance_uuid, task.outcome or "ignored")
 
+    @not_from_computes
     def evacuate_instance(self, instance_uuid: str, migration_uuid: str,
                           request_spec: dict[str, Any]) -> None:
         with task_step(self.ctx, instance_uuid, actions.EVACUATE,
@@ -144,6 +161,7 @@ class ConductorManager:
             judge(step, task.outcome)
         LOG.info("evacuation of %s: %s", instance_uuid, task.outcome or "ignored")
 
+    @not_from_computes
     def shelve_instance(self, instance_uuid: str, offload: bool,
                         image_id: str | None = None) -> None:
         with task_step(self.ctx, instance_uuid, actions.SHELVE,
@@ -152,6 +170,7 @@ class ConductorManager:
             judge(step, outcome)
         LOG.info("shelve of %s: %s", instance_uuid, outcome)
 
+    @not_from_computes
     def shelve_offload_instance(self, instance_uuid: str) -> None:
         with task_step(self.ctx, instance_uuid, actions.SHELVE_OFFLOAD,
                        "conductor_shelve_offload_instance") as step:
@@ -159,6 +178,7 @@ class ConductorManager:
             judge(step, outcome)
         LOG.info("shelve offload of %s: %s", instance_uuid, outcome)
 
+    @not_from_computes
     def unshelve_instance(self, instance_uuid: str, request_spec: dict[str, Any]) -> None:
         with task_step(self.ctx, instance_uuid, actions.UNSHELVE,
                        "conductor_unshelve_instance") as step:
@@ -166,6 +186,7 @@ class ConductorManager:
             judge(step, outcome)
         LOG.info("unshelve of %s: %s", instance_uuid, outcome)
 
+    @not_from_computes
     def rebuild_server(self, instance_uuid: str, image_ref: str | None,
                        orig_image_ref: str | None, request_spec: dict[str, Any] | None,
                        stopped: bool = False) -> None:

@@ -3,7 +3,11 @@
 Versions: 1.0 build_instances, reschedule; 1.1 resize_instance, confirm_resize,
 revert_resize (the API records the migration first and casts these); 1.2
 live_migrate_instance, evacuate_instance, shelve_instance, shelve_offload_instance,
-unshelve_instance; 1.3 rebuild_server (a rebuild in place), shelve_instance's image_id.
+unshelve_instance; 1.3 rebuild_server (a rebuild in place), shelve_instance's image_id;
+1.4 the ``compute_*`` calls: every cell record a compute reads or writes, so computes
+need no database (issue 29; :mod:`stratus.compute.records`). Each names the calling
+compute's ``host``; the conductor answers only about that host's own records and
+refuses anything else with :class:`NotYourRecord` (logged at WARNING).
 """
 
 from __future__ import annotations
@@ -13,9 +17,14 @@ from typing import Any
 from stratus.bus import RPCInterface, rpc_method
 
 
+class NotYourRecord(Exception):
+    """A compute asked about (or to change) a record that is not its host's."""
+
+
 class ConductorRPC(RPCInterface):
     service = "conductor"
-    version = "1.3"
+    version = "1.4"
+    errors = (NotYourRecord,)
 
     @rpc_method(since="1.0", kind="cast")
     def build_instances(self, instances: list[dict[str, Any]],
@@ -90,4 +99,103 @@ class ConductorRPC(RPCInterface):
                        stopped: bool = False) -> None:
         """Rebuild the server where it is (task ``rebuilding``): with a new image its host
         is checked first (no claim); ERROR with the reason if it cannot run it."""
+        raise NotImplementedError
+
+    # ---- 1.4: a compute's cell records, through its cell's conductor ------------------
+    # Timestamps travel as ISO 8601 strings (the compute's clock, as its own writes had).
+
+    @rpc_method(since="1.4", idempotent=True)
+    def compute_register(self, host: str, binary: str, version: int, now: str) -> int:
+        """Create (or refresh at restart) the host's service row; its id."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.4", idempotent=True)
+    def compute_heartbeat(self, hosts: list[str], binary: str, now: str) -> None:
+        """The hosts reported now (one call for every host a process simulates)."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.4", idempotent=True)
+    def compute_service(self, host: str, binary: str) -> dict[str, Any] | None:
+        """The host's service row: ``{"id", "disabled", "disabled_reason"}``, or None."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.4")
+    def compute_set_disabled(self, host: str, binary: str, disable: bool,
+                             reason: str | None) -> bool:
+        """A hypervisor event's flip of the host's disabled flag (an operator's disable is
+        kept); True if it changed."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.4", idempotent=True)
+    def compute_save_node(self, host: str, service_id: int | None, node: dict[str, Any],
+                          now: str) -> None:
+        """Insert or refresh one of the host's compute_nodes rows (keyed by root provider)."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.4", idempotent=True)
+    def compute_root_providers(self, host: str) -> list[str]:
+        """The root providers of the host's compute_nodes rows."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.4", idempotent=True)
+    def compute_instance_active(self, host: str, instance_uuid: str, node: str, now: str,
+                                started: str | None = None) -> bool:
+        """A server built here runs on ``node`` (with ``started``: the build's step too);
+        False if it has no live record (deleted during its build)."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.4")
+    def compute_instance_rescheduling(self, host: str, instance_uuid: str, now: str,
+                                      reason: str, started: str) -> bool:
+        """The spawn here failed: back to scheduling, the step's error recorded."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.4", idempotent=True)
+    def compute_instance_deleted(self, host: str, instance_uuid: str, now: str) -> bool:
+        """A server of this host was destroyed here."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.4")
+    def compute_instance_advance(self, host: str, instance_uuid: str,
+                                 expect: list[str | None], values: dict[str, Any]) -> bool:
+        """A host action's compare-and-swap on its server's task state (only vm_state,
+        task_state, power_state, fault, launched_at, updated_at may be written)."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.4")
+    def compute_event_start(self, host: str, instance_uuid: str, names: list[str],
+                            event: str) -> int | None:
+        """Begin a step of the server's newest action named one of ``names``; its id."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.4", idempotent=True)
+    def compute_event_finish(self, host: str, event_id: int, error: str | None) -> None:
+        """End a step this host began: Success, or Error with ``error``."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.4", idempotent=True)
+    def compute_event_drop(self, host: str, event_id: int) -> None:
+        """Forget a step this host began that turned out not to be one."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.4", idempotent=True)
+    def compute_host_instances(self, host: str) -> dict[str, Any]:
+        """What runs on the host by the records (``running``, ``shelved``, ``left``)."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.4", idempotent=True)
+    def compute_orphans(self, host: str, running: list[str],
+                        outgoing: list[str]) -> dict[str, list[str]]:
+        """Of the guests the host runs and the copies it keeps, those nothing books there
+        (``destroy``, ``drop``): a verdict, nothing about other hosts."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.4", idempotent=True)
+    def compute_evacuations_done(self, host: str) -> list[list[str]]:
+        """Evacuations away from this host waiting for its clean-up: [migration, server]."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.4", idempotent=True)
+    def compute_evacuation_finished(self, host: str, migration_uuid: str) -> bool:
+        """The host cleaned up after an evacuation from it: the migration completes."""
         raise NotImplementedError

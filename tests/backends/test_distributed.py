@@ -7,8 +7,13 @@ says why; with ``CI`` set a missing or unreachable backend fails).
 
 Processes: ``stratus placement-api``, ``stratus network-api``, ``stratus api``,
 ``stratus scheduler``, ``stratus conductor`` (one on the API bus, one per cell bus
-for reschedules, as cell conductors), and ``stratus compute --host`` x3 in two cells,
-their NICs from a fleet file (physnet1 everywhere, physnet2 on cmp-c only).
+for reschedules and their computes' records, as cell conductors), and ``stratus compute
+--host`` x3 in two cells, their NICs from a fleet file (physnet1 everywhere, physnet2 on
+cmp-c only). The computes are started without any database URL (issue 29): their
+records go through their cell's conductor; once, cmp-c comes back as a compute of the
+previous version would run, with its cell database (``--cell-db``), beside the others.
+Every message on the buses is signed (``[bus] signing``, on by default): each service
+made its key in the shared data directory at its first start.
 Databases: placement, network, api, cell0, cell1, cell2, each its own scratch
 database. Buses: one
 RabbitMQ virtual host per cell plus one for the API level, made with
@@ -223,9 +228,11 @@ class Cloud:
         [rp] = self.placement(f"/resource_providers?name={host}")["resource_providers"]
         return str(rp["uuid"])
 
-    def start_compute(self, host: str) -> Proc:
+    def start_compute(self, host: str, *, cell_db: bool = False) -> Proc:
+        """A compute without any database URL; ``cell_db``: the old, direct path."""
         cell = HOSTS[host]
-        return self.start(host, "compute", "--host", host, "--cell-db", self.dbs[cell],
+        legacy = ["--cell-db", self.dbs[cell]] if cell_db else []
+        return self.start(host, "compute", "--host", host, *legacy,
                           "--cell-uuid", self.cell_uuids[cell],
                           "--transport-url", self.buses[cell], "--fleet", str(self.fleet),
                           "--placement-url", self.placement_url, ready=f"compute {host}:")
@@ -246,6 +253,7 @@ def host_of(server: dict[str, Any]) -> str:
     return str(server["OS-EXT-SRV-ATTR:host"])
 
 
+@pytest.mark.timeout(900)   # every role a process, on a shared 2-CPU machine: 3 to 6 min
 def test_distributed_processes_over_rabbitmq(rabbit_url, databases, tmp_path, capsys):
     with bus_urls(rabbit_url, ["api", "cell1", "cell2"]) as (buses, mode):
         where = [urlsplit(u).path + (f"?{urlsplit(u).query}" if urlsplit(u).query else "")
@@ -274,6 +282,10 @@ def run_scenario(cloud: Cloud) -> None:
                          "--wait")
     assert sorted(host_of(s) for s in first) == sorted(HOSTS)   # spread by the weighers
     assert all(s["status"] == "ACTIVE" for s in first)
+    assert all("--cell-db" not in p.popen.args for h, p in cloud.procs.items() if h in HOSTS)
+
+    # ---- a compute cannot read or change another host's server ----
+    run_containment(cloud, next(s for s in first if host_of(s) == "cmp-a"))
 
     # ---- disabling a host: the trait, synchronously; the next servers land elsewhere ----
     assert DISABLED not in set(cloud.placement(
@@ -334,12 +346,14 @@ def run_scenario(cloud: Cloud) -> None:
     assert vcpus == len(remaining)   # one tiny server, one VCPU
 
     # ---- the killed compute comes back: queued work for deleted servers frees nothing twice
-    cloud.start_compute("cmp-c")
+    # (as a compute of the previous version: its own cell database, beside the new ones)
+    cloud.start_compute("cmp-c", cell_db=True)
     cloud.client("service", "force-down", "cmp-c", "--unset")
     cloud.client("service", "enable", "cmp-a")
     last = cloud.client("server", "create", "last", "--flavor", "tiny", "--count", "3",
                         "--wait")
     assert all(s["status"] == "ACTIVE" for s in last)
+    assert "cmp-c" in {host_of(s) for s in last}   # the emptiest: the old compute built too
     consumers = set()
     for host in HOSTS:
         consumers |= set(cloud.placement(
@@ -374,6 +388,96 @@ def run_scenario(cloud: Cloud) -> None:
     # ---- everything stops cleanly ----
     for name, proc in reversed(list(cloud.procs.items())):
         assert proc.stop() == 0, f"{name}:\n{proc.output()}"
+
+
+def signed_as(cloud: Cloud, sender: str, url: str) -> Any:
+    """A bus signed with ``sender``'s own key, as that service's process holds it (the
+    services of this deployment share the data directory, where each made its key)."""
+    from stratus import config as configuration
+    from stratus import signed_bus
+    from stratus.bus import Bus
+
+    config = configuration.load([], environ={}, overrides={
+        ("DEFAULT", "data_dir"): str(cloud.tmp)})
+    assert signed_bus.key_path(config, sender).exists()
+    signer, verifier = signed_bus.security(config, sender)
+    return Bus(url, signer=signer, verifier=verifier, timeout=30)
+
+
+def run_containment(cloud: Cloud, victim: dict[str, Any]) -> None:
+    """Issue 29. Compute cmp-b, holding only its own credentials (its bus key; no database
+    URL), asks cell1's conductor to delete, reschedule or read cmp-a's server, and for
+    cmp-a's records: each is refused and logged at WARNING. Then messages no process with
+    the right key sent: unsigned, forged (a key the trust store lacks), tampered, replayed
+    and expired, each refused. The server is as it was."""
+    import dataclasses
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from stratus.bus import Bus, SecurityError, Target, envelope
+    from stratus.bus.errors import from_wire
+    from stratus.conductor.rpcapi import ConductorRPC, NotYourRecord
+    from stratus.zones.signing import Ed25519Signer
+
+    now = "2026-01-01T00:00:00"
+    url = cloud.buses["cell1"]
+    bus = signed_as(cloud, "compute:cmp-b", url)
+    try:
+        conductor = bus.client(ConductorRPC)
+        for method, args in [
+                ("compute_instance_deleted", {"host": "cmp-b", "now": now}),
+                ("compute_instance_rescheduling", {"host": "cmp-b", "now": now,
+                                                   "reason": "stolen", "started": now}),
+                ("compute_instance_advance", {"host": "cmp-b", "expect": [None],
+                                              "values": {"vm_state": "error"}}),
+                ("compute_instance_deleted", {"host": "cmp-a", "now": now})]:
+            with pytest.raises(NotYourRecord):
+                conductor.call(method, instance_uuid=victim["id"], **args)
+        with pytest.raises(NotYourRecord):
+            conductor.call("compute_host_instances", host="cmp-a")
+
+        def answer(payload: bytes) -> Any:
+            reply = envelope.decode(bus.transport.request(Target("conductor"), payload, 30))
+            assert isinstance(reply, envelope.Reply)
+            return (from_wire(reply.error, ConductorRPC.errors, "conductor", "?")
+                    if reply.error is not None else reply.result)
+
+        delete = envelope.Request("conductor", "compute_instance_deleted", {
+            "host": "cmp-a", "instance_uuid": victim["id"], "now": now}, "1.4",
+            "compute:cmp-a")
+        forger = Ed25519Signer("compute:cmp-a", Ed25519PrivateKey.generate(), "f00d")
+        genuine = bus.signer.sign(envelope.Request(
+            "conductor", "compute_service", {"host": "cmp-b", "binary": "stratus-compute"},
+            "1.4", "compute:cmp-b"))
+        tampered = dataclasses.replace(genuine, method="compute_instance_deleted", args={
+            "host": "cmp-b", "instance_uuid": victim["id"], "now": now})
+        refused = {
+            "unsigned": answer(envelope.encode(delete)),
+            "forged": answer(envelope.encode(forger.sign(delete))),
+            "tampered": answer(envelope.encode(tampered)),
+            "expired": answer(envelope.encode(bus.signer.sign(dataclasses.replace(
+                genuine, msg_id=envelope.new_id(), sent_at=time.time() - 3600)))),
+        }
+        assert answer(envelope.encode(genuine))["disabled"] is False   # once: accepted
+        refused["replayed"] = answer(envelope.encode(genuine))
+        kinds = {k: type(v).__name__ for k, v in refused.items()}
+        assert kinds == {"unsigned": "UnsignedMessage", "forged": "UnknownSender",
+                         "tampered": "InvalidSignature", "expired": "ExpiredMessage",
+                         "replayed": "ReplayedMessage"}
+        assert all(isinstance(v, SecurityError) for v in refused.values())
+        # A process without a key of the deployment cannot speak at all.
+        with pytest.raises(SecurityError):
+            Bus(url, identity="compute:cmp-a", timeout=30).client(ConductorRPC).call(
+                "compute_host_instances", host="cmp-a")
+    finally:
+        bus.close()
+    log = cloud.procs["conductor-cell1"].output()
+    refusals = [line for line in log.splitlines()
+                if "WARNING" in line and "conductor: compute_" in line and "refused" in line]
+    assert len(refusals) == 5, log
+    assert sum("WARNING" in line and "refused" in line for line in log.splitlines()) >= 11
+    shown = cloud.client("server", "show", victim["id"])
+    assert (shown["status"], host_of(shown)) == ("ACTIVE", "cmp-a")
 
 
 def run_conductor_crash(cloud: Cloud, before: set[str]) -> None:

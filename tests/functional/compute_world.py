@@ -21,6 +21,7 @@ from stratus.bus import Bus
 from stratus.cells import mappings
 from stratus.cells.aggregates import cell_aggregate_uuid
 from stratus.compute.drivers import LibvirtDriver
+from stratus.compute.records import ConductorRecords
 from stratus.compute.service import ComputeService
 from stratus.compute.shapes import LibvirtShape, NetworkDevice
 from stratus.conductor.build import ConductorContext
@@ -159,7 +160,11 @@ class World:
                     disk_gb: int = 100, cell: str = "cell1",
                     rpc_version: str | None = None,
                     nics: tuple[NetworkDevice, ...] = (), arch: str = "x86_64",
-                    traits: frozenset[str] = frozenset()) -> ComputeService:
+                    traits: frozenset[str] = frozenset(),
+                    cell_db: bool = False) -> ComputeService:
+        """A compute service on a simulated host: its records through the conductor (no
+        database, as ``stratus compute`` runs), or with ``cell_db`` straight to its cell
+        database (a compute of the previous version)."""
         cell_uuid = self.cloud.cells[cell].uuid
         driver = LibvirtDriver(name, LibvirtShape(name, vcpus=vcpus, memory_mb=memory_mb,
                                                   disk_gb=disk_gb, network_devices=nics,
@@ -168,13 +173,17 @@ class World:
         kwargs: dict[str, Any] = {"report_interval": 3600, "tracker_interval": 3600}
         if rpc_version:
             kwargs["rpc_version"] = rpc_version
-        svc = ComputeService(name, driver, self.bus, self.cloud.cell_engine(cell),
+        # Mapped first: the cells here share one bus, so the conductor finds a new host's
+        # cell by its mapping.
+        with db.write(self.cloud.api_engine) as conn:
+            mappings.map_host(conn, name, cell_uuid)
+        records = (self.cloud.cell_engine(cell) if cell_db
+                   else ConductorRecords(self.bus))
+        svc = ComputeService(name, driver, self.bus, records,
                              self.cloud.client(), network=self.network_client(),
                              image=ImageWriter("http://image.test", wsgi_app=self.image_app),
                              **kwargs)
         svc.start()
-        with db.write(self.cloud.api_engine) as conn:
-            mappings.map_host(conn, name, cell_uuid)
         self.computes[name] = svc
         return svc
 

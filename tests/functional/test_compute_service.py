@@ -429,12 +429,14 @@ def test_heartbeats_keep_it_up_and_a_stopped_service_goes_down(start, cell_engin
 # -- builds and deletes -----------------------------------------------------------------
 
 
-def add_instance(engine: sa.Engine, name: str) -> str:
+def add_instance(engine: sa.Engine, name: str, host: str = "cmp1") -> str:
+    """A server the conductor has placed on ``host`` (it records the host before it casts
+    the build: a compute writes only its own servers' records)."""
     uuid = str(uuidlib.uuid4())
     with db.write(engine) as conn:
         conn.execute(sa.insert(cell_schema.instances).values(
             uuid=uuid, name=name, project_id="p", user_id="u", flavor=json.dumps({}),
-            vm_state="building", task_state="spawning", created_at=T0))
+            vm_state="building", task_state="spawning", host=host, created_at=T0))
     return uuid
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from stratus import config as configuration
+from stratus import signed_bus
 from stratus.bus import Bus
 from stratus.cells import notify
 from stratus.conductor import records
@@ -97,7 +99,12 @@ def test_scheduler_and_conductor_processes_over_rabbitmq(tmp_path, placement_app
     sched, sched_log = start(tmp_path, "scheduler", *common, "--name", "s1",
                              "--run-dir", str(tmp_path / "run"))
     cond, cond_log = start(tmp_path, "conductor", *common, "--name", "c1")
-    bus = Bus(url, identity="test", timeout=60)
+    # The processes sign and verify every message ([bus] signing): this test speaks with
+    # a key of the deployment (made in the shared data directory, trusted by them).
+    keys = configuration.load([], environ={}, overrides={("DEFAULT", "data_dir"):
+                                                          str(tmp_path)})
+    signer, verifier = signed_bus.security(keys, "api:test")
+    bus = Bus(url, signer=signer, verifier=verifier, timeout=60)
     try:
         wait_for_text(sched_log, "scheduler s1:", sched)
         wait_for_text(cond_log, "conductor c1:", cond)
