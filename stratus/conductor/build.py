@@ -142,10 +142,7 @@ class BuildTask:
     def _execute(self) -> None:
         uuids = [i["uuid"] for i in self.instances]
         with db.write(self.ctx.api_engine) as conn:
-            for instance in self.instances:
-                records.save_request_spec(conn, instance["uuid"], self.spec)
-                records.map_instance(conn, instance["uuid"], None, instance["project_id"],
-                                     instance.get("user_id"))
+            records.ensure_build_records(conn, self.instances, self.spec)
         try:
             specs = self._port_specs()
             picks = self._schedule(uuids, specs)
