@@ -46,6 +46,7 @@ if __package__ in (None, ""):
 
 from bench import boots
 from bench.cpu import CpuMeter
+from stratus.storage import engine
 
 SETTLE = 15.0   # seconds after a thaw: heartbeats and connections catch up
 
@@ -79,6 +80,11 @@ def usage(side: Side) -> dict[str, int]:
 
 # -- the two clouds ----------------------------------------------------------------------
 
+def as_operator_url(url: str) -> str:
+    """``mysql+pymysql://...`` as ``mysql://...``: the driver left to Stratus."""
+    return "mysql://" + url.split("://", 1)[1] if url.startswith("mysql+") else url
+
+
 class StratusSide:
     name = "Stratus"
     headers = boots.HEADERS
@@ -93,8 +99,12 @@ class StratusSide:
                                 "amqp://guest:guest@127.0.0.1:5672/")
         names = [f"cell{i}" for i in range(1, cells + 1)]
         buses, _ = stack.enter_context(bus_urls(rabbit, ["api", *names]))
-        dbs = {role: stack.enter_context(cli_helpers.scratch_database("MYSQL"))
-               for role in ("placement", "network", "api", "cell0", *names)}
+        # ``mysql://`` as an operator writes it: Stratus's own choice of driver
+        # (mysqlclient where it is installed, else PyMySQL), named in the report.
+        dbs = {role: as_operator_url(stack.enter_context(cli_helpers.scratch_database(
+            "MYSQL"))) for role in ("placement", "network", "api", "cell0", *names)}
+        print(f"# Stratus: MariaDB through {engine.mysql_driver()}", file=sys.stderr,
+              flush=True)
         self.cloud = Cloud(work, dbs, buses)
         self.cloud.env.update(boots.QUOTAS_LIFTED, OS_COMPUTE__REPORT_INTERVAL="10")
         stack.callback(self.close)

@@ -1,7 +1,8 @@
 """Where a boot's CPU goes, per process: the distributed deployment of
 ``bench/boots_vs_nova.py`` (Stratus side), one warm-up round, then a measured round with
-py-spy sampling every process (``py-spy record --gil --format raw``: only the thread holding the GIL), and for each process the
-functions that take the most samples, by own time and by time including callees.
+py-spy sampling every process (``py-spy record --gil --format raw``: only the thread that
+holds the GIL), and for each process the functions that take the most samples, by own
+time and by time including callees.
 
     .venv/bin/python -m bench.profile_boots --hosts 100 --boots 200 [--out DIR]
 
@@ -73,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         for role, pid in side.roles().items():
             for p in procs.tree(pid):
                 spies[(role, p)] = subprocess.Popen(
-                    [str(Path(sys.executable).with_name("py-spy")), "record", "--gil", "--nonblocking", "--format", "raw", "--rate", "250",
+                    [str(Path(sys.executable).with_name("py-spy")), "record", "--gil",
+                     "--nonblocking", "--format", "raw", "--rate", "250",
                      "-p", str(p), "-o", str(out / f"{role}-{p}.txt")],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         meter = CpuMeter(side.roles())
