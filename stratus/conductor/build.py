@@ -223,9 +223,11 @@ class BuildTask:
                                     node=selected["nodename"],
                                     availability_zone=self.spec.get("availability_zone"),
                                     vm_state=records.BUILDING, task_state=records.SPAWNING)
-            actions.start(conn, uuid, actions.CREATE, caller_of(instance), now=self.started)
+            action_id = actions.start(conn, uuid, actions.CREATE, caller_of(instance),
+                                      now=self.started)
             actions.record(conn, uuid, actions.CREATE,
-                           "conductor_schedule_and_build_instances", started=self.started)
+                           "conductor_schedule_and_build_instances", started=self.started,
+                           action_id=action_id)
         self._undo.push("delete the instance record", lambda: self._delete_record(cell, uuid))
         with db.write(self.ctx.api_engine) as conn:
             if not records.still_wanted(conn, uuid):
