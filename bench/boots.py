@@ -135,12 +135,12 @@ def run_round(api_url: str, boots: int, clients: int,
         # Only what changed since the last look (both clouds keep updated_at to the
         # second, hence the slack): listing every server each time cost the API more
         # CPU than the boots themselves once hundreds were ACTIVE.
-        since = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=2)
+        since = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
         with httpx.Client(base_url=api_url, headers=headers, timeout=120) as http:
             while not done.is_set():
                 now = time.monotonic()
                 stamp = since.strftime("%Y-%m-%dT%H:%M:%SZ")
-                since = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=2)
+                since = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
                 for server in all_servers(http, stamp):
                     if server["status"] == "ACTIVE":
                         result.active.setdefault(server["id"], now)
