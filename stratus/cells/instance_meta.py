@@ -35,7 +35,7 @@ class Details:
 # Built once, the uuids bound at each execution: a statement built per call with its
 # values in it made SQLAlchemy compute a cache key over every uuid, each time (a fifth of
 # the compute API's CPU while a client polled a list of servers).
-_UUIDS = sa.bindparam("uuids", expanding=True)
+_UUIDS: sa.BindParameter[list[str]] = sa.bindparam("uuids", expanding=True)
 _METADATA_OF = sa.select(s.instance_metadata.c.instance_uuid, s.instance_metadata.c.key,
                          s.instance_metadata.c.value).where(
     s.instance_metadata.c.instance_uuid.in_(_UUIDS)).order_by(s.instance_metadata.c.id)

@@ -82,12 +82,19 @@ def state(engine: Engine, defaults: Mapping[str, int], project_id: str,
     ``servers`` counts them elsewhere (a zone tree's top)."""
     with db.read(engine) as conn:
         found = limits_in(conn, defaults, project_id)
-        counted = shown or any(found[r] >= 0 for r in COUNTED)
-        used = store.usage(conn, project_id, servers=counted and servers is None)
+        counted = shown or counts_servers(found)
+        if not counted:   # a check with every server limit unlimited: nothing to count
+            return found, store.Usage(0, 0, 0, 0)
+        used = store.usage(conn, project_id, servers=servers is None)
     if counted and servers is not None:
         used = replace(used, **{r: int(n) for r, n in servers(project_id).items()
                                 if r in COUNTED})
     return found, used
+
+
+def counts_servers(limits: Mapping[str, int]) -> bool:
+    """Whether any server limit (instances, cores, ram) is set, so boots must be counted."""
+    return any(limits[r] >= 0 for r in COUNTED)
 
 
 def _room(limit: int, used: int) -> int | None:
@@ -126,9 +133,15 @@ def check_boot(engine: Engine, defaults: Mapping[str, int], project_id: str,
                vcpus: int, ram: int, min_count: int, max_count: int,
                servers: ServerCounter | None = None) -> int:
     """How many servers (``min_count`` to ``max_count``) of a flavor with ``vcpus`` and
-    ``ram`` the project may boot now: as many as fit, up to ``max_count``; 403 if
-    fewer than ``min_count`` fit (Nova's ``_check_num_instances_quota``)."""
+    ``ram`` the project may boot now (:func:`fit_boot` on the project's quota state)."""
     limit, used = state(engine, defaults, project_id, servers=servers)
+    return fit_boot(limit, used, vcpus, ram, min_count, max_count)
+
+
+def fit_boot(limit: Mapping[str, int], used: store.Usage, vcpus: int, ram: int,
+             min_count: int, max_count: int) -> int:
+    """As many servers as fit under ``limit`` beside ``used``, up to ``max_count``; 403 if
+    fewer than ``min_count`` fit (Nova's ``_check_num_instances_quota``)."""
     fits = max_count
     for resource, each in (("instances", 1), ("cores", vcpus), ("ram", ram)):
         room = _room(limit[resource], used.of(resource))

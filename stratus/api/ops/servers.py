@@ -125,10 +125,14 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     group_ids = security_groups.check(api, boot.security_groups, boot.project_id)
     # A zone tree's build is not counted here: the tree's top counted it against the
     # tree's quotas (docs/ops/quotas.md).
-    counted = boot.uuid is None
+    counted = recheck = boot.uuid is None
     if counted:
-        count = quota_ops.check_boot(api.dbs.api, api.quota_defaults, boot.project_id,
-                                     flavor.vcpus, flavor.memory_mb, boot.min_count, count)
+        limit, used = quota_ops.state(api.dbs.api, api.quota_defaults, boot.project_id)
+        count = quota_ops.fit_boot(limit, used, flavor.vcpus, flavor.memory_mb,
+                                   boot.min_count, count)
+        # With every server limit unlimited there is nothing a concurrent boot could
+        # take from this one: no recheck.
+        recheck = quota_ops.counts_servers(limit)
     if counted and group is not None:
         quota_ops.check_group_members(api.dbs.api, api.quota_defaults, boot.project_id,
                                       group.uuid, count)
@@ -174,7 +178,7 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     except BaseException:
         ports.give_back(api, [p for _, p in claimed.ports])
         raise
-    if counted and api.quota_recheck:
+    if recheck and api.quota_recheck:
         try:
             quota_ops.recheck_boot(api.dbs.api, api.quota_defaults, boot.project_id,
                                    flavor.vcpus, flavor.memory_mb, count)
