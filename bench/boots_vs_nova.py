@@ -212,8 +212,8 @@ def report(hosts: int, n: int, results: dict[str, list[Measured]]) -> None:
                  for s in names]
         extra = ""
         if len(names) == 2:
-            a = statistics.median([get(m) for m in results[names[0]]] or [float("nan")])
-            b = statistics.median([get(m) for m in results[names[1]]] or [float("nan")])
+            a, b = (statistics.median([v for m in results[name] if (v := get(m)) is not None]
+                                      or [float("nan")]) for name in names)
             extra = f" {(a / b if invert else b / a):.1f}x |" if ratio and a and b else " |"
         print(f"| {label} | " + " | ".join(cells) + " |" + extra)
 
@@ -274,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"# round {r + 1} {side.name}: {m.per_second:.2f}/s, p50 "
                           f"{m.p50:.1f} s, {m.cpu_total * 1000:.0f} ms CPU per boot, "
                           f"{m.errors} errors", file=sys.stderr, flush=True)
+                    print("#   " + ", ".join(f"{role} {ms * 1000:.1f}" for role, ms in sorted(
+                        m.cpu.items(), key=lambda kv: -kv[1])), file=sys.stderr, flush=True)
                     if others:
                         time.sleep(SETTLE)
             report(hosts, args.boots, results)
