@@ -106,7 +106,8 @@ ROLES = (
          "--cell-uuid CELL1_UUID",
          (("DEFAULT", "debug"), ("DEFAULT", "transport_url"), ("database", "connection"),
           *CLIENTS, *NETWORK_CLIENT, ("glance", "api_servers"), ("glance", "token"),
-          ("compute", "report_interval"), ("compute", "resource_tracker_interval")),
+          ("compute", "report_interval"), ("compute", "resource_tracker_interval"),
+          ("compute", "provider_refresh_interval")),
          {("DEFAULT", "transport_url"):
           "amqp://stratus:RABBIT_PASSWORD@rabbit.example:5672/stratus-cell1",
           ("database", "connection"): f"{DB}_cell1",

@@ -158,7 +158,8 @@ def cmd_compute(args: argparse.Namespace) -> int:
         services: list[ComputeService] = [ComputeService(
             args.host, by_host[args.host], bus, engine, placement, rpc_version=rpc_version,
             network=network, image=images, report_interval=config.get("compute", "report_interval"),
-            tracker_interval=config.get("compute", "resource_tracker_interval"))]
+            tracker_interval=config.get("compute", "resource_tracker_interval"),
+            provider_refresh_interval=config.get("compute", "provider_refresh_interval"))]
         beats = None
     else:
         from stratus.allinone.computes import FleetCompute, Heartbeats
@@ -166,7 +167,8 @@ def cmd_compute(args: argparse.Namespace) -> int:
         beats = Heartbeats(float(config.get("compute", "report_interval")))
         services = [FleetCompute(
             host, driver, bus, engine, placement, rpc_version=rpc_version, network=network,
-            image=images, tracker_interval=config.get("compute", "resource_tracker_interval"))
+            image=images, tracker_interval=config.get("compute", "resource_tracker_interval"),
+            provider_refresh_interval=config.get("compute", "provider_refresh_interval"))
             for host, driver in by_host.items()]
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
