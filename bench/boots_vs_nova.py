@@ -46,6 +46,7 @@ if __package__ in (None, ""):
 
 from bench import boots
 from bench.cpu import CpuMeter
+from stratus.storage import engine
 
 SETTLE = 15.0   # seconds after a thaw: heartbeats and connections catch up
 
@@ -79,6 +80,11 @@ def usage(side: Side) -> dict[str, int]:
 
 # -- the two clouds ----------------------------------------------------------------------
 
+def as_operator_url(url: str) -> str:
+    """``mysql+pymysql://...`` as ``mysql://...``: the driver left to Stratus."""
+    return "mysql://" + url.split("://", 1)[1] if url.startswith("mysql+") else url
+
+
 class StratusSide:
     name = "Stratus"
     headers = boots.HEADERS
@@ -93,8 +99,12 @@ class StratusSide:
                                 "amqp://guest:guest@127.0.0.1:5672/")
         names = [f"cell{i}" for i in range(1, cells + 1)]
         buses, _ = stack.enter_context(bus_urls(rabbit, ["api", *names]))
-        dbs = {role: stack.enter_context(cli_helpers.scratch_database("MYSQL"))
-               for role in ("placement", "network", "api", "cell0", *names)}
+        # ``mysql://`` as an operator writes it: Stratus's own choice of driver
+        # (mysqlclient where it is installed, else PyMySQL), named in the report.
+        dbs = {role: as_operator_url(stack.enter_context(cli_helpers.scratch_database(
+            "MYSQL"))) for role in ("placement", "network", "api", "cell0", *names)}
+        print(f"# Stratus: MariaDB through {engine.mysql_driver()}", file=sys.stderr,
+              flush=True)
         self.cloud = Cloud(work, dbs, buses)
         self.cloud.env.update(boots.QUOTAS_LIFTED, OS_COMPUTE__REPORT_INTERVAL="10")
         stack.callback(self.close)
@@ -202,8 +212,8 @@ def report(hosts: int, n: int, results: dict[str, list[Measured]]) -> None:
                  for s in names]
         extra = ""
         if len(names) == 2:
-            a = statistics.median([get(m) for m in results[names[0]]] or [float("nan")])
-            b = statistics.median([get(m) for m in results[names[1]]] or [float("nan")])
+            a, b = (statistics.median([v for m in results[name] if (v := get(m)) is not None]
+                                      or [float("nan")]) for name in names)
             extra = f" {(a / b if invert else b / a):.1f}x |" if ratio and a and b else " |"
         print(f"| {label} | " + " | ".join(cells) + " |" + extra)
 
@@ -264,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"# round {r + 1} {side.name}: {m.per_second:.2f}/s, p50 "
                           f"{m.p50:.1f} s, {m.cpu_total * 1000:.0f} ms CPU per boot, "
                           f"{m.errors} errors", file=sys.stderr, flush=True)
+                    print("#   " + ", ".join(f"{role} {ms * 1000:.1f}" for role, ms in sorted(
+                        m.cpu.items(), key=lambda kv: -kv[1])), file=sys.stderr, flush=True)
                     if others:
                         time.sleep(SETTLE)
             report(hosts, args.boots, results)

@@ -153,6 +153,12 @@ OPTIONS: list[Option] = [
     Option("compute", "resource_tracker_interval", int, 60,
            "Seconds between a compute's resource tracker passes (provider tree, "
            "inventories, traits and aggregates synced to Placement).", minimum=1),
+    Option("compute", "provider_refresh_interval", int, 300,
+           "Seconds a pass trusts a provider whose description has not changed since "
+           "Placement last agreed with it, without reading Placement (Nova's "
+           "resource_provider_association_refresh). A changed description is synced at "
+           "the next pass; a change made in Placement by hand is repaired within this "
+           "time. 0: read Placement every pass.", minimum=0),
     Option("DEFAULT", "rpc_response_timeout", int, 60,
            "Seconds a caller waits for the answer to an RPC call (e.g. the compute API "
            "waiting for a compute's set_host_enabled).", minimum=1),

@@ -111,7 +111,8 @@ ROLES = (
          (("DEFAULT", "debug"), ("DEFAULT", "transport_url"),
           *CLIENTS, *NETWORK_CLIENT, ("glance", "api_servers"), ("glance", "token"),
           ("compute", "report_interval"), ("compute", "resource_tracker_interval"),
-          ("upgrade_levels", "conductor"), *SIGNING),
+          ("compute", "provider_refresh_interval"), ("upgrade_levels", "conductor"),
+          *SIGNING),
          {("DEFAULT", "transport_url"):
           "amqp://stratus:RABBIT_PASSWORD@rabbit.example:5672/stratus-cell1",
           ("placement_client", "endpoint"): "http://placement.example:8778",

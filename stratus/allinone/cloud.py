@@ -386,7 +386,8 @@ class AllInOne:
                                    tracker_interval=config.get("compute",
                                                                "resource_tracker_interval"),
                                    first_pass_done=driver.host in skip, network=network,
-                                   image=images)
+                                   image=images, provider_refresh_interval=config.get(
+                                       "compute", "provider_refresh_interval"))
                 svc.start()
                 self.started.computes.append(svc)
                 beats.add(records, svc)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid as uuidlib
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -78,6 +79,18 @@ def heartbeat(conn: Connection, service_id: int, now: dt.datetime | None = None)
         last_seen_up=now, report_count=s.services.c.report_count + 1)).rowcount)
 
 
+def heartbeat_many(conn: Connection, service_ids: Collection[int],
+                   now: dt.datetime | None = None) -> int:
+    """One heartbeat for many services in one statement (a process simulating many
+    hosts); how many records were there."""
+    if not service_ids:
+        return 0
+    now = now or utcnow()
+    return int(conn.execute(sa.update(s.services).where(
+        s.services.c.id.in_(sorted(service_ids))).values(
+        last_seen_up=now, report_count=s.services.c.report_count + 1)).rowcount)
+
+
 def get_by_host(conn: Connection, host: str, binary: str = "stratus-compute") -> Service:
     row = conn.execute(sa.select(s.services).where(
         s.services.c.host == host, s.services.c.binary == binary)).first()
@@ -96,10 +109,14 @@ def get(conn: Connection, ident: str | int) -> Service:
 
 
 def list_all(conn: Connection, host: str | None = None,
-             binary: str | None = None) -> list[Service]:
+             binary: str | None = None, hosts: Collection[str] | None = None
+             ) -> list[Service]:
+    """The services, by id; ``host`` or ``hosts`` keep only those on these hosts."""
     query = sa.select(s.services).order_by(s.services.c.id)
     if host:
         query = query.where(s.services.c.host == host)
+    if hosts is not None:
+        query = query.where(s.services.c.host.in_(sorted(hosts)))
     if binary:
         query = query.where(s.services.c.binary == binary)
     return [_from_row(r) for r in conn.execute(query)]

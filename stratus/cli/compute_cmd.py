@@ -181,7 +181,8 @@ def cmd_compute(args: argparse.Namespace) -> int:
             args.host, by_host[args.host], bus, records, placement, rpc_version=rpc_version,
             conductor=conductor,
             network=network, image=images, report_interval=config.get("compute", "report_interval"),
-            tracker_interval=config.get("compute", "resource_tracker_interval"))]
+            tracker_interval=config.get("compute", "resource_tracker_interval"),
+            provider_refresh_interval=config.get("compute", "provider_refresh_interval"))]
         beats = None
     else:
         from stratus.allinone.computes import FleetCompute, Heartbeats
@@ -190,7 +191,8 @@ def cmd_compute(args: argparse.Namespace) -> int:
         services = [FleetCompute(
             host, driver, bus, records, placement, rpc_version=rpc_version, network=network,
             conductor=conductor,
-            image=images, tracker_interval=config.get("compute", "resource_tracker_interval"))
+            image=images, tracker_interval=config.get("compute", "resource_tracker_interval"),
+            provider_refresh_interval=config.get("compute", "provider_refresh_interval"))
             for host, driver in by_host.items()]
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -59,7 +59,8 @@ class ComputeService:
                  conductor: Rescheduler | None = None,
                  clock: Callable[[], dt.datetime] = services.utcnow,
                  network: NetworkClient | None = None,
-                 image: ImageWriter | None = None) -> None:
+                 image: ImageWriter | None = None,
+                 provider_refresh_interval: float = 0.0) -> None:
         self.host, self.driver, self.bus = host, driver, bus
         self.records = as_records(records)
         self.report_interval, self.tracker_interval = report_interval, tracker_interval
@@ -69,7 +70,8 @@ class ComputeService:
         # Guests younger than this are never reaped (their records may be on the way).
         self.orphan_grace = 60.0
         self.last_report: PassReport | None = None
-        self.tracker = ResourceTracker(host, driver, placement, self.records, clock=clock)
+        self.tracker = ResourceTracker(host, driver, placement, self.records, clock=clock,
+                                       verify_every=provider_refresh_interval)
         self.manager = ComputeManager(host, driver, self.tracker, self.records,
                                       conductor if conductor is not None else conductor_for(bus),
                                       clock=clock, network=network, image=image)

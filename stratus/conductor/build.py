@@ -142,10 +142,7 @@ class BuildTask:
     def _execute(self) -> None:
         uuids = [i["uuid"] for i in self.instances]
         with db.write(self.ctx.api_engine) as conn:
-            for instance in self.instances:
-                records.save_request_spec(conn, instance["uuid"], self.spec)
-                records.map_instance(conn, instance["uuid"], None, instance["project_id"],
-                                     instance.get("user_id"))
+            records.ensure_build_records(conn, self.instances, self.spec)
         try:
             specs = self._port_specs()
             picks = self._schedule(uuids, specs)
@@ -226,9 +223,11 @@ class BuildTask:
                                     node=selected["nodename"],
                                     availability_zone=self.spec.get("availability_zone"),
                                     vm_state=records.BUILDING, task_state=records.SPAWNING)
-            actions.start(conn, uuid, actions.CREATE, caller_of(instance), now=self.started)
+            action_id = actions.start(conn, uuid, actions.CREATE, caller_of(instance),
+                                      now=self.started)
             actions.record(conn, uuid, actions.CREATE,
-                           "conductor_schedule_and_build_instances", started=self.started)
+                           "conductor_schedule_and_build_instances", started=self.started,
+                           action_id=action_id)
         self._undo.push("delete the instance record", lambda: self._delete_record(cell, uuid))
         with db.write(self.ctx.api_engine) as conn:
             if not records.still_wanted(conn, uuid):

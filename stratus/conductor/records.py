@@ -39,14 +39,34 @@ def save_request_spec(conn: Connection, instance_uuid: str, spec: dict[str, Any]
     if build is not None:
         data["build"] = build
     text = json.dumps(data, sort_keys=True)
-    found = conn.execute(sa.select(table.c.id).where(table.c.instance_uuid == instance_uuid)
-                         ).first()
-    if found is None:
+    # The update first: the API made the row with the server, so it is almost always
+    # there, and a select before it was a round trip for nothing.
+    if conn.execute(sa.update(table).where(table.c.instance_uuid == instance_uuid)
+                    .values(spec=text, updated_at=utcnow())).rowcount == 0:
         conn.execute(sa.insert(table).values(instance_uuid=instance_uuid, spec=text,
                                              created_at=utcnow()))
-    else:
-        conn.execute(sa.update(table).where(table.c.id == found.id)
-                     .values(spec=text, updated_at=utcnow()))
+
+
+def ensure_build_records(conn: Connection, instances: list[dict[str, Any]],
+                         spec: dict[str, Any]) -> None:
+    """The instance mapping and request spec of each server, made where missing.
+
+    The API writes both when it accepts a boot; servers made another way (tools,
+    some tests) reach the conductor without them, and a recovery needs them should
+    this conductor die while it schedules.
+    """
+    uuids = [i["uuid"] for i in instances]
+    m, r = api.instance_mappings, api.request_specs
+    mapped = set(conn.execute(sa.select(m.c.instance_uuid).where(m.c.instance_uuid.in_(uuids)))
+                 .scalars())
+    specced = set(conn.execute(sa.select(r.c.instance_uuid).where(r.c.instance_uuid.in_(uuids)))
+                  .scalars())
+    for instance in instances:
+        if instance["uuid"] not in mapped:
+            map_instance(conn, instance["uuid"], None, instance["project_id"],
+                         instance.get("user_id"))
+        if instance["uuid"] not in specced:
+            save_request_spec(conn, instance["uuid"], spec)
 
 
 def load_request_spec(conn: Connection, instance_uuid: str
@@ -70,19 +90,14 @@ def map_instance(conn: Connection, instance_uuid: str, cell: CellMapping | None,
     the same transaction, so the API finds the server in exactly one place.
     """
     table = api.instance_mappings
-    cell_id = None
-    if cell is not None:
-        cell_id = conn.execute(sa.select(api.cell_mappings.c.id).where(
-            api.cell_mappings.c.uuid == cell.uuid)).scalar_one()
-    found = conn.execute(sa.select(table.c.id).where(table.c.instance_uuid == instance_uuid)
-                         ).first()
-    if found is None:
+    # The cell's id found by the same statement (a subquery), not by a select before it.
+    cell_id: Any = None if cell is None else sa.select(api.cell_mappings.c.id).where(
+        api.cell_mappings.c.uuid == cell.uuid).scalar_subquery()
+    if conn.execute(sa.update(table).where(table.c.instance_uuid == instance_uuid)
+                    .values(cell_id=cell_id, updated_at=utcnow())).rowcount == 0:
         conn.execute(sa.insert(table).values(instance_uuid=instance_uuid, cell_id=cell_id,
                                              project_id=project_id, user_id=user_id,
                                              created_at=utcnow()))
-    else:
-        conn.execute(sa.update(table).where(table.c.id == found.id)
-                     .values(cell_id=cell_id, updated_at=utcnow()))
     if cell is not None:
         conn.execute(sa.delete(api.build_requests)
                      .where(api.build_requests.c.instance_uuid == instance_uuid))

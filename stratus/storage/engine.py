@@ -33,6 +33,14 @@ SQLITE_BUSY_TIMEOUT_MS = 60_000
 # every checkout, a round trip to the server per request.
 PING_AFTER_IDLE_SECONDS = 1.0
 
+# Server databases: connections kept open between bursts. SQLAlchemy's default keeps 5
+# and closes the overflow (up to 10 more) as each is returned, so every burst of more
+# than 5 concurrent requests paid new connections (a TCP and authentication handshake,
+# with PyMySQL a TLS one too): 15 kept, none closed, the same cap of 15 as before.
+POOL_SIZE, MAX_OVERFLOW = 15, 0
+
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+
 _RETURNED_AT = "stratus_returned_at"   # connection info: when it went back to the pool
 _ENDED = "stratus_transaction_ended"   # connection info: read()/write() ended it cleanly
 
@@ -117,7 +125,8 @@ def create_engine(url: str, uncapped_pool: bool = False, *, create: bool = True,
     if backend == "sqlite":
         return _create_sqlite_engine(url, uncapped_pool, create, **kwargs)
     # The pool's own reset (a ROLLBACK on every return) is replaced by _on_reset.
-    opts: dict[str, Any] = {"future": True, "pool_reset_on_return": None}
+    opts: dict[str, Any] = {"future": True, "pool_reset_on_return": None,
+                            "pool_size": POOL_SIZE, "max_overflow": MAX_OVERFLOW}
     if uncapped_pool:
         opts["max_overflow"] = -1
     if backend == "mysql":
@@ -125,6 +134,7 @@ def create_engine(url: str, uncapped_pool: bool = False, *, create: bool = True,
         opts["isolation_level"] = "READ COMMITTED"
         opts["pool_recycle"] = 3600
         url = _with_multi_statements(url)
+        url = _without_loopback_tls(url)
     opts.update(kwargs)
     engine = sa.create_engine(url, **opts)
     _add_server_pool_events(engine)
@@ -142,6 +152,23 @@ def _with_multi_statements(url: str) -> str:
         return url
     flags = int(u.query.get("client_flag", 0)) | MULTI_STATEMENTS  # type: ignore[arg-type]
     return u.update_query_dict({"client_flag": str(flags)}).render_as_string(
+        hide_password=False)
+
+
+def _without_loopback_tls(url: str) -> str:
+    """No TLS to a MariaDB on this machine unless the URL asks for it.
+
+    PyMySQL 1.2 negotiates TLS whenever the server offers it ("preferred"), so each new
+    connection to a server on 127.0.0.1 built an SSL context (loading the system's CA
+    store) and ran a handshake that protects nothing on the loopback interface. A URL
+    with any ``ssl_*`` parameter keeps PyMySQL's choice; so does every other host.
+    """
+    u = sa.engine.make_url(url)
+    if u.drivername != "mysql+pymysql" or any(k.startswith("ssl") for k in u.query):
+        return url
+    if (u.host or "localhost") not in _LOOPBACK_HOSTS and "unix_socket" not in u.query:
+        return url
+    return u.update_query_dict({"ssl_disabled": "true"}).render_as_string(
         hide_password=False)
 
 

@@ -234,6 +234,33 @@ def test_a_steady_pass_writes_nothing_and_operator_traits_and_aggregates_survive
     assert sorted(aggs) == sorted([AGG, other])
 
 
+def test_a_steady_host_is_not_read_again_until_its_refresh_interval(start, client,
+                                                                     cell_engine):
+    """[compute] provider_refresh_interval: an unchanged host costs Placement nothing for
+    that long (a hand-made change waits for it); a change of the host's own description
+    (here the disabled flag) is synced at the next pass regardless."""
+    driver = LibvirtDriver("cmp1", FLAT)
+    svc = start(driver, provider_refresh_interval=3600)
+    root = driver.provider_tree("cmp1").root.uuid
+    reads = []
+    real = svc.tracker.sync.ensure_provider
+    svc.tracker.sync.ensure_provider = lambda p: reads.append(p.uuid) or real(p)  # type: ignore[method-assign]
+
+    set_traits(client, root, traits(client, root) - {"COMPUTE_NODE"})   # by hand
+    assert svc.update_available_resource().synced == ["cmp1"]
+    assert reads == [] and "COMPUTE_NODE" not in traits(client, root)   # trusted, unread
+
+    disable_in_db(cell_engine, "cmp1", True, "maintenance")   # the description changes
+    svc.update_available_resource()
+    assert reads == [root] and DISABLED in traits(client, root)
+    assert "COMPUTE_NODE" in traits(client, root)   # and the sync repaired the rest
+
+    svc.tracker.verify_every = 0   # the interval over: read, and repair what was undone
+    set_traits(client, root, traits(client, root) - {"COMPUTE_NODE"})
+    svc.update_available_resource()
+    assert "COMPUTE_NODE" in traits(client, root)
+
+
 # -- disabling: the synchronous call, down computes, dropped calls ---------------------
 
 

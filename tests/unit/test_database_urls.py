@@ -51,3 +51,23 @@ def test_a_named_driver_is_kept(monkeypatch):
 def test_mysqlclient_is_preferred_when_installed():
     pytest.importorskip("MySQLdb", reason="mysqlclient is not installed (optional)")
     assert db.normalize_url("mysql://u@h/p").startswith("mysql+mysqldb://")
+
+
+@pytest.mark.parametrize(("url", "disabled"), [
+    ("mysql+pymysql://u@127.0.0.1/p", True),
+    ("mysql+pymysql://u@localhost/p", True),
+    ("mysql+pymysql://u@/p?unix_socket=/run/mysqld/mysqld.sock", True),
+    ("mysql+pymysql://u@db.example.net/p", False),           # another machine: TLS kept
+    ("mysql+pymysql://u@127.0.0.1/p?ssl_ca=/etc/ca.pem", False),  # asked for: kept
+])
+def test_tls_is_left_out_only_on_this_machine_and_only_when_not_asked_for(url, disabled):
+    engine = db.create_engine(url)
+    assert ("ssl_disabled" in engine.url.query) is disabled
+    if not disabled and "ssl_ca" in url:
+        assert engine.url.query["ssl_ca"] == "/etc/ca.pem"
+
+
+def test_server_pools_keep_what_a_burst_opened():
+    engine = db.create_engine("postgresql://u@h/p")
+    # Returned connections are kept, not closed as overflow: a burst reuses them.
+    assert engine.pool.size() == db.POOL_SIZE and engine.pool._max_overflow == 0  # type: ignore[attr-defined]

@@ -90,13 +90,19 @@ def state(engine: Engine, defaults: Mapping[str, int], project_id: str,
         servers = None
     with db.read(engine) as conn:
         found = limits_in(conn, defaults, project_id, user_id)
-        counted = shown or any(found[r] >= 0 for r in COUNTED)
-        used = store.usage(conn, project_id, servers=counted and servers is None,
-                           user_id=user_id)
+        counted = shown or counts_servers(found)
+        if not counted:   # a check with every server limit unlimited: nothing to count
+            return found, store.Usage()
+        used = store.usage(conn, project_id, servers=servers is None, user_id=user_id)
     if counted and servers is not None:
         used = replace(used, **{r: int(n) for r, n in servers(project_id).items()
                                 if r in COUNTED})
     return found, used
+
+
+def counts_servers(limits: Mapping[str, int]) -> bool:
+    """Whether any server limit (instances, cores, ram) is set, so boots must be counted."""
+    return any(limits[r] >= 0 for r in COUNTED)
 
 
 def _room(limit: int, used: int) -> int | None:

@@ -3,7 +3,7 @@ a disabled cell takes no new servers but its servers and services stay manageabl
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -50,11 +50,13 @@ class CellDBs:
             return fn(conn, *args, **kw)
 
 
-def list_services(dbs: CellDBs, host: str | None = None, binary: str | None = None
+def list_services(dbs: CellDBs, host: str | None = None, binary: str | None = None,
+                  hosts: Collection[str] | None = None
                   ) -> tuple[list[tuple[CellMapping, Service]], dict[str, str]]:
     """Every cell's services (filtered), and the cells that did not answer."""
     cells = dbs.cells()
-    got = dbs.gather(lambda c: dbs.read(c, services.list_all, host=host, binary=binary), cells)
+    got = dbs.gather(lambda c: dbs.read(c, services.list_all, host=host, binary=binary,
+                                        hosts=hosts), cells)
     out = [(cell, svc) for cell in cells for svc in got.results.get(cell.uuid, [])]
     return out, got.failures
 

@@ -40,8 +40,12 @@ def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
+TRIM_EVERY = 50
+
+
 def record(conn: Connection, decision: Decision, keep: int = KEEP) -> int:
-    """Insert ``decision`` and drop all but the newest ``keep`` rows; its id."""
+    """Insert ``decision`` and, now and then, drop all but the newest ``keep`` rows (up to
+    TRIM_EVERY more may stay in between); its id."""
     table = schema.scheduling_decisions
     result = conn.execute(sa.insert(table).values(
         created_at=decision.created_at or _utcnow(),
@@ -54,8 +58,10 @@ def record(conn: Connection, decision: Decision, keep: int = KEEP) -> int:
     assert result.inserted_primary_key is not None
     new_id = int(result.inserted_primary_key[0])
     # Ids only grow, so "older than the keep-th newest" is a range; concurrent writers
-    # leave at most a few rows fewer than ``keep``, never more for long.
-    conn.execute(sa.delete(table).where(table.c.id <= new_id - keep))
+    # leave at most a few rows fewer than ``keep``. Trimmed every TRIM_EVERY decisions,
+    # not each: a delete per boot was a statement for at most one row.
+    if new_id % TRIM_EVERY == 0:
+        conn.execute(sa.delete(table).where(table.c.id <= new_id - keep))
     return new_id
 
 

@@ -34,15 +34,19 @@ from stratus.placement.candidates.tree import Candidate
 def from_solution(index: ProviderIndex, solution: Solution, shape: Shape,
                   requested_classes: set[int]) -> CandidateTable:
     """Call while holding the index (its usage columns change under later writes)."""
-    items = solution.items
+    # A tree's candidate that takes everything from one provider (a host with NIC
+    # children asked only for VCPU, RAM and disk) is that provider's plain request:
+    # sent as one shape for every host instead of a request built per host.
+    items = [item if type(item) is int or len(set(item.chosen)) != 1  # type: ignore[union-attr]
+             else item.chosen[0] for item in solution.items]  # type: ignore[union-attr]
     # Before 1.29 the JSON names no roots: a reader files each request under its provider.
     root_of_slot = index.root if shape.nested else np.arange(len(index.root), dtype=np.int32)
     if items and all(type(item) is int for item in items):
         roots = root_of_slot[np.asarray(items, np.int64)]
         if len(np.unique(roots)) == len(roots):
             # The common answer: each host once, the whole request on one provider.
-            return _one_per_host(index, solution, shape, requested_classes, roots.tolist(),
-                                 root_of_slot)
+            return _one_per_host(index, solution, items, shape,  # type: ignore[arg-type]
+                                 requested_classes, roots.tolist(), root_of_slot)
     rows: dict[int, int] = {}             # root slot -> row
     held: list[list[int | Candidate]] = []
     for item in items:
@@ -72,13 +76,13 @@ def from_solution(index: ProviderIndex, solution: Solution, shape: Shape,
                           [None] * len(held), build)
 
 
-def _one_per_host(index: ProviderIndex, solution: Solution, shape: Shape,
+def _one_per_host(index: ProviderIndex, solution: Solution, items: list[int], shape: Shape,
                   requested_classes: set[int], roots: list[int],
                   root_of_slot: np.ndarray) -> CandidateTable:
     uuids = index.uuids
     names = index.names.rc_name
     single = SingleRequests(
-        providers=[uuids[p] or "" for p in solution.items],  # type: ignore[index]
+        providers=[uuids[p] or "" for p in items],
         resources={names[rc]: amount for rc, amount in solution.totals.items()},
         suffixes=list(solution.suffixes), mappings=shape.mappings,
         dict_form=shape.dict_requests)

@@ -137,11 +137,9 @@ def _host_statuses(req: Req, servers: list[Server]) -> dict[str, str]:
     hosts = {s.host for s in servers if s.host}
     if not hosts:
         return {}
-    listed, _failures = list_services(req.api.dbs, binary=COMPUTE_BINARY)
+    listed, _failures = list_services(req.api.dbs, binary=COMPUTE_BINARY, hosts=hosts)
     out = {}
     for _cell, svc in listed:
-        if svc.host not in hosts:
-            continue
         if svc.forced_down:
             out[svc.host] = views.HOST_DOWN
         elif svc.disabled:
