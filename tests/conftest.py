@@ -304,6 +304,25 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "all_backends: run the test on SQLite, PostgreSQL and MariaDB"
     )
+    if not hasattr(config, "workerinput"):   # once, before xdist starts its workers
+        compile_bytecode()
+
+
+def compile_bytecode() -> None:
+    """Byte-compile the package and the test helpers up front (seconds; nothing to do
+    when up to date). Where ``PYTHONDONTWRITEBYTECODE`` is set (this machine's agents,
+    some CI images) Python never writes ``.pyc`` files, so every ``stratus`` process a
+    test starts (hundreds: serve, the CLIs, services) and every xdist worker would
+    compile the whole package from source again, about a CPU second each. Python still
+    reads ``.pyc`` files it finds, so writing them once here is enough."""
+    import compileall
+    from pathlib import Path
+
+    import stratus
+
+    root = Path(stratus.__file__).parent
+    for path in (root, Path(__file__).parent):
+        compileall.compile_dir(str(path), quiet=2)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
