@@ -27,6 +27,7 @@ from stratus.placement import db as placement_db
 from stratus.placement import schema
 from stratus.placement.http.app import PlacementApp, build_wsgi
 from stratus.storage import engine as db
+from stratus.storage import migrate
 from stratus.web.server import UVICORN_OPTIONS
 from tests.functional.cli_helpers import unavailable
 
@@ -51,6 +52,9 @@ class _ServerDatabase:
         self.engine: sa.Engine | None = None
         self.error: str | None = None
         self.extra: list[str] = []
+        # Migrated databases no test holds, by migrations directory (see ``migrated``).
+        self.free: dict[str, list[str]] = {}
+        self.schemas: dict[str, tuple[sa.MetaData, dict[str, list[dict[str, Any]]]]] = {}
 
     def start(self) -> None:
         base = os.environ.get(_ENV[self.backend])
@@ -104,6 +108,73 @@ class _ServerDatabase:
         self.extra.append(name)
         return str(sa.engine.make_url(db.normalize_url(self.base)).set(database=name)
                    .render_as_string(hide_password=False))
+
+    def migrated(self, location: str) -> str:
+        """A database on this server migrated to the head of ``location`` (an Alembic
+        directory), holding only what its migrations wrote; give it back with
+        ``give_back`` when the test is done.
+
+        Migrating costs seconds of DDL on a server (MariaDB commits and syncs each
+        statement): a World on MariaDB spent ~20 s of each test making its API, cell and
+        network databases. The first database of each directory is migrated for real;
+        later tests get one a test gave back, emptied with DELETE (TRUNCATE on
+        PostgreSQL), its counters restarted and its migrations' rows put back, which is
+        what a fresh migration leaves.
+        """
+        free = self.free.setdefault(location, [])
+        if free:
+            url = free.pop()
+            self._empty(url, location)
+            return url
+        url = self.scratch()
+        engine = db.create_engine(url)
+        try:
+            migrate.upgrade(engine, location)
+            if location not in self.schemas:
+                meta = sa.MetaData()
+                meta.reflect(engine)
+                with db.read(engine) as conn:
+                    rows = {t.name: [dict(r._mapping) for r in conn.execute(sa.select(t))]
+                            for t in meta.sorted_tables}
+                self.schemas[location] = (meta, {k: v for k, v in rows.items() if v})
+        finally:
+            engine.dispose()
+        return url
+
+    def give_back(self, location: str, url: str) -> None:
+        self.free.setdefault(location, []).append(url)
+
+    def _empty(self, url: str, location: str) -> None:
+        meta, seeded = self.schemas[location]
+        tables = [t for t in meta.sorted_tables if t.name != "alembic_version"]
+        engine = db.create_engine(url)
+        try:
+            with engine.begin() as conn:
+                if self.backend == "postgresql":
+                    names = ", ".join(f'"{t.name}"' for t in tables)
+                    conn.exec_driver_sql(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
+                else:
+                    conn.exec_driver_sql("SET FOREIGN_KEY_CHECKS=0")
+                    counted = set(conn.exec_driver_sql(
+                        "SELECT table_name FROM information_schema.tables WHERE "
+                        "table_schema = DATABASE() AND auto_increment > 1").scalars())
+                    for table in tables:
+                        conn.execute(sa.delete(table))
+                        if table.name in counted:   # InnoDB: back to max(id) + 1 = 1
+                            conn.exec_driver_sql(
+                                f"ALTER TABLE `{table.name}` AUTO_INCREMENT = 1")
+                    conn.exec_driver_sql("SET FOREIGN_KEY_CHECKS=1")
+                for table in tables:
+                    if table.name in seeded:
+                        conn.execute(sa.insert(table), seeded[table.name])
+                        column = table.autoincrement_column
+                        if self.backend == "postgresql" and column is not None:
+                            conn.exec_driver_sql(   # rows put back with their ids
+                                f"SELECT setval(pg_get_serial_sequence('{table.name}', "
+                                f"'{column.name}'), (SELECT max({column.name}) "
+                                f"FROM {table.name}))")
+        finally:
+            engine.dispose()
 
     def stop(self) -> None:
         if self.engine is None:
@@ -304,6 +375,25 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "all_backends: run the test on SQLite, PostgreSQL and MariaDB"
     )
+    if not hasattr(config, "workerinput"):   # once, before xdist starts its workers
+        compile_bytecode()
+
+
+def compile_bytecode() -> None:
+    """Byte-compile the package and the test helpers up front (seconds; nothing to do
+    when up to date). Where ``PYTHONDONTWRITEBYTECODE`` is set (this machine's agents,
+    some CI images) Python never writes ``.pyc`` files, so every ``stratus`` process a
+    test starts (hundreds: serve, the CLIs, services) and every xdist worker would
+    compile the whole package from source again, about a CPU second each. Python still
+    reads ``.pyc`` files it finds, so writing them once here is enough."""
+    import compileall
+    from pathlib import Path
+
+    import stratus
+
+    root = Path(stratus.__file__).parent
+    for path in (root, Path(__file__).parent):
+        compileall.compile_dir(str(path), quiet=2)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -22,8 +22,7 @@ pytestmark = pytest.mark.backend
 def admin_url(backend: str, prefix: str, user: str) -> Iterator[str]:
     base = os.environ.get(cli_helpers.SERVER_ENV[backend], "")
     if not base:
-        cli_helpers.unavailable(f"{backend.lower()} tests need "
-                                f"${cli_helpers.SERVER_ENV[backend]}")
+        cli_helpers.unavailable(cli_helpers.backend_not_configured(backend))
     try:
         admin = db.create_engine(base, isolation_level="AUTOCOMMIT")
         with admin.connect():

@@ -67,7 +67,7 @@ def test_documented_deployment_boots_servers(rabbit_url, tmp_path, backend):
     variable = cli_helpers.SERVER_ENV[backend]
     admin = os.environ.get(variable, "")
     if not admin:
-        cli_helpers.unavailable(f"the deployment test needs ${variable}")
+        cli_helpers.unavailable(cli_helpers.backend_not_configured(backend))
     try:
         probe = db.create_engine(admin, isolation_level="AUTOCOMMIT")
         with probe.connect():

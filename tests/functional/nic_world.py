@@ -15,34 +15,42 @@ import sqlalchemy as sa
 
 from stratus.api import schema as api_schema
 from stratus.network.model import port_groups
+from stratus.network.service import MIGRATIONS as NETWORK_MIGRATIONS
 from stratus.scheduler.request import TRANSIENT
 from stratus.storage import engine as db
 from tests.functional.compute_world import World, eventually
 from tests.functional.test_servers_with_ports import EGR, bw_policy, held, nic, port, provider_net
+from tests.scheduler_world import API_MIGRATIONS, CELL_MIGRATIONS
 
 HOST = "OS-EXT-SRV-ATTR:host"
 NICS = ("ens1", "ens2")
 SMALL = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1}
+# The World's databases by name (any other name is a cell's).
+MIGRATIONS = {"api": API_MIGRATIONS, "network": NETWORK_MIGRATIONS}
 
 
 @pytest.fixture
 def db_url(request: pytest.FixtureRequest, database_url: str, tmp_path: Any,
-           _server_databases: Any) -> Callable[[str], str] | None:
+           _server_databases: Any) -> Iterator[Callable[[str], str] | None]:
     """The API, cell and network databases on the backend under test (SQLite files, or
-    scratch databases on the PostgreSQL / MariaDB server), as ``World(db_url=...)``
-    takes them."""
+    databases on the PostgreSQL / MariaDB server, migrated and emptied as new: see
+    ``_ServerDatabase.migrated``), as ``World(db_url=...)`` takes them."""
     backend = sa.engine.make_url(database_url).get_backend_name()
     if backend == "sqlite":
-        return None
+        yield None
+        return
     server = _server_databases["postgresql" if backend == "postgresql" else "mysql"]
-    made: dict[str, str] = {}
+    made: dict[str, tuple[str, str]] = {}
 
     def url(name: str) -> str:
         if name not in made:
-            made[name] = server.scratch()
-        return made[name]
+            location = MIGRATIONS.get(name, CELL_MIGRATIONS)
+            made[name] = (location, server.migrated(location))
+        return made[name][1]
 
-    return url
+    yield url
+    for location, given in made.values():
+        server.give_back(location, given)
 
 
 def two_nic_hosts(world: World, *names: str, kbps: int = 10_000, **kw: Any) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from stratus.network.client import Conflict, NetworkClientError
+from stratus.network.service import MIGRATIONS as NETWORK_MIGRATIONS
 from tests.functional.compute_world import World
 from tests.functional.test_servers_with_ports import (
     EGR,
@@ -29,12 +30,16 @@ pytestmark = pytest.mark.all_backends
 
 
 @pytest.fixture
-def network_db(database_url, tmp_path, _server_databases) -> str:
-    """An empty network database on the backend the Placement database is on."""
+def network_db(database_url, tmp_path, _server_databases):
+    """A network database on the backend the Placement database is on (migrated and
+    emptied as new on a server: see ``_ServerDatabase.migrated``)."""
     for server in _server_databases.values():
         if server.url is not None and server.url == database_url:
-            return str(server.scratch())
-    return f"sqlite:///{tmp_path}/network.db"
+            url = server.migrated(NETWORK_MIGRATIONS)
+            yield url
+            server.give_back(NETWORK_MIGRATIONS, url)
+            return
+    yield f"sqlite:///{tmp_path}/network.db"
 
 
 @pytest.fixture

@@ -87,7 +87,7 @@ def test_scheduler_refuses_an_unknown_filter_in_one_line(tmp_path):
         "image_properties"]
 
 
-@pytest.mark.skipif(not RABBIT, reason="needs STRATUS_TEST_RABBIT_URL (RabbitMQ)")
+@pytest.mark.skipif(not RABBIT, reason="RabbitMQ tests need $STRATUS_TEST_RABBIT_URL (see .ci/run)")
 def test_scheduler_and_conductor_processes_over_rabbitmq(tmp_path, placement_app,
                                                          database_url, live_server):
     cloud = Cloud(tmp_path, placement_app, database_url, cells=("cell1",))
