@@ -135,10 +135,13 @@ ROLES += (
          {("image_database", "connection"): f"{DB}_image"}),
 )
 
-# Options no role above reads: `stratus zone-manager` (design document 003) and
-# `stratus serve`'s data directory.
-NOT_IN_A_ROLE = {("DEFAULT", "data_dir"), *((o.section, o.name) for o in OPTIONS
-                                            if o.section == "zones")}
+# Options no role above reads: `stratus zone-manager` (design document 003),
+# `stratus serve`'s data directory, and the cell database `stratus-manage cell_v2`
+# maps by default (a compute reads no database since issue 29; one started with
+# `--cell-db`, the previous release's way, takes its URL there).
+NOT_IN_A_ROLE = {("DEFAULT", "data_dir"), ("database", "connection"),
+                 *((o.section, o.name) for o in OPTIONS
+                 if o.section == "zones")}
 
 _BY_KEY = {(o.section, o.name): o for o in OPTIONS}
 
