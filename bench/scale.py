@@ -121,7 +121,8 @@ def project_of(api: httpx.Client) -> str:
 
 
 def claimed(placement: httpx.Client, project: str) -> int:
-    usages = placement.get(f"/usages?project_id={project}").json()["usages"]
+    usages = placement.get(f"/usages?project_id={project}",
+                           headers={"OpenStack-API-Version": "placement 1.9"}).json()["usages"]
     return int(usages.get("VCPU", 0))
 
 
@@ -212,6 +213,9 @@ def measure(dep: Deployment, args: argparse.Namespace, rep: Report,
             f"first process started, all {args.hosts:,} hosts up after "
             f"{all_up - dep.started:.0f} s (load {load()})")
     memory = {"start": start, "hosts": dep.memory()}
+    rep.say("- RSS at start: " + ", ".join(f"{r} {mib(b)} MiB" for r, b in start.items())
+            + "; with the hosts: "
+            + ", ".join(f"{r} {mib(b)} MiB" for r, b in memory["hosts"].items()))
     cpu = {"hosts": quiet_cpu(dep, args.quiet)}
     rep.say(f"- quiet {args.quiet:.0f} s with {args.hosts:,} hosts, 0 servers: "
             + ", ".join(f"{r} {c:.1f}" for r, c in cpu["hosts"].items())
@@ -225,6 +229,8 @@ def measure(dep: Deployment, args: argparse.Namespace, rep: Report,
                 f"({(have - before) / took:.1f} servers ACTIVE/s), {errors(api)} in ERROR "
                 f"(load {load()})")
         memory[stage] = dep.memory()
+        rep.say(f"- RSS at {stage} servers: " + ", ".join(
+            f"{r} {mib(b)} MiB" for r, b in memory[stage].items()))
         cpu[stage] = quiet_cpu(dep, args.quiet)
         rep.say(f"- quiet {args.quiet:.0f} s at {stage} servers: "
                 + ", ".join(f"{r} {c:.1f}" for r, c in cpu[stage].items())
@@ -234,7 +240,7 @@ def measure(dep: Deployment, args: argparse.Namespace, rep: Report,
         waits = probe(api, args.probe)
         rep.say(f"- at {stage}: /servers/detail page of 1,000 {page:.2f} s; whole /servers "
                 f"list {whole:.1f} s; {args.probe} single boots to ACTIVE "
-                + ", ".join(f"{w:.1f}" for w in waits) + f" s (load {load()})")
+                + ", ".join(f"{w:.2f}" for w in waits) + f" s (load {load()})")
         have += len(waits)
     table(dep, args, memory, cpu, rep)
 
