@@ -142,6 +142,7 @@ def fill(api: httpx.Client, placement: httpx.Client, have: int, target: int, bat
     """Boots up to ``target`` servers in multi-creates of ``batch``; returns the servers
     now claimed and the seconds it took until none is left building."""
     t0 = time.monotonic()
+    failed_before = errors(api)
     project = ""
     sent = have
     last_note = t0
@@ -157,7 +158,8 @@ def fill(api: httpx.Client, placement: httpx.Client, have: int, target: int, bat
             sent += n
             project = project or project_of(api)
             continue
-        if sent >= target and done >= target - errors(api) and not count(api, "status=BUILD"):
+        if sent >= target and done >= target - (errors(api) - failed_before) \
+                and not count(api, "status=BUILD"):
             return done, time.monotonic() - t0
         if time.monotonic() - last_note > 60:
             last_note = time.monotonic()
@@ -358,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds of each quiet interval (CPU at rest)")
     parser.add_argument("--probe", type=int, default=3, help="single boots per stage")
     parser.add_argument("--host-timeout", type=float, default=3600.0)
+    parser.add_argument("--attach", nargs=3, metavar=("API_URL", "PLACEMENT_URL", "PID"),
+                        help="measure a serve already running (its hosts up) instead")
     parser.add_argument("--distributed", choices=("POSTGRES", "MYSQL"),
                         help="separate processes over RabbitMQ (see above)")
     args = parser.parse_args(argv)
@@ -365,6 +369,11 @@ def main(argv: list[str] | None = None) -> int:
              else "stratus serve (SQLite)")
     rep = Report(shape)
     rep.say(f"# scale: {shape}, {args.hosts:,} hosts in {args.cells} cells; {machine()}")
+    if args.attach:
+        api_url, placement_url, pid = args.attach
+        dep = Deployment(api_url, placement_url, {"serve": int(pid)}, started=time.monotonic())
+        measure(dep, args, rep, {"serve": 0})
+        return 0
     with (distributed(args) if args.distributed else serve(args)) as (dep, start):
         measure(dep, args, rep, start)
     return 0
