@@ -24,13 +24,12 @@ from stratus.compute.rpcapi import BINARY
 from stratus.compute.service import ComputeService
 
 LOG = logging.getLogger(__name__)
-# The per-service heartbeat thread sleeps this long: Heartbeats beats for it.
-NEVER = 10 ** 9
 
 
 class FleetCompute(ComputeService):
+    beats_itself = False   # Heartbeats writes them: no idle thread per host
+
     def __init__(self, *args: Any, first_pass_done: bool = False, **kwargs: Any) -> None:
-        kwargs["report_interval"] = NEVER
         super().__init__(*args, **kwargs)
         self._first_pass_done = first_pass_done
 

@@ -15,9 +15,9 @@ direct path of ``--cell-db`` and of a compute of the previous version).
 Started with ``rpc_version="1.0"`` it advertises that older version on the bus
 and in its service row, as a compute not yet upgraded would.
 
-Two background threads: the heartbeat (``report_interval``) and the resource
-tracker pass (``tracker_interval``). ``clock`` stamps heartbeats and records, so
-tests can move time without sleeping.
+Two background threads: the heartbeat (``report_interval``; none when ``beats_itself``
+is false) and the resource tracker pass (``tracker_interval``). ``clock`` stamps
+heartbeats and records, so tests can move time without sleeping.
 """
 
 from __future__ import annotations
@@ -53,6 +53,11 @@ def conductor_for(bus: Bus) -> Rescheduler:
 
 
 class ComputeService:
+    # False when something else writes this service's heartbeats (many services in one
+    # process share one writer: stratus.allinone.computes.Heartbeats), so no thread of its
+    # own sleeps for them.
+    beats_itself = True
+
     def __init__(self, host: str, driver: Driver, bus: Bus, records: CellRecords | Engine,
                  placement: PlacementClient, *, report_interval: float = 10.0,
                  tracker_interval: float = 60.0, rpc_version: str = ComputeRPC.version,
@@ -108,7 +113,8 @@ class ComputeService:
                                       version=self.rpc_version)
         self._stop.clear()
         self._threads = [
-            self._loop("heartbeat", self.report_interval, self.heartbeat),
+            *([self._loop("heartbeat", self.report_interval, self.heartbeat)]
+              if self.beats_itself else []),
             self._loop("resource-tracker", self.tracker_interval, self.update_available_resource),
         ]
         LOG.info("compute %s started (RPC %s, driver %s)", self.host, self.rpc_version,

@@ -434,6 +434,27 @@ def test_ironic_one_service_many_node_providers_each_gets_the_trait(
 # -- heartbeats and stopping -----------------------------------------------------------
 
 
+def test_a_fleet_host_keeps_no_heartbeat_thread_of_its_own(bus, cell_engine, placement,
+                                                          conductor, clock):
+    """Many hosts in one process share one heartbeat writer: ten thousand of them hold
+    ten thousand threads fewer, and their heartbeats still arrive."""
+    from stratus.allinone.computes import FleetCompute, Heartbeats
+
+    svc = FleetCompute("cmp1", LibvirtDriver("cmp1", FLAT), bus, cell_engine, placement,
+                       clock=clock, conductor=conductor, tracker_interval=3600)
+    beats = Heartbeats(0.005, clock=clock)
+    svc.start()
+    try:
+        beats.add(cell_engine, svc)
+        beats.start()
+        names = [t.name for t in threading.enumerate() if t.name.startswith("compute-cmp1-")]
+        assert names == ["compute-cmp1-resource-tracker"]
+        assert eventually(lambda: service_row(cell_engine, "cmp1").report_count >= 2)
+    finally:
+        beats.stop()
+        svc.stop()
+
+
 def test_heartbeats_keep_it_up_and_a_stopped_service_goes_down(start, cell_engine, clock):
     svc = start(LibvirtDriver("cmp1", FLAT), report_interval=0.005)
     assert eventually(lambda: service_row(cell_engine, "cmp1").report_count >= 2)
