@@ -445,7 +445,7 @@ def test_a_fleet_host_keeps_no_heartbeat_thread_of_its_own(bus, cell_engine, pla
     beats = Heartbeats(0.005, clock=clock)
     svc.start()
     try:
-        beats.add(cell_engine, svc)
+        beats.add(svc.records, svc)
         beats.start()
         names = [t.name for t in threading.enumerate() if t.name.startswith("compute-cmp1-")]
         assert names == ["compute-cmp1-resource-tracker"]
