@@ -91,6 +91,10 @@ def uuid_value(nullable: bool = False) -> Check:
 
 def one_of(*choices: str | int) -> Check:
     def check(name: str, value: Any) -> Any:
+        # Neutron converts an integer attribute (ip_version) given as text first.
+        if isinstance(value, str) and any(isinstance(c, int) for c in choices) and \
+                re.fullmatch(r"-?\d{1,19}", value.strip()):
+            value = int(value)
         if value not in choices:
             raise _bad(name, f"{value} is not in {list(choices)}")
         return value

@@ -144,6 +144,8 @@ def update_network(conn: Connection, network_id: str, values: dict[str, Any],
             try:
                 rbac.set_wildcard(conn, "network", network_id, action, values[flag],
                                   network["project_id"])
+                if flag == "external" and not values[flag]:
+                    rbac.withdraw_external(conn, network_id)
             except errors.Conflict:
                 if flag == "shared":
                     raise errors.Conflict(

@@ -61,7 +61,16 @@ def _parsed(req: Req, body: Any) -> dict[str, Any]:
                                     "not specified", "HTTPBadRequest")
     data.setdefault("project_id", req.project_id)
     store.check_action(data["object_type"], data["action"])
+    _restrict_wildcard(req, data["target_project"], "create")
     return data
+
+
+def _restrict_wildcard(req: Req, target: str, verb: str) -> None:
+    """Neutron's ``restrict_wildcard`` rule: only admins grant to every project."""
+    if target == access.WILDCARD and not req.is_admin:
+        raise errors.Forbidden(f"(rule:{verb}_rbac_policy and "
+                               f"rule:{verb}_rbac_policy:target_tenant) is disallowed by "
+                               "policy", "PolicyNotAuthorized")
 
 
 def create_policy(req: Req) -> webob.Response:
@@ -90,6 +99,7 @@ def update_policy(req: Req) -> webob.Response:
     with db.write(req.deps.engine) as conn:
         row = _owned(req, conn, req.arg("id"))
         if "target_project" in data:
+            _restrict_wildcard(req, data["target_project"], "update")
             row = store.update(conn, req.arg("id"), data["target_project"])
     return shown(req, "rbac_policy", render(row))
 

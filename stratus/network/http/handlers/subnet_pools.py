@@ -27,9 +27,11 @@ def _common(row: dict[str, Any]) -> dict[str, Any]:
 
 def render_pool(row: dict[str, Any]) -> dict[str, Any]:
     out = _common(row)
+    # Neutron answers the prefix lengths as strings (_make_subnetpool_dict).
     out.update({"prefixes": list(row["prefixes"]),
-                "default_prefixlen": row["default_prefixlen"],
-                "min_prefixlen": row["min_prefixlen"], "max_prefixlen": row["max_prefixlen"],
+                "default_prefixlen": str(row["default_prefixlen"]),
+                "min_prefixlen": str(row["min_prefixlen"]),
+                "max_prefixlen": str(row["max_prefixlen"]),
                 "is_default": row["is_default"], "default_quota": row["default_quota"],
                 "address_scope_id": row["address_scope_id"]})
     return out
