@@ -1,0 +1,114 @@
+"""External networks by grant, as Neutron has them: an ``access_as_external`` grant to one
+project makes a network external for that project only (routers' gateways, floating
+IPs), the last grant going makes it internal again, the default external network keeps
+its grant to everyone; only admins grant to everyone; a grant bumps the network's
+revision. Also quota updates below what a project uses (refused unless forced) and the
+shapes Neutron answers (prefix lengths as text, ``ip_version`` taken as text)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.functional.test_network_api import Net, error, make
+from tests.functional.test_network_sharing import grant
+
+pytestmark = pytest.mark.all_backends
+
+
+@pytest.fixture
+def net(empty_database_url) -> Iterator[Net]:
+    made = make(empty_database_url)
+    yield made
+    made.app.deps.engine.dispose()   # the scratch database is dropped at session end
+
+
+def test_an_external_grant_to_one_project(net):
+    bob, carol = net.as_user("bob:p2"), net.as_user("carol:p3")
+    ext = net.made("/networks", "network", name="ext")
+    net.made("/subnets", "subnet", network_id=ext["id"], ip_version="4", cidr="172.30.0.0/24",
+             enable_dhcp=False)
+    revision = net.get(f"/networks/{ext['id']}").json()["network"]["revision_number"]
+    entry = grant(net, "network", ext["id"], "p2", "access_as_external")
+    shown = net.get(f"/networks/{ext['id']}").json()["network"]
+    assert shown["router:external"] is True and shown["revision_number"] > revision
+    # Bob may use it; carol does not see it.
+    router = bob.made("/routers", "router", name="r",
+                      external_gateway_info={"network_id": ext["id"]})
+    assert router["external_gateway_info"]["network_id"] == ext["id"]
+    bob.made("/floatingips", "floatingip", floating_network_id=ext["id"])
+    error(carol.get(f"/networks/{ext['id']}"), 404, "NetworkNotFound")
+    error(carol.post("/floatingips", json={"floatingip": {
+        "floating_network_id": ext["id"]}}), 404, "NetworkNotFound")
+    # The grant bob's router depends on cannot go; once the router has gone it can, and
+    # the network is internal again.
+    error(net.delete(f"/rbac-policies/{entry['id']}"), 409, "RbacPolicyInUse")
+    for fip in bob.get("/floatingips").json()["floatingips"]:
+        assert bob.delete(f"/floatingips/{fip['id']}").status_code == 204
+    assert bob.delete(f"/routers/{router['id']}").status_code == 204
+    assert net.delete(f"/rbac-policies/{entry['id']}").status_code == 204
+    assert net.get(f"/networks/{ext['id']}").json()["network"]["router:external"] is False
+
+
+def test_wildcard_grants_and_the_default_external_network(net):
+    alice = net.as_user("alice:p1")
+    own = alice.made("/networks", "network", name="own")
+    for action in ("access_as_external", "access_as_shared"):
+        error(alice.post("/rbac-policies", json={"rbac_policy": {
+            "object_type": "network", "object_id": own["id"], "target_tenant": "*",
+            "action": action}}), 403, "PolicyNotAuthorized")
+    mine = grant(alice, "network", own["id"], "p2")
+    error(alice.put(f"/rbac-policies/{mine['id']}", json={"rbac_policy": {
+        "target_tenant": "*"}}), 403, "PolicyNotAuthorized")
+
+    public = net.made("/networks", "network", name="public", is_default=True,
+                      **{"router:external": True})
+    wildcard = net.get("/rbac-policies", params={"object_id": public["id"]}).json()[
+        "rbac_policies"]
+    assert [(w["target_tenant"], w["action"]) for w in wildcard] == [
+        ("*", "access_as_external")]
+    error(net.delete(f"/rbac-policies/{wildcard[0]['id']}"), 409, "RbacPolicyInUse")
+    error(net.put(f"/rbac-policies/{wildcard[0]['id']}", json={"rbac_policy": {
+        "target_tenant": "p1"}}), 409, "RbacPolicyInUse")
+    assert alice.get(f"/networks/{public['id']}").json()["network"]["router:external"]
+    # A wildcard and a project grant: the wildcard going leaves the network external.
+    other = net.made("/networks", "network", name="other", **{"router:external": True})
+    grant(net, "network", other["id"], "p1", "access_as_external")
+    star = next(r for r in net.get("/rbac-policies", params={"object_id": other["id"]})
+                .json()["rbac_policies"] if r["target_tenant"] == "*")
+    assert net.delete(f"/rbac-policies/{star['id']}").status_code == 204
+    assert net.get(f"/networks/{other['id']}").json()["network"]["router:external"] is True
+    # router:external false withdraws every external grant.
+    assert net.put(f"/networks/{other['id']}", json={"network": {
+        "router:external": False}}).status_code == 200
+    assert net.get("/rbac-policies", params={"object_id": other["id"]}).json()[
+        "rbac_policies"] == []
+    error(alice.get(f"/networks/{other['id']}"), 404, "NetworkNotFound")
+
+
+def test_a_quota_below_use_is_refused_unless_forced(net):
+    alice = net.as_user("alice:p1")
+    for name in ("a", "b"):
+        alice.made("/networks", "network", name=name)
+    error(net.put("/quotas/p1", json={"quota": {"network": 1}}), 400, "HTTPBadRequest")
+    assert alice.get("/quotas/p1").json()["quota"]["network"] == 100
+    for body in ({"network": 2}, {"network": -1}, {"network": 1, "force": True},
+                 {"network": 5, "check_limit": True}):
+        resp = net.put("/quotas/p1", json={"quota": body})
+        assert resp.status_code == 200, (body, resp.text)
+        assert resp.json()["quota"]["network"] == body["network"]
+    error(net.put("/quotas/p1", json={"quota": {"network": 1, "forced": True}}), 400,
+          "HTTPBadRequest")
+
+
+def test_subnet_pool_prefix_lengths_are_answered_as_text(net):
+    pool = net.made("/subnetpools", "subnetpool", name="pool", prefixes=["10.10.0.0/16"],
+                    min_prefixlen="24", default_prefixlen=26, ip_version="4")
+    assert (pool["min_prefixlen"], pool["default_prefixlen"], pool["max_prefixlen"]) == (
+        "24", "26", "32")
+    assert net.get("/subnetpools", params={"min_prefixlen": 24}).json()[
+        "subnetpools"][0]["id"] == pool["id"]
+    error(net.post("/subnetpools", json={"subnetpool": {
+        "name": "x", "prefixes": ["10.11.0.0/16"], "ip_version": "5"}}), 400,
+        "HTTPBadRequest")
