@@ -112,3 +112,35 @@ def test_subnet_pool_prefix_lengths_are_answered_as_text(net):
     error(net.post("/subnetpools", json={"subnetpool": {
         "name": "x", "prefixes": ["10.11.0.0/16"], "ip_version": "5"}}), 400,
         "HTTPBadRequest")
+
+
+def test_mtus_the_network_type_and_its_subnets_allow(net):
+    error(net.post("/networks", json={"network": {"name": "big", "mtu": 1501}}), 400,
+          "InvalidInput")
+    tiny = net.made("/networks", "network", name="tiny", mtu=67)
+    error(net.post("/subnets", json={"subnet": {"network_id": tiny["id"], "ip_version": 4,
+                                                "cidr": "10.0.0.0/24"}}), 409,
+          "NetworkMTUSubnetConflict")
+    small = net.made("/networks", "network", name="small", mtu=1279)
+    error(net.post("/subnets", json={"subnet": {"network_id": small["id"], "ip_version": 6,
+                                                "cidr": "2001:db8::/64"}}), 409,
+          "NetworkMTUSubnetConflict")
+    net.made("/subnets", "subnet", network_id=small["id"], ip_version=4, cidr="10.1.0.0/24")
+    ok = net.made("/networks", "network", name="ok", mtu=1280)
+    net.made("/subnets", "subnet", network_id=ok["id"], ip_version=6, cidr="2001:db8:1::/64")
+    error(net.put(f"/networks/{ok['id']}", json={"network": {"mtu": 1279}}), 409,
+          "NetworkMTUSubnetConflict")
+    assert net.get(f"/networks/{ok['id']}").json()["network"]["mtu"] == 1280
+
+
+def test_bulk_items_wrapped_and_security_groups_named_twice(net):
+    alice = net.as_user("alice:p1")
+    resp = alice.post("/security-groups", json={"security_groups": [
+        {"security_group": {"name": "a"}}, {"name": "b", "stateful": False}]})
+    assert resp.status_code == 201, resp.text
+    made = resp.json()["security_groups"]
+    assert [(g["name"], g["stateful"]) for g in made] == [("a", True), ("b", False)]
+    network = alice.made("/networks", "network", name="n")
+    port = alice.made("/ports", "port", network_id=network["id"])
+    error(alice.put(f"/ports/{port['id']}", json={"port": {
+        "security_groups": [made[0]["id"], made[0]["id"]]}}), 400, "HTTPBadRequest")

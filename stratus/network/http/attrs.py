@@ -143,7 +143,11 @@ def uuid_list(name: str, value: Any) -> list[str]:
         return []
     if not isinstance(value, list):
         raise _bad(name, f"'{value}' is not a list")
-    return [uuid_value()(name, v) for v in value]
+    ids = [uuid_value()(name, v) for v in value]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:   # Neutron's _validate_list_of_items
+        raise _bad(name, f"Duplicate items in the list: '{', '.join(twice)}'")
+    return ids
 
 
 def nullable_one_of(*choices: str) -> Check:
@@ -195,7 +199,7 @@ NETWORK = _attrs(
                                          column="physical_network"),
        "provider:segmentation_id": Attr(integer(0, MAX_INT, nullable=True), put=False,
                                         admin=True, column="segmentation_id")},
-    mtu=Attr(integer(68, 9216)), qos_policy_id=Attr(uuid_value(nullable=True)),
+    mtu=Attr(integer(0, 9216)), qos_policy_id=Attr(uuid_value(nullable=True)),
     port_security_enabled=Attr(boolean), is_default=Attr(boolean, admin=True),
     availability_zone_hints=Attr(lambda n, v: _empty_list(n, v), put=False),
 )

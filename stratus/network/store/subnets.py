@@ -19,7 +19,7 @@ from stratus.network import errors, ipam
 from stratus.network import schema as s
 from stratus.network.store import access
 from stratus.network.store.common import Filters, bump, forget_tags, new_id, utcnow, where
-from stratus.network.store.networks import get_network
+from stratus.network.store.networks import check_mtu_for_subnets, get_network
 
 COLUMNS = {"id": "id", "name": "name", "description": "description",
            "project_id": "project_id", "tenant_id": "project_id",
@@ -125,8 +125,9 @@ def create_subnet(conn: Connection, *, network_id: str, project_id: str, ip_vers
                   allocation_pools: Any = None, dns_nameservers: Any = None,
                   host_routes: Any = None, ipv6_ra_mode: str | None = None,
                   ipv6_address_mode: str | None = None, **values: Any) -> dict[str, Any]:
-    get_network(conn, network_id)
+    network = get_network(conn, network_id)
     net = ipam.network(cidr, ip_version)
+    check_mtu_for_subnets(network_id, network["mtu"], {net.version})
     for other in list_subnets(conn, {"network_id": [network_id]}, None):
         if ipaddress.ip_network(other["cidr"]).overlaps(net):
             raise errors.BadRequest(f"Invalid input for operation: Requested subnet with cidr: "
