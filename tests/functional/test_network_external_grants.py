@@ -144,3 +144,17 @@ def test_bulk_items_wrapped_and_security_groups_named_twice(net):
     port = alice.made("/ports", "port", network_id=network["id"])
     error(alice.put(f"/ports/{port['id']}", json={"port": {
         "security_groups": [made[0]["id"], made[0]["id"]]}}), 400, "HTTPBadRequest")
+
+
+def test_subnets_filtered_by_their_networks_sharing(net):
+    alice = net.as_user("alice:p1")
+    shared = net.made("/networks", "network", name="shared", shared=True)
+    own = alice.made("/networks", "network", name="own")
+    on_shared = net.made("/subnets", "subnet", network_id=shared["id"], ip_version=4,
+                         cidr="10.20.0.0/24")
+    on_own = alice.made("/subnets", "subnet", network_id=own["id"], ip_version=4,
+                        cidr="10.21.0.0/24")
+    for value, wanted in (("true", [on_shared["id"]]), ("false", [on_own["id"]])):
+        found = alice.get("/subnets", params={"shared": value}).json()["subnets"]
+        assert [s["id"] for s in found] == wanted
+        assert all("shared" not in s for s in found)

@@ -71,6 +71,9 @@ def list_subnets(conn: Connection, filters: Filters, project_id: str | None
     networks it may see (shared with it, or external)."""
     t, n = s.subnets, s.networks
     query = where(sa.select(t), t, filters, COLUMNS)
+    if "shared" in filters:   # a filter only (Neutron): the network shared with everyone
+        wanted = sorted({v.strip().lower() in ("true", "1", "yes") for v in filters["shared"]})
+        query = query.where(t.c.network_id.in_(sa.select(n.c.id).where(n.c.shared.in_(wanted))))
     if project_id is not None:
         seen = sa.select(n.c.id).where(access.network_visible(project_id))
         query = query.where(sa.or_(t.c.project_id == project_id, t.c.network_id.in_(seen)))

@@ -16,7 +16,8 @@ from stratus.network.store import subnet_pools as pool_store
 from stratus.network.store import subnets as store
 from stratus.storage import engine as db
 
-SUBNET_FILTERS = (*store.COLUMNS, "segment_id", "service_types", "dns_publish_fixed_ip")
+SUBNET_FILTERS = (*store.COLUMNS, "segment_id", "service_types", "dns_publish_fixed_ip",
+                  "shared")
 
 
 def visible(req: Req, conn: Connection, subnet_id: str) -> dict[str, Any]:
@@ -38,7 +39,7 @@ def list_subnets(req: Req) -> webob.Response:
     filters = req.filters(SUBNET_FILTERS)
     with db.read(req.deps.engine) as conn:
         rows = tags.attach(conn, store.list_subnets(conn, filters, req.scope))
-    rest = {k: v for k, v in filters.items() if k not in store.COLUMNS}
+    rest = {k: v for k, v in filters.items() if k not in store.COLUMNS and k != "shared"}
     return listing(req, "subnets", [render.subnet(req, r) for r in rows], rest)
 
 
