@@ -158,3 +158,18 @@ def test_subnets_filtered_by_their_networks_sharing(net):
         found = alice.get("/subnets", params={"shared": value}).json()["subnets"]
         assert [s["id"] for s in found] == wanted
         assert all("shared" not in s for s in found)
+
+
+def test_a_second_address_on_the_same_subnet(net):
+    alice = net.as_user("alice:p1")
+    network = alice.made("/networks", "network", name="n")
+    subnet = alice.made("/subnets", "subnet", network_id=network["id"], ip_version=4,
+                        cidr="10.30.0.0/28")
+    port = alice.made("/ports", "port", network_id=network["id"])
+    first = port["fixed_ips"][0]["ip_address"]
+    resp = alice.put(f"/ports/{port['id']}", json={"port": {
+        "fixed_ips": [*port["fixed_ips"], {"subnet_id": subnet["id"]}]}})
+    assert resp.status_code == 200, resp.text
+    ips = resp.json()["port"]["fixed_ips"]
+    assert [i["subnet_id"] for i in ips] == [subnet["id"]] * 2
+    assert first in {i["ip_address"] for i in ips} and len({i["ip_address"] for i in ips}) == 2
