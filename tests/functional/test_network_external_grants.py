@@ -173,3 +173,15 @@ def test_a_second_address_on_the_same_subnet(net):
     ips = resp.json()["port"]["fixed_ips"]
     assert [i["subnet_id"] for i in ips] == [subnet["id"]] * 2
     assert first in {i["ip_address"] for i in ips} and len({i["ip_address"] for i in ips}) == 2
+
+
+def test_a_project_may_name_itself_and_no_other(net):
+    alice = net.as_user("alice:p1")
+    mine = alice.made("/networks", "network", name="mine", project_id="p1")
+    assert mine["project_id"] == "p1"
+    error(alice.post("/networks", json={"network": {"name": "theirs", "project_id": "p2"}}),
+          400, "HTTPBadRequest")
+    error(alice.post("/ports", json={"port": {"network_id": mine["id"], "tenant_id": "p9"}}),
+          400, "HTTPBadRequest")
+    assert net.made("/networks", "network", name="for-p2", project_id="p2")["project_id"] == \
+        "p2"

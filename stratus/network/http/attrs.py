@@ -256,8 +256,10 @@ def rule_attrs(rule_type: str) -> dict[str, Attr]:
 
 
 def parse(body: Any, member: str, table: Mapping[str, Attr], *, creating: bool,
-          is_admin: bool) -> dict[str, Any]:
-    """The checked attributes of ``body[member]``, keyed by store column name."""
+          is_admin: bool, caller: str | None = None) -> dict[str, Any]:
+    """The checked attributes of ``body[member]``, keyed by store column name. A
+    non-admin ``caller`` may name its own project; another is 400 (Neutron's
+    populate_project_id)."""
     if not isinstance(body, dict) or not body:
         raise errors.BadRequest("Resource body required", "HTTPBadRequest")
     if member not in body or len(body) != 1:
@@ -283,6 +285,12 @@ def parse(body: Any, member: str, table: Mapping[str, Attr], *, creating: bool,
     # Policy after validation, as Neutron's API layer orders them (a bad value is 400
     # whoever sends it).
     for name in data:
+        if name in ("project_id", "tenant_id") and not is_admin and caller is not None:
+            if data[name] != caller:
+                raise errors.BadRequest("Specifying 'project_id' or 'tenant_id' other than "
+                                        "the authenticated project in request requires admin "
+                                        "privileges", "HTTPBadRequest")
+            continue
         if table[name].admin and not is_admin:
             raise errors.Forbidden(f"(rule:{'create' if creating else 'update'}_{member}:"
                                    f"{name}) is disallowed by policy", "PolicyNotAuthorized")

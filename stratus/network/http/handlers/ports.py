@@ -70,7 +70,8 @@ def show_port(req: Req) -> webob.Response:
 
 
 def _parsed(req: Req, body: Any) -> dict[str, Any]:
-    data = attrs.parse(body, "port", attrs.PORT, creating=True, is_admin=req.is_admin)
+    data = attrs.parse(body, "port", attrs.PORT, creating=True, is_admin=req.is_admin,
+                       caller=req.project_id)
     if "network_id" not in data:
         raise errors.BadRequest("Failed to parse request. Required attribute 'network_id' not "
                                 "specified", "HTTPBadRequest")
@@ -95,7 +96,8 @@ def create_port(req: Req) -> webob.Response:
 
 
 def update_port(req: Req) -> webob.Response:
-    data = attrs.parse(req.body(), "port", attrs.PORT, creating=False, is_admin=req.is_admin)
+    data = attrs.parse(req.body(), "port", attrs.PORT, creating=False, is_admin=req.is_admin,
+                       caller=req.project_id)
     host_given = "host" in data
     host = data.pop("host", None)
     if host_given and host is None:

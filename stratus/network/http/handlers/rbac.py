@@ -53,7 +53,8 @@ def show_policy(req: Req) -> webob.Response:
 
 def _parsed(req: Req, body: Any) -> dict[str, Any]:
     data = attrs.parse(body, "rbac_policy", attrs.RBAC_POLICY, creating=True,
-                       is_admin=req.is_admin)
+                       is_admin=req.is_admin,
+                       caller=req.project_id)
     for required in ("object_type", "object_id", "target_project", "action"):
         if required not in data:
             name = "target_tenant" if required == "target_project" else required
@@ -95,7 +96,8 @@ def create_policy(req: Req) -> webob.Response:
 
 def update_policy(req: Req) -> webob.Response:
     data = attrs.parse(req.body(), "rbac_policy", attrs.RBAC_POLICY, creating=False,
-                       is_admin=req.is_admin)
+                       is_admin=req.is_admin,
+                       caller=req.project_id)
     with db.write(req.deps.engine) as conn:
         row = _owned(req, conn, req.arg("id"))
         if "target_project" in data:

@@ -51,7 +51,8 @@ def show_subnet(req: Req) -> webob.Response:
 
 def _parsed(req: Req, body: Any) -> dict[str, Any]:
     raw = body.get("subnet") if isinstance(body, dict) else None
-    data = attrs.parse(body, "subnet", attrs.SUBNET, creating=True, is_admin=req.is_admin)
+    data = attrs.parse(body, "subnet", attrs.SUBNET, creating=True, is_admin=req.is_admin,
+                       caller=req.project_id)
     for required in ("network_id", "ip_version"):
         if required not in data:
             raise errors.BadRequest(f"Failed to parse request. Required attribute '{required}' "
@@ -80,7 +81,8 @@ def create_subnet(req: Req) -> webob.Response:
 
 def update_subnet(req: Req) -> webob.Response:
     data = attrs.parse(req.body(), "subnet", attrs.SUBNET, creating=False,
-                       is_admin=req.is_admin)
+                       is_admin=req.is_admin,
+                       caller=req.project_id)
     for dropped in ("service_types", "dns_publish_fixed_ip"):
         data.pop(dropped, None)
     with db.write(req.deps.engine) as conn:
