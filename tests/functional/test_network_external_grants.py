@@ -185,3 +185,23 @@ def test_a_project_may_name_itself_and_no_other(net):
           400, "HTTPBadRequest")
     assert net.made("/networks", "network", name="for-p2", project_id="p2")["project_id"] == \
         "p2"
+
+
+def test_pools_of_one_address_scope_do_not_overlap(net):
+    alice = net.as_user("alice:p1")
+    scope = alice.made("/address-scopes", "address_scope", name="s", ip_version=4)
+    alice.made("/subnetpools", "subnetpool", name="a", prefixes=["10.40.0.0/16"],
+               address_scope_id=scope["id"])
+    error(alice.post("/subnetpools", json={"subnetpool": {
+        "name": "b", "prefixes": ["10.40.128.0/20"], "address_scope_id": scope["id"]}}),
+        409, "AddressScopePrefixConflict")
+    b = alice.made("/subnetpools", "subnetpool", name="b", prefixes=["10.41.0.0/16"],
+                   address_scope_id=scope["id"])
+    error(alice.put(f"/subnetpools/{b['id']}", json={"subnetpool": {
+        "prefixes": ["10.41.0.0/16", "10.40.0.0/24"]}}), 409, "AddressScopePrefixConflict")
+    # A scope shared by an admin is not the project's to put its pools in.
+    shared = net.made("/address-scopes", "address_scope", name="open", ip_version=4,
+                      shared=True)
+    error(alice.post("/subnetpools", json={"subnetpool": {
+        "name": "c", "prefixes": ["10.42.0.0/16"], "address_scope_id": shared["id"]}}),
+        400, "IllegalSubnetPoolAssociationToAddressScope")
