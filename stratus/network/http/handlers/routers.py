@@ -204,6 +204,10 @@ def update_fip(req: Req) -> webob.Response:
     data = attrs.parse(req.body(), "floatingip", attrs.FLOATING_IP, creating=False,
                        is_admin=req.is_admin,
                        caller=req.project_id)
+    if not data:
+        # A blank update clears the association (Neutron keeps that from the time a
+        # floating IP had no other attribute).
+        data = {"port_id": None}
     with db.write(req.deps.engine) as conn:
         fip_store.visible(conn, req.arg("id"), req.scope)
         row = fip_store.update(conn, req.arg("id"), data, caller_project=req.scope,
