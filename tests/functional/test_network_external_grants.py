@@ -205,3 +205,20 @@ def test_pools_of_one_address_scope_do_not_overlap(net):
     error(alice.post("/subnetpools", json={"subnetpool": {
         "name": "c", "prefixes": ["10.42.0.0/16"], "address_scope_id": shared["id"]}}),
         400, "IllegalSubnetPoolAssociationToAddressScope")
+
+
+def test_a_gateway_a_router_holds_stays(net):
+    alice = net.as_user("alice:p1")
+    network = alice.made("/networks", "network", name="n")
+    subnet = alice.made("/subnets", "subnet", network_id=network["id"], ip_version=4,
+                        cidr="10.50.0.0/24",
+                        allocation_pools=[{"start": "10.50.0.100", "end": "10.50.0.200"}])
+    moved = alice.put(f"/subnets/{subnet['id']}", json={"subnet": {"gateway_ip": "10.50.0.5"}})
+    assert moved.json()["subnet"]["gateway_ip"] == "10.50.0.5"
+    router = alice.made("/routers", "router", name="r")
+    assert alice.put(f"/routers/{router['id']}/add_router_interface",
+                     json={"subnet_id": subnet["id"]}).status_code == 200
+    for gateway in ("10.50.0.6", None):
+        error(alice.put(f"/subnets/{subnet['id']}", json={"subnet": {"gateway_ip": gateway}}),
+              409, "GatewayIpInUse")
+    assert alice.get(f"/subnets/{subnet['id']}").json()["subnet"]["gateway_ip"] == "10.50.0.5"

@@ -151,6 +151,18 @@ def create_subnet(conn: Connection, *, network_id: str, project_id: str, ip_vers
     return get_subnet(conn, subnet_id)
 
 
+def _gateway_free(conn: Connection, subnet_id: str, gateway: str) -> None:
+    """GatewayIpInUse (409): a router's interface holds the gateway address (Neutron
+    refuses to move or remove it then)."""
+    a, p = s.ip_allocations, s.ports
+    port_id = conn.execute(sa.select(a.c.port_id).join(p, p.c.id == a.c.port_id).where(
+        a.c.subnet_id == subnet_id, a.c.ip_address == gateway,
+        p.c.device_owner.like("network:router_interface%")).limit(1)).scalar()
+    if port_id is not None:
+        raise errors.Conflict(f"Current gateway ip {gateway} already in use by port "
+                              f"{port_id}. Unable to update.", "GatewayIpInUse")
+
+
 def update_subnet(conn: Connection, subnet_id: str, values: dict[str, Any],
                   expect_revision: int | None = None) -> dict[str, Any]:
     subnet = get_subnet(conn, subnet_id)
@@ -162,6 +174,8 @@ def update_subnet(conn: Connection, subnet_id: str, values: dict[str, Any],
     if "gateway_ip" in values:
         gateway = ipam.gateway(net, values.pop("gateway_ip"), omitted=False)
         values["gateway_ip"] = gateway
+        if gateway != subnet["gateway_ip"] and subnet["gateway_ip"] is not None:
+            _gateway_free(conn, subnet_id, subnet["gateway_ip"])
         if gateway is not None and gateway != subnet["gateway_ip"] and _holds(
                 conn, subnet_id, gateway):
             raise errors.Conflict(f"Unable to complete operation for network "
