@@ -222,3 +222,21 @@ def test_a_gateway_a_router_holds_stays(net):
         error(alice.put(f"/subnets/{subnet['id']}", json={"subnet": {"gateway_ip": gateway}}),
               409, "GatewayIpInUse")
     assert alice.get(f"/subnets/{subnet['id']}").json()["subnet"]["gateway_ip"] == "10.50.0.5"
+
+
+def test_address_pairs_are_the_network_owners(net):
+    bob = net.as_user("bob:p2")
+    shared = net.made("/networks", "network", name="shared", shared=True)
+    net.made("/subnets", "subnet", network_id=shared["id"], ip_version=4, cidr="10.60.0.0/24")
+    pairs = [{"ip_address": "10.60.0.200"}]
+    error(bob.post("/ports", json={"port": {"network_id": shared["id"],
+                                            "allowed_address_pairs": pairs}}), 403,
+          "PolicyNotAuthorized")
+    port = bob.made("/ports", "port", network_id=shared["id"])
+    error(bob.put(f"/ports/{port['id']}", json={"port": {"allowed_address_pairs": pairs}}),
+          403, "PolicyNotAuthorized")
+    own = bob.made("/networks", "network", name="own")
+    bob.made("/subnets", "subnet", network_id=own["id"], ip_version=4, cidr="10.61.0.0/24")
+    mine = bob.made("/ports", "port", network_id=own["id"],
+                    allowed_address_pairs=[{"ip_address": "10.61.0.200"}])
+    assert mine["allowed_address_pairs"][0]["ip_address"] == "10.61.0.200"

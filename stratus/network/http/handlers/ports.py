@@ -26,7 +26,7 @@ PORT_FILTERS = (*store.PORT_COLUMNS, "binding:host_id", "fixed_ips", "security_g
                 "ip_allocation", "binding:profile", "allowed_address_pairs")
 BINDING_FILTERS = ("host", "vif_type", "vnic_type", "status")
 # Attributes only an admin or the network's owner may set (Neutron's default policy).
-NETWORK_OWNER_ONLY = ("mac_address", "port_security_enabled")
+NETWORK_OWNER_ONLY = ("mac_address", "port_security_enabled", "allowed_address_pairs")
 
 
 def _port(req: Req, conn: Connection) -> dict[str, Any]:
@@ -35,8 +35,8 @@ def _port(req: Req, conn: Connection) -> dict[str, Any]:
 
 def _owner_checks(req: Req, conn: Connection, network_id: str, data: dict[str, Any],
                   action: str) -> None:
-    """What only an admin or the network's owner may ask for: a MAC, port security, fixed
-    addresses by value, a network device owner."""
+    """What only an admin or the network's owner may ask for: a MAC, port security,
+    allowed address pairs, fixed addresses by value, a network device owner."""
     if req.scope is None:
         return
     network = net_store.get_network(conn, network_id)
