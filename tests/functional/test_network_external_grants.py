@@ -240,3 +240,26 @@ def test_address_pairs_are_the_network_owners(net):
     mine = bob.made("/ports", "port", network_id=own["id"],
                     allowed_address_pairs=[{"ip_address": "10.61.0.200"}])
     assert mine["allowed_address_pairs"][0]["ip_address"] == "10.61.0.200"
+
+
+def test_a_floating_ip_maps_only_its_projects_ports(net):
+    alice = net.as_user("alice:p1")
+    public = net.made("/networks", "network", name="public", **{"router:external": True})
+    net.made("/subnets", "subnet", network_id=public["id"], ip_version=4,
+             cidr="172.31.0.0/24", enable_dhcp=False)
+    network = alice.made("/networks", "network", name="n")
+    subnet = alice.made("/subnets", "subnet", network_id=network["id"], ip_version=4,
+                        cidr="10.70.0.0/24")
+    router = alice.made("/routers", "router", name="r",
+                        external_gateway_info={"network_id": public["id"]})
+    alice.put(f"/routers/{router['id']}/add_router_interface",
+              json={"subnet_id": subnet["id"]})
+    theirs = net.made("/ports", "port", network_id=network["id"], project_id="p2")
+    fip = alice.made("/floatingips", "floatingip", floating_network_id=public["id"])
+    error(alice.put(f"/floatingips/{fip['id']}", json={"floatingip": {
+        "port_id": theirs["id"]}}), 400, "BadRequest")
+    assert alice.get(f"/floatingips/{fip['id']}").json()["floatingip"]["port_id"] is None
+    # A pool's sharing is set when it is made, never after (Neutron: read-only).
+    pool = net.made("/subnetpools", "subnetpool", name="p", prefixes=["10.80.0.0/16"])
+    error(net.put(f"/subnetpools/{pool['id']}", json={"subnetpool": {"shared": True}}), 400,
+          "HTTPBadRequest")

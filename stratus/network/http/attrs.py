@@ -326,7 +326,7 @@ SUBNET_POOL = _attrs(
     **COMMON,
     prefixes=Attr(raw), ip_version=Attr(one_of(4, 6), put=False),
     default_prefixlen=Attr(integer(0, 128)), min_prefixlen=Attr(integer(0, 128)),
-    max_prefixlen=Attr(integer(0, 128)), shared=Attr(boolean, admin=True),
+    max_prefixlen=Attr(integer(0, 128)), shared=Attr(boolean, admin=True, put=False),
     is_default=Attr(boolean, admin=True), default_quota=Attr(integer(0, nullable=True)),
     address_scope_id=Attr(uuid_value(nullable=True)),
 )
