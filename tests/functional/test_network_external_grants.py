@@ -263,3 +263,18 @@ def test_a_floating_ip_maps_only_its_projects_ports(net):
     pool = net.made("/subnetpools", "subnetpool", name="p", prefixes=["10.80.0.0/16"])
     error(net.put(f"/subnetpools/{pool['id']}", json={"subnetpool": {"shared": True}}), 400,
           "HTTPBadRequest")
+
+
+def test_a_wildcard_grant_narrowed_to_the_project_using_it(net):
+    bob = net.as_user("bob:p2")
+    ext = net.made("/networks", "network", name="ext", **{"router:external": True})
+    star = net.get("/rbac-policies", params={"object_id": ext["id"]}).json()[
+        "rbac_policies"][0]
+    bob.made("/routers", "router", name="r", external_gateway_info={"network_id": ext["id"]})
+    error(net.put(f"/rbac-policies/{star['id']}", json={"rbac_policy": {
+        "target_tenant": "p3"}}), 409, "RbacPolicyInUse")
+    resp = net.put(f"/rbac-policies/{star['id']}", json={"rbac_policy": {
+        "target_tenant": "p2"}})
+    assert resp.status_code == 200, resp.text
+    assert net.get(f"/networks/{ext['id']}").json()["network"]["router:external"] is True
+    assert bob.get(f"/networks/{ext['id']}").status_code == 200

@@ -91,7 +91,7 @@ def update(conn: Connection, policy_id: str, target_project: str) -> dict[str, A
     entry = get(conn, policy_id)
     if target_project != entry["target_project"]:
         _keep_default_external(conn, entry)
-        check_unused(conn, entry, losing=entry["target_project"])
+        check_unused(conn, entry, losing=entry["target_project"], gaining=target_project)
         bump(conn, s.rbac_policies, policy_id, {"target_project": target_project})
         if WILDCARD in (target_project, entry["target_project"]):
             _mirror(conn, entry["object_type"], entry["object_id"], entry["action"],
@@ -201,7 +201,8 @@ def _still_covered(conn: Connection, entry: dict[str, Any]) -> sa.Select:
         r.c.action == entry["action"], r.c.id != entry.get("id", ""))
 
 
-def check_unused(conn: Connection, entry: dict[str, Any], losing: str) -> None:
+def check_unused(conn: Connection, entry: dict[str, Any], losing: str,
+                 gaining: str | None = None) -> None:
     """RbacPolicyInUse when a project losing access (``losing``: one, or ``*``: all not
     otherwise covered) still uses the object through this grant.
 
@@ -209,19 +210,23 @@ def check_unused(conn: Connection, entry: dict[str, Any], losing: str) -> None:
     the other objects Neutron's RBAC objects' (``_validate_rbac_policy_delete``): a
     project's grant may go unless that project uses the object and no ``*`` grant stays;
     the ``*`` grant may go only if every project using it, the owner included, keeps
-    a grant of its own."""
+    a grant of its own. ``gaining``: the project the grant is being changed to, which
+    keeps its access through it."""
     obj = object_of(conn, entry["object_type"], entry["object_id"])
     if obj is None:
         return
     owner = obj["project_id"]
     other = _still_covered(conn, entry)
     targets = set(conn.execute(other).scalars())
+    if gaining is not None:
+        targets.add(gaining)
     if entry["object_type"] == "network":
         if "*" in targets:
             return
 
         def losers(column: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
-            clause = sa.and_(column != owner, column.not_in(other))
+            clause = sa.and_(column != owner, column.not_in(other),
+                             column != (gaining or ""))
             return clause if losing == WILDCARD else sa.and_(clause, column == losing)
 
         user = _network_user(conn, entry, losers)
