@@ -158,6 +158,11 @@ def test_subnets_filtered_by_their_networks_sharing(net):
         found = alice.get("/subnets", params={"shared": value}).json()["subnets"]
         assert [s["id"] for s in found] == wanted
         assert all("shared" not in s for s in found)
+    external = net.made("/networks", "network", name="ext", **{"router:external": True})
+    on_ext = net.made("/subnets", "subnet", network_id=external["id"], ip_version=4,
+                      cidr="10.22.0.0/24")
+    found = net.get("/subnets", params={"router:external": "true"}).json()["subnets"]
+    assert [s["id"] for s in found] == [on_ext["id"]]
 
 
 def test_a_second_address_on_the_same_subnet(net):

@@ -65,15 +65,21 @@ def get_subnet(conn: Connection, subnet_id: str) -> dict[str, Any]:
     return _load(conn, [dict(row._mapping)])[0]
 
 
+# Subnet filters that are their network's flags (shared with everyone, external).
+NETWORK_FLAGS = {"shared": "shared", "router:external": "external"}
+
+
 def list_subnets(conn: Connection, filters: Filters, project_id: str | None
                  ) -> list[dict[str, Any]]:
     """Subnets matching ``filters``; a ``project_id`` caller sees its own and those of the
     networks it may see (shared with it, or external)."""
     t, n = s.subnets, s.networks
     query = where(sa.select(t), t, filters, COLUMNS)
-    if "shared" in filters:   # a filter only (Neutron): the network shared with everyone
-        wanted = sorted({v.strip().lower() in ("true", "1", "yes") for v in filters["shared"]})
-        query = query.where(t.c.network_id.in_(sa.select(n.c.id).where(n.c.shared.in_(wanted))))
+    for name, column in NETWORK_FLAGS.items():   # filters only (Neutron): the network's
+        if name in filters:
+            wanted = sorted({v.strip().lower() in ("true", "1", "yes") for v in filters[name]})
+            query = query.where(t.c.network_id.in_(
+                sa.select(n.c.id).where(n.c[column].in_(wanted))))
     if project_id is not None:
         seen = sa.select(n.c.id).where(access.network_visible(project_id))
         query = query.where(sa.or_(t.c.project_id == project_id, t.c.network_id.in_(seen)))

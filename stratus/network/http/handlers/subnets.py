@@ -17,7 +17,7 @@ from stratus.network.store import subnets as store
 from stratus.storage import engine as db
 
 SUBNET_FILTERS = (*store.COLUMNS, "segment_id", "service_types", "dns_publish_fixed_ip",
-                  "shared")
+                  *store.NETWORK_FLAGS)
 
 
 def visible(req: Req, conn: Connection, subnet_id: str) -> dict[str, Any]:
@@ -39,7 +39,8 @@ def list_subnets(req: Req) -> webob.Response:
     filters = req.filters(SUBNET_FILTERS)
     with db.read(req.deps.engine) as conn:
         rows = tags.attach(conn, store.list_subnets(conn, filters, req.scope))
-    rest = {k: v for k, v in filters.items() if k not in store.COLUMNS and k != "shared"}
+    rest = {k: v for k, v in filters.items()
+            if k not in store.COLUMNS and k not in store.NETWORK_FLAGS}
     return listing(req, "subnets", [render.subnet(req, r) for r in rows], rest)
 
 
