@@ -283,3 +283,13 @@ def test_a_wildcard_grant_narrowed_to_the_project_using_it(net):
     assert resp.status_code == 200, resp.text
     assert net.get(f"/networks/{ext['id']}").json()["network"]["router:external"] is True
     assert bob.get(f"/networks/{ext['id']}").status_code == 200
+
+
+def test_a_qos_wildcard_grant_cannot_be_narrowed_while_used(net):
+    bob = net.as_user("bob:p2")
+    policy = net.made("/qos/policies", "policy", name="gold")
+    star = grant(net, "qos_policy", policy["id"], "*")
+    bob.made("/networks", "network", name="n", qos_policy_id=policy["id"])
+    # Neutron checks a QoS policy's grant change as the old grant's removal.
+    error(net.put(f"/rbac-policies/{star['id']}", json={"rbac_policy": {
+        "target_tenant": "p2"}}), 409, "RbacPolicyInUse")

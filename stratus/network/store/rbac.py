@@ -210,14 +210,17 @@ def check_unused(conn: Connection, entry: dict[str, Any], losing: str,
     the other objects Neutron's RBAC objects' (``_validate_rbac_policy_delete``): a
     project's grant may go unless that project uses the object and no ``*`` grant stays;
     the ``*`` grant may go only if every project using it, the owner included, keeps
-    a grant of its own. ``gaining``: the project the grant is being changed to, which
-    keeps its access through it."""
+    a grant of its own. ``gaining``: the project a network's grant is being changed to,
+    which keeps its access through it (Neutron's network checks count it; its other
+    objects' do not)."""
     obj = object_of(conn, entry["object_type"], entry["object_id"])
     if obj is None:
         return
     owner = obj["project_id"]
     other = _still_covered(conn, entry)
     targets = set(conn.execute(other).scalars())
+    if entry["object_type"] != "network":
+        gaining = None   # Neutron's RBAC objects check a change as the old grant's removal
     if gaining is not None:
         targets.add(gaining)
     if entry["object_type"] == "network":
