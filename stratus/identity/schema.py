@@ -213,3 +213,14 @@ credentials = sa.Table(
     sa.Column("encrypted_blob", sa.Text, nullable=False),
     sa.Column("created_at", sa.DateTime, nullable=False),
 )
+
+# Keystone's policy API (``/v3/policies``): blobs kept for other services to fetch; the
+# identity service itself never reads them, as in Keystone.
+policies = sa.Table(
+    "policies", metadata,
+    sa.Column("id", columns.name(64), primary_key=True),
+    sa.Column("type", columns.name(255), nullable=False),
+    sa.Column("blob", sa.Text, nullable=False),
+    sa.Column("extra", sa.Text, nullable=True),   # JSON: attributes Keystone keeps as given
+    sa.Column("created_at", sa.DateTime, nullable=False),
+)

@@ -128,6 +128,16 @@ def test_floating_ips_map_through_a_router(net, public):
     # The router's interface is needed while the mapping lasts.
     error(alice.put(f"/routers/{router['id']}/remove_router_interface",
                     json={"subnet_id": subnet["id"]}), 409, "RouterInterfaceInUseByFloatingIP")
+    # Changing the description keeps the mapping; a blank update clears it (Neutron's
+    # old meaning of an empty body), and the port can be mapped again.
+    kept = alice.put(f"/floatingips/{fip['id']}", json={"floatingip": {
+        "description": "web"}}).json()["floatingip"]
+    assert (kept["port_id"], kept["description"]) == (port["id"], "web")
+    cleared = alice.put(f"/floatingips/{fip['id']}", json={"floatingip": {}}).json()[
+        "floatingip"]
+    assert (cleared["port_id"], cleared["description"]) == (None, "web")
+    assert alice.put(f"/floatingips/{fip['id']}", json={"floatingip": {
+        "port_id": port["id"]}}).json()["floatingip"]["port_id"] == port["id"]
     # Deleting the port clears the mapping.
     assert alice.delete(f"/ports/{port['id']}").status_code == 204
     shown = alice.get(f"/floatingips/{fip['id']}").json()["floatingip"]

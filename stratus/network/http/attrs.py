@@ -91,6 +91,10 @@ def uuid_value(nullable: bool = False) -> Check:
 
 def one_of(*choices: str | int) -> Check:
     def check(name: str, value: Any) -> Any:
+        # Neutron converts an integer attribute (ip_version) given as text first.
+        if isinstance(value, str) and any(isinstance(c, int) for c in choices) and \
+                re.fullmatch(r"-?\d{1,19}", value.strip()):
+            value = int(value)
         if value not in choices:
             raise _bad(name, f"{value} is not in {list(choices)}")
         return value
@@ -139,7 +143,11 @@ def uuid_list(name: str, value: Any) -> list[str]:
         return []
     if not isinstance(value, list):
         raise _bad(name, f"'{value}' is not a list")
-    return [uuid_value()(name, v) for v in value]
+    ids = [uuid_value()(name, v) for v in value]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:   # Neutron's _validate_list_of_items
+        raise _bad(name, f"Duplicate items in the list: '{', '.join(twice)}'")
+    return ids
 
 
 def nullable_one_of(*choices: str) -> Check:
@@ -191,7 +199,7 @@ NETWORK = _attrs(
                                          column="physical_network"),
        "provider:segmentation_id": Attr(integer(0, MAX_INT, nullable=True), put=False,
                                         admin=True, column="segmentation_id")},
-    mtu=Attr(integer(68, 9216)), qos_policy_id=Attr(uuid_value(nullable=True)),
+    mtu=Attr(integer(0, 9216)), qos_policy_id=Attr(uuid_value(nullable=True)),
     port_security_enabled=Attr(boolean), is_default=Attr(boolean, admin=True),
     availability_zone_hints=Attr(lambda n, v: _empty_list(n, v), put=False),
 )
@@ -248,8 +256,10 @@ def rule_attrs(rule_type: str) -> dict[str, Attr]:
 
 
 def parse(body: Any, member: str, table: Mapping[str, Attr], *, creating: bool,
-          is_admin: bool) -> dict[str, Any]:
-    """The checked attributes of ``body[member]``, keyed by store column name."""
+          is_admin: bool, caller: str | None = None) -> dict[str, Any]:
+    """The checked attributes of ``body[member]``, keyed by store column name. A
+    non-admin ``caller`` may name its own project; another is 400 (Neutron's
+    populate_project_id)."""
     if not isinstance(body, dict) or not body:
         raise errors.BadRequest("Resource body required", "HTTPBadRequest")
     if member not in body or len(body) != 1:
@@ -275,6 +285,12 @@ def parse(body: Any, member: str, table: Mapping[str, Attr], *, creating: bool,
     # Policy after validation, as Neutron's API layer orders them (a bad value is 400
     # whoever sends it).
     for name in data:
+        if name in ("project_id", "tenant_id") and not is_admin and caller is not None:
+            if data[name] != caller:
+                raise errors.BadRequest("Specifying 'project_id' or 'tenant_id' other than "
+                                        "the authenticated project in request requires admin "
+                                        "privileges", "HTTPBadRequest")
+            continue
         if table[name].admin and not is_admin:
             raise errors.Forbidden(f"(rule:{'create' if creating else 'update'}_{member}:"
                                    f"{name}) is disallowed by policy", "PolicyNotAuthorized")
@@ -310,7 +326,7 @@ SUBNET_POOL = _attrs(
     **COMMON,
     prefixes=Attr(raw), ip_version=Attr(one_of(4, 6), put=False),
     default_prefixlen=Attr(integer(0, 128)), min_prefixlen=Attr(integer(0, 128)),
-    max_prefixlen=Attr(integer(0, 128)), shared=Attr(boolean, admin=True),
+    max_prefixlen=Attr(integer(0, 128)), shared=Attr(boolean, admin=True, put=False),
     is_default=Attr(boolean, admin=True), default_quota=Attr(integer(0, nullable=True)),
     address_scope_id=Attr(uuid_value(nullable=True)),
 )

@@ -103,7 +103,10 @@ class Req:
             if not isinstance(items, list) or not items:
                 raise errors.BadRequest(f"Invalid input for {collection}: a non-empty list "
                                         "is required.", "HTTPBadRequest")
-            return [{member: item} for item in items], True
+            # Each item bare or wrapped ({member: {...}}), as Neutron's
+            # prepare_request_body takes them.
+            return [item if isinstance(item, dict) and member in item else {member: item}
+                    for item in items], True
         return [body], False
 
     def all(self, name: str) -> list[str]:

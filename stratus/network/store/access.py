@@ -5,8 +5,10 @@ An object is visible to its project, to admins, and to every project an RBAC pol
 grants it to: ``access_as_shared`` (use it: ports on a network, a policy on a port) or,
 for networks, ``access_as_external`` (routers' gateways and floating IPs). A grant's
 target is a project or ``*`` (every project); the owner's ``shared: true`` (and, for a
-network, ``router:external: true``) is the ``*`` grant, mirrored in the ``shared`` and
-``external`` columns so that the common case needs no join.
+network, ``router:external: true``) is the ``*`` grant, mirrored in the ``shared``
+column so that the common case needs no join. A network is external (``external``)
+while any ``access_as_external`` grant names it, to every project or to one, as in
+Neutron; only its grants make it visible.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def granted(object_type: str, project: str, actions: Iterable[str] = (SHARED,)) 
 
 def network_visible(project: str) -> sa.ColumnElement[bool]:
     n = s.networks
-    return sa.or_(n.c.project_id == project, n.c.shared, n.c.external,
+    return sa.or_(n.c.project_id == project, n.c.shared,
                   n.c.id.in_(granted("network", project, (SHARED, EXTERNAL))))
 
 

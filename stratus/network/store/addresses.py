@@ -86,8 +86,9 @@ def plan(conn: Connection, network_id: str, mac_address: str,
         wanted = [{"subnet_id": sub["id"]} for sub in firsts.values()]
         wanted += [{"subnet_id": sub["id"]} for sub in subnets
                    if sub["ipv6_address_mode"] in AUTO_MODES]
-    held = dict(keep)
-    mine = set(held.values())
+    held = list(keep)
+    mine = {a for _, a in held}
+    named = {a for a in map(_normal, wanted) if a}   # never picked for another item
     out: list[tuple[str, str]] = []
     for item in wanted:
         subnet_id, address = item.get("subnet_id"), item.get("ip_address")
@@ -97,13 +98,31 @@ def plan(conn: Connection, network_id: str, mac_address: str,
             raise errors.BadRequest(f"Invalid input for operation: Failed to create port on "
                                     f"network {network_id}, because fixed_ips included invalid "
                                     f"subnet {subnet_id}.", "InvalidInput")
-        if address is None and chosen["id"] in held:
-            # {"subnet_id": X} on a port holding an address of X keeps that address.
-            out.append((chosen["id"], held.pop(chosen["id"])))
-            continue
-        out.append((chosen["id"], _address(conn, chosen, address, {a for _, a in out},
-                                           mac_address, mine, device_owner)))
+        taken = {a for _, a in out}
+        if address is None:
+            # {"subnet_id": X} on a port holding an address of X keeps that address,
+            # unless the request names it for itself (then X gets another one).
+            kept = next((pair for pair in held if pair[0] == chosen["id"]
+                         and pair[1] not in named and pair[1] not in taken), None)
+            if kept is not None:
+                held.remove(kept)
+                out.append(kept)
+                continue
+        out.append((chosen["id"], _address(conn, chosen, address,
+                                           taken | (named - {_normal(item)}), mac_address,
+                                           mine, device_owner)))
     return out
+
+
+def _normal(item: Mapping[str, Any]) -> str:
+    """The address an item of ``fixed_ips`` names, normalized ("" for none or a bad one,
+    which is refused in its turn)."""
+    if item.get("ip_address") is None:
+        return ""
+    try:
+        return str(ipam.address(item["ip_address"], "fixed_ips"))
+    except errors.BadRequest:
+        return ""
 
 
 def _address(conn: Connection, subnet: Mapping[str, Any], wanted: Any, also: set[str],

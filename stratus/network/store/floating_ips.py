@@ -68,6 +68,10 @@ def _mapping(conn: Connection, network_id: str, project_id: str, caller_project:
         raise errors.BadRequest(f"Bad floatingip request: Cannot create floating IP and bind it "
                                 f"to Port {port_id}, since that port is owned by a different "
                                 "tenant.", "BadRequest")
+    if caller_project is not None and port["project_id"] != project_id:
+        raise errors.BadRequest(f"Bad floatingip request: Cannot process floating IP "
+                                f"association with Port {port_id}, since that port is owned "
+                                "by a different project", "BadRequest")
     v4 = [a for a in port["fixed_ips"] if ipaddress.ip_address(a["ip_address"]).version == 4]
     if fixed_ip is not None:
         chosen = [a for a in v4 if a["ip_address"] == fixed_ip]

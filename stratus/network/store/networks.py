@@ -24,6 +24,27 @@ DEFAULT_TYPE = "geneve"
 SEGMENT_RANGE = {"vlan": (1, 4094), "vxlan": (1, 16_777_215), "geneve": (1, 16_777_215),
                  "gre": (1, 4_294_967_295 // 2)}
 MTU = {"vxlan": 1450, "geneve": 1442, "gre": 1458}
+IPV4_MIN_MTU, IPV6_MIN_MTU = 68, 1280
+
+
+def check_mtu(network_type: str, mtu: int | None) -> None:
+    """At most what the network type carries over a 1500-byte physical network (Neutron's
+    ML2 with ``global_physnet_mtu`` 1500)."""
+    top = MTU.get(network_type, 1500)
+    if mtu is not None and mtu > top:
+        raise errors.BadRequest(f"Invalid input for operation: Requested MTU is too big, "
+                                f"maximum is {top}.", "InvalidInput")
+
+
+def check_mtu_for_subnets(network_id: str, mtu: int | None, versions: set[int]) -> None:
+    """NetworkMTUSubnetConflict (409): an MTU too small for the network's IPv4 (68) or
+    IPv6 (1280) subnets (Neutron's _validate_subnet_network_mtu)."""
+    if not mtu or mtu >= IPV6_MIN_MTU or not versions:
+        return
+    need = IPV4_MIN_MTU if mtu < IPV4_MIN_MTU else IPV6_MIN_MTU if 6 in versions else None
+    if need is not None:
+        raise errors.Conflict(f"MTU of {network_id} is not compatible with subnet, minimum "
+                              f"of {need}", "NetworkMTUSubnetConflict")
 
 NETWORK_COLUMNS = {"id": "id", "name": "name", "description": "description",
                    "project_id": "project_id", "tenant_id": "project_id",
@@ -124,6 +145,7 @@ def create_network(conn: Connection, *, project_id: str, network_type: str | Non
                    physical_network: str | None = None, segmentation_id: int | None = None,
                    mtu: int | None = None, **values: Any) -> dict[str, Any]:
     network_type = network_type or DEFAULT_TYPE
+    check_mtu(network_type, mtu)
     seg, key = _segment(conn, network_type, physical_network, segmentation_id)
     network_id = new_id()
     conn.execute(sa.insert(s.networks).values(
@@ -139,11 +161,18 @@ def create_network(conn: Connection, *, project_id: str, network_type: str | Non
 def update_network(conn: Connection, network_id: str, values: dict[str, Any],
                    expect_revision: int | None = None) -> dict[str, Any]:
     network = get_network(conn, network_id)
+    if values.get("mtu") is not None:
+        check_mtu(network["network_type"], values["mtu"])
+        sub = s.subnets
+        check_mtu_for_subnets(network_id, values["mtu"], set(conn.execute(
+            sa.select(sub.c.ip_version).where(sub.c.network_id == network_id)).scalars()))
     for flag, action in (("shared", access.SHARED), ("external", access.EXTERNAL)):
         if flag in values and values[flag] != network[flag]:
             try:
                 rbac.set_wildcard(conn, "network", network_id, action, values[flag],
                                   network["project_id"])
+                if flag == "external" and not values[flag]:
+                    rbac.withdraw_external(conn, network_id)
             except errors.Conflict:
                 if flag == "shared":
                     raise errors.Conflict(

@@ -82,26 +82,56 @@ def create(conn: Connection, *, project_id: str, object_type: str, object_id: st
         target_project=target_project, action=action, created_at=utcnow()))
     if target_project == WILDCARD:
         _mirror(conn, object_type, object_id, action, True)
+    _sync_external(conn, object_type, object_id, action)
+    _touch(conn, object_type, object_id)
     return get(conn, entry_id)
 
 
 def update(conn: Connection, policy_id: str, target_project: str) -> dict[str, Any]:
     entry = get(conn, policy_id)
     if target_project != entry["target_project"]:
-        check_unused(conn, entry, losing=entry["target_project"])
+        _keep_default_external(conn, entry)
+        check_unused(conn, entry, losing=entry["target_project"], gaining=target_project)
         bump(conn, s.rbac_policies, policy_id, {"target_project": target_project})
         if WILDCARD in (target_project, entry["target_project"]):
             _mirror(conn, entry["object_type"], entry["object_id"], entry["action"],
                     target_project == WILDCARD)
+        _touch(conn, entry["object_type"], entry["object_id"])
     return get(conn, policy_id)
 
 
 def delete(conn: Connection, policy_id: str) -> None:
     entry = get(conn, policy_id)
+    _keep_default_external(conn, entry)
     check_unused(conn, entry, losing=entry["target_project"])
     conn.execute(sa.delete(s.rbac_policies).where(s.rbac_policies.c.id == policy_id))
     if entry["target_project"] == WILDCARD:
         _mirror(conn, entry["object_type"], entry["object_id"], entry["action"], False)
+    _sync_external(conn, entry["object_type"], entry["object_id"], entry["action"])
+    _touch(conn, entry["object_type"], entry["object_id"])
+
+
+def _touch(conn: Connection, object_type: str, object_id: str) -> None:
+    """A grant's change is a change of what it grants: the object's revision advances
+    (Neutron's standard-attr-revisions)."""
+    table, _ = OBJECT_TYPES[object_type]
+    if "revision_number" in table.c:
+        conn.execute(sa.update(table).where(table.c.id == object_id).values(
+            updated_at=utcnow(), revision_number=table.c.revision_number + 1))
+
+
+def withdraw_external(conn: Connection, network_id: str) -> None:
+    """A network made internal (``router:external: false``) loses every
+    ``access_as_external`` grant, each checked as its own withdrawal (Neutron deletes
+    them all with the flag)."""
+    r = s.rbac_policies
+    rows = conn.execute(sa.select(r).where(
+        r.c.object_type == "network", r.c.object_id == network_id,
+        r.c.action == EXTERNAL).order_by(r.c.target_project != WILDCARD)).all()
+    for row in rows:
+        entry = dict(row._mapping)
+        check_unused(conn, entry, losing=entry["target_project"])
+        conn.execute(sa.delete(r).where(r.c.id == entry["id"]))
 
 
 def delete_for(conn: Connection, object_type: str, object_id: str) -> None:
@@ -127,10 +157,37 @@ def set_wildcard(conn: Connection, object_type: str, object_id: str, action: str
 
 
 def _mirror(conn: Connection, object_type: str, object_id: str, action: str, on: bool) -> None:
+    """The ``*`` grant of ``access_as_shared`` as the object's ``shared`` column."""
     table, _ = OBJECT_TYPES[object_type]
-    column = "external" if action == EXTERNAL else "shared"
-    if column in table.c:
-        conn.execute(sa.update(table).where(table.c.id == object_id).values({column: on}))
+    if action == SHARED and "shared" in table.c:
+        conn.execute(sa.update(table).where(table.c.id == object_id).values(shared=on))
+
+
+def _sync_external(conn: Connection, object_type: str, object_id: str, action: str) -> None:
+    """A network is external while any ``access_as_external`` grant names it (Neutron
+    converts a network on the first such grant, to one project or to all, and back once
+    the last one goes)."""
+    if object_type != "network" or action != EXTERNAL:
+        return
+    r, n = s.rbac_policies, s.networks
+    left = conn.execute(sa.select(r.c.id).where(
+        r.c.object_type == "network", r.c.object_id == object_id,
+        r.c.action == EXTERNAL).limit(1)).first() is not None
+    conn.execute(sa.update(n).where(n.c.id == object_id, n.c.external != left)
+                 .values(external=left))
+
+
+def _keep_default_external(conn: Connection, entry: dict[str, Any]) -> None:
+    """The default external network stays shared to every project (RbacPolicyInUse)."""
+    if (entry["object_type"], entry["action"], entry["target_project"]) != (
+            "network", EXTERNAL, WILDCARD):
+        return
+    n = s.networks
+    if conn.execute(sa.select(n.c.id).where(n.c.id == entry["object_id"],
+                                            n.c.is_default)).first() is not None:
+        raise errors.Conflict(f"RBAC policy on object {entry['object_id']} cannot be "
+                              "removed because other objects depend on it: Default external "
+                              "networks must be shared to everyone.", "RbacPolicyInUse")
 
 
 # ---- what a grant's withdrawal would break -------------------------------------------
@@ -144,7 +201,8 @@ def _still_covered(conn: Connection, entry: dict[str, Any]) -> sa.Select:
         r.c.action == entry["action"], r.c.id != entry.get("id", ""))
 
 
-def check_unused(conn: Connection, entry: dict[str, Any], losing: str) -> None:
+def check_unused(conn: Connection, entry: dict[str, Any], losing: str,
+                 gaining: str | None = None) -> None:
     """RbacPolicyInUse when a project losing access (``losing``: one, or ``*``: all not
     otherwise covered) still uses the object through this grant.
 
@@ -152,19 +210,26 @@ def check_unused(conn: Connection, entry: dict[str, Any], losing: str) -> None:
     the other objects Neutron's RBAC objects' (``_validate_rbac_policy_delete``): a
     project's grant may go unless that project uses the object and no ``*`` grant stays;
     the ``*`` grant may go only if every project using it, the owner included, keeps
-    a grant of its own."""
+    a grant of its own. ``gaining``: the project a network's grant is being changed to,
+    which keeps its access through it (Neutron's network checks count it; its other
+    objects' do not)."""
     obj = object_of(conn, entry["object_type"], entry["object_id"])
     if obj is None:
         return
     owner = obj["project_id"]
     other = _still_covered(conn, entry)
     targets = set(conn.execute(other).scalars())
+    if entry["object_type"] != "network":
+        gaining = None   # Neutron's RBAC objects check a change as the old grant's removal
+    if gaining is not None:
+        targets.add(gaining)
     if entry["object_type"] == "network":
         if "*" in targets:
             return
 
         def losers(column: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
-            clause = sa.and_(column != owner, column.not_in(other))
+            clause = sa.and_(column != owner, column.not_in(other),
+                             column != (gaining or ""))
             return clause if losing == WILDCARD else sa.and_(clause, column == losing)
 
         user = _network_user(conn, entry, losers)

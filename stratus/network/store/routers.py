@@ -169,11 +169,8 @@ def set_gateway(conn: Connection, router_id: str, info: dict[str, Any] | None,
         conn, network_id=network["id"], project_id="", caller_project=None,
         fixed_ips=info.get("external_fixed_ips") if info else None, device_owner=GATEWAY,
         device_id=router_id, security_groups=[], port_security_enabled=False)
-    if not port["fixed_ips"]:
-        port_store.delete_port(conn, port["id"], by_l3=True)
-        raise errors.BadRequest(f"Bad router request: No subnet on external network "
-                                f"{network['id']} to take a gateway address from.",
-                                "BadRequest")
+    # An external network without subnets still takes the gateway, with no address
+    # (Neutron: "No IPs available for external network").
     bump(conn, s.routers, router_id, {"gw_port_id": port["id"],
                                       "enable_snat": bool((info or {}).get("enable_snat",
                                                                            True))})

@@ -118,7 +118,10 @@ def _lengths(version: int, values: Mapping[str, Any], current: Mapping[str, Any]
     return out
 
 
-def _scope(conn: Connection, scope_id: str | None, version: int, project: str | None) -> None:
+def _scope(conn: Connection, scope_id: str | None, version: int, project: str | None,
+           pool_id: str, nets: Sequence[Net]) -> None:
+    """Neutron's _validate_address_scope_id: a scope the caller sees and owns (admins any),
+    of the pool's IP version, whose other pools' prefixes do not meet the pool's."""
     if scope_id is None:
         return
     row = conn.execute(sa.select(s.address_scopes).where(s.address_scopes.c.id == scope_id)
@@ -126,11 +129,24 @@ def _scope(conn: Connection, scope_id: str | None, version: int, project: str | 
     if row is None or not access.can(conn, "address_scope", scope_id, project):
         raise errors.NotFound(f"Address scope {scope_id} could not be found.",
                               "AddressScopeNotFound")
+    if project is not None and row.project_id != project:
+        raise errors.BadRequest(f"Illegal subnetpool association: subnetpool {pool_id} cannot "
+                                f"be associated with address scope {scope_id}.",
+                                "IllegalSubnetPoolAssociationToAddressScope")
     if row.ip_version != version:
         raise errors.BadRequest(f"Illegal subnetpool association: subnetpool of IP version "
                                 f"{version} cannot be associated with address scope "
                                 f"{scope_id} of IP version {row.ip_version}.",
                                 "IllegalSubnetPoolIpVersionAssociationWithAddressScope")
+    t, pre = s.subnet_pools, s.subnet_pool_prefixes
+    others = conn.execute(sa.select(pre.c.cidr).join(t, t.c.id == pre.c.subnetpool_id).where(
+        t.c.address_scope_id == scope_id, t.c.id != pool_id)).scalars()
+    for cidr in others:
+        other = ipaddress.ip_network(cidr)
+        if any(other.overlaps(n) for n in nets):
+            raise errors.Conflict("Failed to associate address scope: subnetpools within an "
+                                  "address scope must have unique prefixes.",
+                                  "AddressScopePrefixConflict")
 
 
 def _write_prefixes(conn: Connection, pool_id: str, prefixes: Sequence[Net]) -> None:
@@ -146,10 +162,10 @@ def create(conn: Connection, *, project_id: str, caller_project: str | None, pre
     nets = _prefixes(prefixes)
     version = nets[0].version
     bounds = _lengths(version, lengths, None)
-    _scope(conn, address_scope_id, version, caller_project)
+    pool_id = new_id()
+    _scope(conn, address_scope_id, version, caller_project, pool_id, nets)
     if is_default:
         _only_default(conn, version)
-    pool_id = new_id()
     conn.execute(sa.insert(s.subnet_pools).values(
         id=pool_id, project_id=project_id, name=name, description=description,
         ip_version=version, shared=shared, is_default=is_default,
@@ -178,7 +194,9 @@ def update(conn: Connection, pool_id: str, values: dict[str, Any], caller_projec
            expect_revision: int | None = None) -> dict[str, Any]:
     pool = get(conn, pool_id)
     values = dict(values)
-    if "prefixes" in values:
+    nets = [ipaddress.ip_network(p) for p in pool["prefixes"]]
+    regrown = "prefixes" in values
+    if regrown:
         nets = _prefixes(values.pop("prefixes"))
         old = [ipaddress.ip_network(p) for p in pool["prefixes"]]
         if nets[0].version != pool["ip_version"] or any(
@@ -190,8 +208,9 @@ def update(conn: Connection, pool_id: str, values: dict[str, Any], caller_projec
     lengths: dict[str, Any] = {k: values.pop(k) for k in (
         "min_prefixlen", "max_prefixlen", "default_prefixlen") if k in values}
     values.update(_lengths(pool["ip_version"], lengths, pool))
-    if "address_scope_id" in values:
-        _scope(conn, values["address_scope_id"], pool["ip_version"], caller_project)
+    scope_id = values.get("address_scope_id", pool["address_scope_id"])
+    if "address_scope_id" in values or regrown:
+        _scope(conn, scope_id, pool["ip_version"], caller_project, pool_id, nets)
     if values.get("is_default"):
         _only_default(conn, pool["ip_version"], but=pool_id)
     if "shared" in values and values["shared"] != pool["shared"]:

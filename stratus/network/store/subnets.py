@@ -19,7 +19,7 @@ from stratus.network import errors, ipam
 from stratus.network import schema as s
 from stratus.network.store import access
 from stratus.network.store.common import Filters, bump, forget_tags, new_id, utcnow, where
-from stratus.network.store.networks import get_network
+from stratus.network.store.networks import check_mtu_for_subnets, get_network
 
 COLUMNS = {"id": "id", "name": "name", "description": "description",
            "project_id": "project_id", "tenant_id": "project_id",
@@ -65,12 +65,21 @@ def get_subnet(conn: Connection, subnet_id: str) -> dict[str, Any]:
     return _load(conn, [dict(row._mapping)])[0]
 
 
+# Subnet filters that are their network's flags (shared with everyone, external).
+NETWORK_FLAGS = {"shared": "shared", "router:external": "external"}
+
+
 def list_subnets(conn: Connection, filters: Filters, project_id: str | None
                  ) -> list[dict[str, Any]]:
     """Subnets matching ``filters``; a ``project_id`` caller sees its own and those of the
     networks it may see (shared with it, or external)."""
     t, n = s.subnets, s.networks
     query = where(sa.select(t), t, filters, COLUMNS)
+    for name, column in NETWORK_FLAGS.items():   # filters only (Neutron): the network's
+        if name in filters:
+            wanted = sorted({v.strip().lower() in ("true", "1", "yes") for v in filters[name]})
+            query = query.where(t.c.network_id.in_(
+                sa.select(n.c.id).where(n.c[column].in_(wanted))))
     if project_id is not None:
         seen = sa.select(n.c.id).where(access.network_visible(project_id))
         query = query.where(sa.or_(t.c.project_id == project_id, t.c.network_id.in_(seen)))
@@ -125,8 +134,9 @@ def create_subnet(conn: Connection, *, network_id: str, project_id: str, ip_vers
                   allocation_pools: Any = None, dns_nameservers: Any = None,
                   host_routes: Any = None, ipv6_ra_mode: str | None = None,
                   ipv6_address_mode: str | None = None, **values: Any) -> dict[str, Any]:
-    get_network(conn, network_id)
+    network = get_network(conn, network_id)
     net = ipam.network(cidr, ip_version)
+    check_mtu_for_subnets(network_id, network["mtu"], {net.version})
     for other in list_subnets(conn, {"network_id": [network_id]}, None):
         if ipaddress.ip_network(other["cidr"]).overlaps(net):
             raise errors.BadRequest(f"Invalid input for operation: Requested subnet with cidr: "
@@ -147,6 +157,18 @@ def create_subnet(conn: Connection, *, network_id: str, project_id: str, ip_vers
     return get_subnet(conn, subnet_id)
 
 
+def _gateway_free(conn: Connection, subnet_id: str, gateway: str) -> None:
+    """GatewayIpInUse (409): a router's interface holds the gateway address (Neutron
+    refuses to move or remove it then)."""
+    a, p = s.ip_allocations, s.ports
+    port_id = conn.execute(sa.select(a.c.port_id).join(p, p.c.id == a.c.port_id).where(
+        a.c.subnet_id == subnet_id, a.c.ip_address == gateway,
+        p.c.device_owner.like("network:router_interface%")).limit(1)).scalar()
+    if port_id is not None:
+        raise errors.Conflict(f"Current gateway ip {gateway} already in use by port "
+                              f"{port_id}. Unable to update.", "GatewayIpInUse")
+
+
 def update_subnet(conn: Connection, subnet_id: str, values: dict[str, Any],
                   expect_revision: int | None = None) -> dict[str, Any]:
     subnet = get_subnet(conn, subnet_id)
@@ -158,6 +180,8 @@ def update_subnet(conn: Connection, subnet_id: str, values: dict[str, Any],
     if "gateway_ip" in values:
         gateway = ipam.gateway(net, values.pop("gateway_ip"), omitted=False)
         values["gateway_ip"] = gateway
+        if gateway != subnet["gateway_ip"] and subnet["gateway_ip"] is not None:
+            _gateway_free(conn, subnet_id, subnet["gateway_ip"])
         if gateway is not None and gateway != subnet["gateway_ip"] and _holds(
                 conn, subnet_id, gateway):
             raise errors.Conflict(f"Unable to complete operation for network "

@@ -54,7 +54,8 @@ def show_label(req: Req) -> webob.Response:
 def create_label(req: Req) -> webob.Response:
     bodies, bulk = req.items("metering_label", "metering_labels")
     items = [attrs.parse(b, "metering_label", attrs.METERING_LABEL, creating=True,
-                         is_admin=req.is_admin) for b in bodies]
+                         is_admin=req.is_admin,
+                       caller=req.project_id) for b in bodies]
     _admin(req, "create_metering_label")
     with db.write(req.deps.engine) as conn:
         rows = [store.create_label(conn, **{"project_id": req.project_id, **data})
@@ -93,7 +94,8 @@ def create_rule(req: Req) -> webob.Response:
     items = []
     for body in bodies:
         data = attrs.parse(body, "metering_label_rule", attrs.METERING_LABEL_RULE,
-                           creating=True, is_admin=req.is_admin)
+                           creating=True, is_admin=req.is_admin,
+                       caller=req.project_id)
         data.pop("project_id", None)
         if "metering_label_id" not in data:
             raise errors.BadRequest("Failed to parse request. Required attribute "

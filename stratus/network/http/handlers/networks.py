@@ -76,7 +76,8 @@ def create_network(req: Req) -> webob.Response:
     bodies, bulk = req.items("network", "networks")
     items = []
     for body in bodies:
-        data = attrs.parse(body, "network", attrs.NETWORK, creating=True, is_admin=req.is_admin)
+        data = attrs.parse(body, "network", attrs.NETWORK, creating=True, is_admin=req.is_admin,
+                       caller=req.project_id)
         data.pop("availability_zone_hints", None)
         data.setdefault("project_id", req.project_id)
         items.append(data)
@@ -97,7 +98,8 @@ def update_network(req: Req) -> webob.Response:
     """A new QoS policy moves the allocations of the bound ports that inherit it (all of
     them or, when one NIC lacks room, none: the undo stack gives back what was moved)."""
     data = attrs.parse(req.body(), "network", attrs.NETWORK, creating=False,
-                       is_admin=req.is_admin)
+                       is_admin=req.is_admin,
+                       caller=req.project_id)
     undo = Undo()
     try:
         with db.write(req.deps.engine) as conn:

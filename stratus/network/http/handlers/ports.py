@@ -26,7 +26,7 @@ PORT_FILTERS = (*store.PORT_COLUMNS, "binding:host_id", "fixed_ips", "security_g
                 "ip_allocation", "binding:profile", "allowed_address_pairs")
 BINDING_FILTERS = ("host", "vif_type", "vnic_type", "status")
 # Attributes only an admin or the network's owner may set (Neutron's default policy).
-NETWORK_OWNER_ONLY = ("mac_address", "port_security_enabled")
+NETWORK_OWNER_ONLY = ("mac_address", "port_security_enabled", "allowed_address_pairs")
 
 
 def _port(req: Req, conn: Connection) -> dict[str, Any]:
@@ -35,8 +35,8 @@ def _port(req: Req, conn: Connection) -> dict[str, Any]:
 
 def _owner_checks(req: Req, conn: Connection, network_id: str, data: dict[str, Any],
                   action: str) -> None:
-    """What only an admin or the network's owner may ask for: a MAC, port security, fixed
-    addresses by value, a network device owner."""
+    """What only an admin or the network's owner may ask for: a MAC, port security,
+    allowed address pairs, fixed addresses by value, a network device owner."""
     if req.scope is None:
         return
     network = net_store.get_network(conn, network_id)
@@ -70,7 +70,8 @@ def show_port(req: Req) -> webob.Response:
 
 
 def _parsed(req: Req, body: Any) -> dict[str, Any]:
-    data = attrs.parse(body, "port", attrs.PORT, creating=True, is_admin=req.is_admin)
+    data = attrs.parse(body, "port", attrs.PORT, creating=True, is_admin=req.is_admin,
+                       caller=req.project_id)
     if "network_id" not in data:
         raise errors.BadRequest("Failed to parse request. Required attribute 'network_id' not "
                                 "specified", "HTTPBadRequest")
@@ -95,7 +96,8 @@ def create_port(req: Req) -> webob.Response:
 
 
 def update_port(req: Req) -> webob.Response:
-    data = attrs.parse(req.body(), "port", attrs.PORT, creating=False, is_admin=req.is_admin)
+    data = attrs.parse(req.body(), "port", attrs.PORT, creating=False, is_admin=req.is_admin,
+                       caller=req.project_id)
     host_given = "host" in data
     host = data.pop("host", None)
     if host_given and host is None:

@@ -66,7 +66,8 @@ def create_policy(req: Req) -> webob.Response:
     bodies, bulk = req.items("policy", "policies")
     items = []
     for body in bodies:
-        data = attrs.parse(body, "policy", attrs.POLICY, creating=True, is_admin=req.is_admin)
+        data = attrs.parse(body, "policy", attrs.POLICY, creating=True, is_admin=req.is_admin,
+                       caller=req.project_id)
         data.setdefault("project_id", req.project_id)
         items.append(data)
     _admin(req, "create_policy")
@@ -76,7 +77,8 @@ def create_policy(req: Req) -> webob.Response:
 
 
 def update_policy(req: Req) -> webob.Response:
-    data = attrs.parse(req.body(), "policy", attrs.POLICY, creating=False, is_admin=req.is_admin)
+    data = attrs.parse(req.body(), "policy", attrs.POLICY, creating=False, is_admin=req.is_admin,
+                       caller=req.project_id)
     with db.write(req.deps.engine) as conn:
         _policy(req, conn, writing=True)
         row = store.update_policy(conn, req.arg("id"), data, req.expect_revision())

@@ -55,13 +55,25 @@ def update_quota(req: Req) -> webob.Response:
     values = body.get("quota") if isinstance(body, dict) else None
     if not isinstance(values, dict) or not values:
         raise errors.BadRequest("Unable to find 'quota' in request body", "HTTPBadRequest")
+    values = dict(values)
+    # Neutron (2025.1): a limit below what the project uses is refused unless forced;
+    # check_limit, the old way of asking for that check, is accepted and ignored.
+    force = values.pop("force", None) is True
+    values.pop("check_limit", None)
     unknown = sorted(k for k in values if k not in store.DEFAULTS)
     if unknown:
         raise errors.BadRequest(f"Unrecognized attribute(s) '{', '.join(unknown)}'",
                                 "HTTPBadRequest")
     checked = {k: integer(-1)(k, v) for k, v in values.items()}
     with db.write(req.deps.engine) as conn:
-        limits = store.update(conn, req.arg("project"), checked)
+        project = req.arg("project")
+        for resource, limit in checked.items():
+            in_use = store.used(conn, project, resource)
+            if not force and limit != -1 and in_use > limit:
+                raise errors.BadRequest(
+                    f"Quota limit {limit} for {resource} must be greater than or equal to "
+                    f"already used {in_use}", "HTTPBadRequest")
+        limits = store.update(conn, project, checked)
     return json_response({"quota": limits})
 
 

@@ -53,7 +53,8 @@ def show_policy(req: Req) -> webob.Response:
 
 def _parsed(req: Req, body: Any) -> dict[str, Any]:
     data = attrs.parse(body, "rbac_policy", attrs.RBAC_POLICY, creating=True,
-                       is_admin=req.is_admin)
+                       is_admin=req.is_admin,
+                       caller=req.project_id)
     for required in ("object_type", "object_id", "target_project", "action"):
         if required not in data:
             name = "target_tenant" if required == "target_project" else required
@@ -61,7 +62,16 @@ def _parsed(req: Req, body: Any) -> dict[str, Any]:
                                     "not specified", "HTTPBadRequest")
     data.setdefault("project_id", req.project_id)
     store.check_action(data["object_type"], data["action"])
+    _restrict_wildcard(req, data["target_project"], "create")
     return data
+
+
+def _restrict_wildcard(req: Req, target: str, verb: str) -> None:
+    """Neutron's ``restrict_wildcard`` rule: only admins grant to every project."""
+    if target == access.WILDCARD and not req.is_admin:
+        raise errors.Forbidden(f"(rule:{verb}_rbac_policy and "
+                               f"rule:{verb}_rbac_policy:target_tenant) is disallowed by "
+                               "policy", "PolicyNotAuthorized")
 
 
 def create_policy(req: Req) -> webob.Response:
@@ -86,10 +96,12 @@ def create_policy(req: Req) -> webob.Response:
 
 def update_policy(req: Req) -> webob.Response:
     data = attrs.parse(req.body(), "rbac_policy", attrs.RBAC_POLICY, creating=False,
-                       is_admin=req.is_admin)
+                       is_admin=req.is_admin,
+                       caller=req.project_id)
     with db.write(req.deps.engine) as conn:
         row = _owned(req, conn, req.arg("id"))
         if "target_project" in data:
+            _restrict_wildcard(req, data["target_project"], "update")
             row = store.update(conn, req.arg("id"), data["target_project"])
     return shown(req, "rbac_policy", render(row))
 

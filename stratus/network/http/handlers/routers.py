@@ -98,7 +98,8 @@ def create_router(req: Req) -> webob.Response:
     bodies, bulk = req.items("router", "routers")
     items = []
     for body in bodies:
-        data = attrs.parse(body, "router", attrs.ROUTER, creating=True, is_admin=req.is_admin)
+        data = attrs.parse(body, "router", attrs.ROUTER, creating=True, is_admin=req.is_admin,
+                       caller=req.project_id)
         for dropped in ("distributed", "ha", "availability_zone_hints"):
             data.pop(dropped, None)
         data["gateway"] = _gateway(req, data.pop("external_gateway_info", None))
@@ -112,7 +113,8 @@ def create_router(req: Req) -> webob.Response:
 
 def update_router(req: Req) -> webob.Response:
     data = attrs.parse(req.body(), "router", attrs.ROUTER, creating=False,
-                       is_admin=req.is_admin)
+                       is_admin=req.is_admin,
+                       caller=req.project_id)
     for dropped in ("distributed", "ha"):
         data.pop(dropped, None)
     gateway_given = "external_gateway_info" in data
@@ -185,7 +187,8 @@ def create_fip(req: Req) -> webob.Response:
     items = []
     for body in bodies:
         data = attrs.parse(body, "floatingip", attrs.FLOATING_IP, creating=True,
-                           is_admin=req.is_admin)
+                           is_admin=req.is_admin,
+                       caller=req.project_id)
         if "floating_network_id" not in data:
             raise errors.BadRequest("Failed to parse request. Required attribute "
                                     "'floating_network_id' not specified", "HTTPBadRequest")
@@ -199,7 +202,12 @@ def create_fip(req: Req) -> webob.Response:
 
 def update_fip(req: Req) -> webob.Response:
     data = attrs.parse(req.body(), "floatingip", attrs.FLOATING_IP, creating=False,
-                       is_admin=req.is_admin)
+                       is_admin=req.is_admin,
+                       caller=req.project_id)
+    if not data:
+        # A blank update clears the association (Neutron keeps that from the time a
+        # floating IP had no other attribute).
+        data = {"port_id": None}
     with db.write(req.deps.engine) as conn:
         fip_store.visible(conn, req.arg("id"), req.scope)
         row = fip_store.update(conn, req.arg("id"), data, caller_project=req.scope,

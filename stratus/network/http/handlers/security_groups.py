@@ -86,7 +86,8 @@ def create_group(req: Req) -> webob.Response:
     items = []
     for body in bodies:
         data = attrs.parse(body, "security_group", attrs.SECURITY_GROUP, creating=True,
-                           is_admin=req.is_admin)
+                           is_admin=req.is_admin,
+                       caller=req.project_id)
         data.setdefault("project_id", req.project_id)
         items.append(data)
     with db.write(req.deps.engine) as conn:
@@ -98,7 +99,8 @@ def create_group(req: Req) -> webob.Response:
 
 def update_group(req: Req) -> webob.Response:
     data = attrs.parse(req.body(), "security_group", attrs.SECURITY_GROUP, creating=False,
-                       is_admin=req.is_admin)
+                       is_admin=req.is_admin,
+                       caller=req.project_id)
     with db.write(req.deps.engine) as conn:
         _owned(req, conn, req.arg("id"))
         row = store.update_group(conn, req.arg("id"), data, req.expect_revision())
@@ -143,7 +145,8 @@ def show_rule(req: Req) -> webob.Response:
 
 def parse_rule(req: Req, body: Any) -> tuple[str, str, str, rules.Rule]:
     data = attrs.parse(body, "security_group_rule", attrs.SECURITY_GROUP_RULE, creating=True,
-                       is_admin=req.is_admin)
+                       is_admin=req.is_admin,
+                       caller=req.project_id)
     for required in ("security_group_id", "direction"):
         if required not in data:
             raise errors.BadRequest(f"Failed to parse request. Required attribute '{required}' "

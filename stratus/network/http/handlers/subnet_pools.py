@@ -27,9 +27,11 @@ def _common(row: dict[str, Any]) -> dict[str, Any]:
 
 def render_pool(row: dict[str, Any]) -> dict[str, Any]:
     out = _common(row)
+    # Neutron answers the prefix lengths as strings (_make_subnetpool_dict).
     out.update({"prefixes": list(row["prefixes"]),
-                "default_prefixlen": row["default_prefixlen"],
-                "min_prefixlen": row["min_prefixlen"], "max_prefixlen": row["max_prefixlen"],
+                "default_prefixlen": str(row["default_prefixlen"]),
+                "min_prefixlen": str(row["min_prefixlen"]),
+                "max_prefixlen": str(row["max_prefixlen"]),
                 "is_default": row["is_default"], "default_quota": row["default_quota"],
                 "address_scope_id": row["address_scope_id"]})
     return out
@@ -59,7 +61,8 @@ def create_pool(req: Req) -> webob.Response:
     items = []
     for body in bodies:
         data = attrs.parse(body, "subnetpool", attrs.SUBNET_POOL, creating=True,
-                           is_admin=req.is_admin)
+                           is_admin=req.is_admin,
+                       caller=req.project_id)
         if "prefixes" not in data:
             raise errors.BadRequest("Failed to parse request. Required attribute 'prefixes' "
                                     "not specified", "HTTPBadRequest")
@@ -74,7 +77,8 @@ def create_pool(req: Req) -> webob.Response:
 
 def update_pool(req: Req) -> webob.Response:
     data = attrs.parse(req.body(), "subnetpool", attrs.SUBNET_POOL, creating=False,
-                       is_admin=req.is_admin)
+                       is_admin=req.is_admin,
+                       caller=req.project_id)
     with db.write(req.deps.engine) as conn:
         _owned(req, conn, store.visible(conn, req.arg("id"), req.scope), "subnetpool")
         row = store.update(conn, req.arg("id"), data, req.scope, req.expect_revision())
@@ -110,7 +114,8 @@ def create_scope(req: Req) -> webob.Response:
     items = []
     for body in bodies:
         data = attrs.parse(body, "address_scope", attrs.ADDRESS_SCOPE, creating=True,
-                           is_admin=req.is_admin)
+                           is_admin=req.is_admin,
+                       caller=req.project_id)
         if "ip_version" not in data:
             raise errors.BadRequest("Failed to parse request. Required attribute 'ip_version' "
                                     "not specified", "HTTPBadRequest")
@@ -123,7 +128,8 @@ def create_scope(req: Req) -> webob.Response:
 
 def update_scope(req: Req) -> webob.Response:
     data = attrs.parse(req.body(), "address_scope", attrs.ADDRESS_SCOPE, creating=False,
-                       is_admin=req.is_admin)
+                       is_admin=req.is_admin,
+                       caller=req.project_id)
     with db.write(req.deps.engine) as conn:
         _owned(req, conn, scope_store.visible(conn, req.arg("id"), req.scope),
                "address_scope")

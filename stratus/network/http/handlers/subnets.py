@@ -16,7 +16,8 @@ from stratus.network.store import subnet_pools as pool_store
 from stratus.network.store import subnets as store
 from stratus.storage import engine as db
 
-SUBNET_FILTERS = (*store.COLUMNS, "segment_id", "service_types", "dns_publish_fixed_ip")
+SUBNET_FILTERS = (*store.COLUMNS, "segment_id", "service_types", "dns_publish_fixed_ip",
+                  *store.NETWORK_FLAGS)
 
 
 def visible(req: Req, conn: Connection, subnet_id: str) -> dict[str, Any]:
@@ -38,7 +39,8 @@ def list_subnets(req: Req) -> webob.Response:
     filters = req.filters(SUBNET_FILTERS)
     with db.read(req.deps.engine) as conn:
         rows = tags.attach(conn, store.list_subnets(conn, filters, req.scope))
-    rest = {k: v for k, v in filters.items() if k not in store.COLUMNS}
+    rest = {k: v for k, v in filters.items()
+            if k not in store.COLUMNS and k not in store.NETWORK_FLAGS}
     return listing(req, "subnets", [render.subnet(req, r) for r in rows], rest)
 
 
@@ -50,7 +52,8 @@ def show_subnet(req: Req) -> webob.Response:
 
 def _parsed(req: Req, body: Any) -> dict[str, Any]:
     raw = body.get("subnet") if isinstance(body, dict) else None
-    data = attrs.parse(body, "subnet", attrs.SUBNET, creating=True, is_admin=req.is_admin)
+    data = attrs.parse(body, "subnet", attrs.SUBNET, creating=True, is_admin=req.is_admin,
+                       caller=req.project_id)
     for required in ("network_id", "ip_version"):
         if required not in data:
             raise errors.BadRequest(f"Failed to parse request. Required attribute '{required}' "
@@ -79,7 +82,8 @@ def create_subnet(req: Req) -> webob.Response:
 
 def update_subnet(req: Req) -> webob.Response:
     data = attrs.parse(req.body(), "subnet", attrs.SUBNET, creating=False,
-                       is_admin=req.is_admin)
+                       is_admin=req.is_admin,
+                       caller=req.project_id)
     for dropped in ("service_types", "dns_publish_fixed_ip"):
         data.pop(dropped, None)
     with db.write(req.deps.engine) as conn:
