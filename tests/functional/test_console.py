@@ -9,9 +9,11 @@ import os
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 import stratus.api
 from stratus import config as configuration
+from stratus.api import schema as api_schema
 from stratus.api.service import build_wsgi
 from stratus.api.store import decisions
 from stratus.placement.client import PlacementClient
@@ -172,20 +174,29 @@ def test_migrations_show_with_their_hosts_and_their_decisions(world):
 
 @pytest.mark.parametrize("empty_database_url", ["sqlite", "postgresql", "mysql"],
                          indirect=True)
-def test_decisions_are_pruned_to_the_newest_on_insert(empty_database_url):
+def test_decisions_keep_the_newest_and_are_pruned_now_and_then(empty_database_url):
+    """The log is trimmed to the newest ``keep`` every TRIM_EVERY decisions (a delete per
+    boot cost a statement for at most one row): it never holds more than keep +
+    TRIM_EVERY, and a reader asking for ``keep`` sees the newest."""
     engine = db.create_engine(empty_database_url)
+    keep, sizes = 5, []
     try:
         migrate.upgrade(engine, API_MIGRATIONS)
-        for n in range(12):
+        for n in range(2 * decisions.TRIM_EVERY + 12):
             with db.write(engine) as conn:
                 decisions.record(conn, decisions.Decision(
                     instance_uuid=f"{n:08d}-0000-0000-0000-000000000000", num_instances=1,
                     action="build", outcome=decisions.CHOSEN, duration_ms=n,
-                    hosts=[f"h{n}"]), keep=5)
+                    hosts=[f"h{n}"]), keep=keep)
+                sizes.append(conn.execute(sa.select(sa.func.count()).select_from(
+                    api_schema.scheduling_decisions)).scalar_one())
         with db.read(engine) as conn:
-            kept = decisions.recent(conn)
-        assert [d.duration_ms for d in kept] == [11, 10, 9, 8, 7]
-        assert kept[0].hosts == ["h11"] and kept[0].created_at is not None
+            kept = decisions.recent(conn, limit=keep)
+        last = 2 * decisions.TRIM_EVERY + 11
+        assert [d.duration_ms for d in kept] == list(range(last, last - keep, -1))
+        assert kept[0].hosts == [f"h{last}"] and kept[0].created_at is not None
+        assert max(sizes) <= keep + decisions.TRIM_EVERY
+        assert min(sizes[decisions.TRIM_EVERY:]) < keep + decisions.TRIM_EVERY  # trimmed
     finally:
         engine.dispose()
 
