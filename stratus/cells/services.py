@@ -79,15 +79,15 @@ def heartbeat(conn: Connection, service_id: int, now: dt.datetime | None = None)
         last_seen_up=now, report_count=s.services.c.report_count + 1)).rowcount)
 
 
-def heartbeat_many(conn: Connection, service_ids: Collection[int],
-                   now: dt.datetime | None = None) -> int:
-    """One heartbeat for many services in one statement (a process simulating many
-    hosts); how many records were there."""
-    if not service_ids:
+def heartbeat_hosts(conn: Connection, hosts: Collection[str], binary: str,
+                    now: dt.datetime | None = None) -> int:
+    """One heartbeat for the ``binary`` services of many hosts in one statement (a
+    process simulating many hosts); how many records were there."""
+    if not hosts:
         return 0
     now = now or utcnow()
     return int(conn.execute(sa.update(s.services).where(
-        s.services.c.id.in_(sorted(service_ids))).values(
+        s.services.c.host.in_(sorted(hosts)), s.services.c.binary == binary).values(
         last_seen_up=now, report_count=s.services.c.report_count + 1)).rowcount)
 
 

@@ -253,12 +253,9 @@ class DatabaseRecords:
             return services.register(conn, host, binary, version, now=now).id
 
     def heartbeat(self, hosts: Sequence[str], binary: str, now: dt.datetime) -> None:
-        if not hosts:
-            return
-        t = cs.services
-        with db.write(self.engine) as conn:
-            conn.execute(sa.update(t).where(t.c.host.in_(list(hosts)), t.c.binary == binary)
-                         .values(last_seen_up=now, report_count=t.c.report_count + 1))
+        if hosts:
+            with db.write(self.engine) as conn:
+                services.heartbeat_hosts(conn, hosts, binary, now)
 
     def service(self, host: str, binary: str) -> ServiceState | None:
         with db.read(self.engine) as conn:
