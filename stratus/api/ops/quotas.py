@@ -89,15 +89,28 @@ def state(engine: Engine, defaults: Mapping[str, int], project_id: str,
     if user_id is not None:
         servers = None
     with db.read(engine) as conn:
-        found = limits_in(conn, defaults, project_id, user_id)
-        counted = shown or counts_servers(found)
-        if not counted:   # a check with every server limit unlimited: nothing to count
-            return found, store.Usage()
-        used = store.usage(conn, project_id, servers=servers is None, user_id=user_id)
+        found, used, counted = _read_state(conn, defaults, project_id, shown,
+                                           servers is None, user_id)
+    return found, _counted_elsewhere(used, counted, servers, project_id)
+
+
+def _read_state(conn: Connection, defaults: Mapping[str, int], project_id: str,
+                shown: bool, count_servers_here: bool, user_id: str | None
+                ) -> tuple[dict[str, int], store.Usage, bool]:
+    """(limits, usage, whether the servers count) on ``conn``."""
+    found = limits_in(conn, defaults, project_id, user_id)
+    if not (shown or counts_servers(found)):
+        return found, store.Usage(), False   # every server limit unlimited: no count
+    return found, store.usage(conn, project_id, servers=count_servers_here,
+                              user_id=user_id), True
+
+
+def _counted_elsewhere(used: store.Usage, counted: bool, servers: ServerCounter | None,
+                       project_id: str) -> store.Usage:
     if counted and servers is not None:
         used = replace(used, **{r: int(n) for r, n in servers(project_id).items()
                                 if r in COUNTED})
-    return found, used
+    return used
 
 
 def counts_servers(limits: Mapping[str, int]) -> bool:
@@ -140,16 +153,19 @@ def _overs(limit: Mapping[str, int], used: store.Usage, need: Mapping[str, int],
 def _scopes(engine: Engine, defaults: Mapping[str, int], project_id: str,
             user_id: str | None, servers: ServerCounter | None
             ) -> list[tuple[dict[str, int], store.Usage]]:
-    """(limits, usage) to check against: the project's, then the user's when the user
-    has a limit of their own on servers, cores or RAM (else theirs are the project's,
-    and they use no more than the project)."""
-    out = [state(engine, defaults, project_id, servers=servers)]
-    if user_id is not None:
-        with db.read(engine) as conn:
+    """(limits, usage) to check against, read in one transaction: the project's, then the
+    user's when the user has a limit of their own on servers, cores or RAM (else theirs
+    are the project's, and they use no more than the project)."""
+    with db.read(engine) as conn:
+        found, used, counted = _read_state(conn, defaults, project_id, False,
+                                           servers is None, None)
+        mine = None
+        if user_id is not None:
             own = store.user_limits(conn, project_id, user_id)
-        if any(own.get(r, UNLIMITED) >= 0 for r in COUNTED):
-            out.append(state(engine, defaults, project_id, user_id=user_id))
-    return out
+            if any(own.get(r, UNLIMITED) >= 0 for r in COUNTED):
+                mine = _read_state(conn, defaults, project_id, False, True, user_id)[:2]
+    out = [(found, _counted_elsewhere(used, counted, servers, project_id))]
+    return out if mine is None else [*out, mine]
 
 
 def check_boot(engine: Engine, defaults: Mapping[str, int], project_id: str,
