@@ -59,6 +59,12 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     if args.rotate and args.activate:
         common.fail("--rotate and --activate are two steps: one at a time", common.USAGE_ERROR)
     config = common.load_config(args)
+    keys = signed_bus.key_dir(config)
+    if not keys.parent.is_dir():
+        # The key directory is made; the one it lives in (the data directory) is not:
+        # a mistyped --data-dir must not become a new place to keep keys.
+        common.fail(f"no directory {keys.parent} to keep the bus keys in (check --data-dir "
+                    "or [bus] key_dir)", common.USAGE_ERROR)
     path = signed_bus.key_path(config, args.sender)
     trust = signed_bus.trust_path(config)
     following = path.with_name(path.name + ".next")

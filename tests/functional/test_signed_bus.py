@@ -167,3 +167,13 @@ def test_a_compute_key_rotates_without_a_refused_message(world, tmp_path):
     stale.close()
     signed.conductor.close()
     honest.close()
+
+
+def test_keygen_refuses_a_data_directory_that_is_not_there(tmp_path):
+    """A mistyped --data-dir is one line and a usage error, not a new key directory."""
+    missing = tmp_path / "typo"
+    done = cli_helpers.run("stratus-manage", "--data-dir", str(missing), "bus", "keygen",
+                           "--sender", "compute:cmp1")
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and str(missing) in done.stderr
+    assert not missing.exists()
