@@ -48,7 +48,7 @@ import pytest
 from tests.backends.test_distributed import HOSTS, Cloud, Proc, bus_urls
 from tests.functional import cli_helpers
 
-pytestmark = [pytest.mark.backend, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.backend, pytest.mark.long, pytest.mark.timeout(1800)]
 
 COMPUTE = {"X-Auth-Token": "admin", "OpenStack-API-Version": "compute 2.79"}
 PLACEMENT = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
@@ -57,8 +57,8 @@ WITHIN = 30.0          # seconds from the restart to every server ACTIVE
 REDELIVERED = "delivered again"
 
 
-# About five minutes a database on two busy cores: the default run takes PostgreSQL, and
-# `-m slow` MariaDB too (the redelivery tests of test_build_recovery.py, on every
+# About five minutes a database on two busy cores: `-m long` (.ci/run) takes PostgreSQL,
+# and `-m slow` MariaDB too (the redelivery tests of test_build_recovery.py, on every
 # database in the default run, cover what differs there: the leases' timestamps).
 @pytest.fixture(params=["POSTGRES", pytest.param("MYSQL", marks=pytest.mark.slow)])
 def databases(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:

@@ -34,7 +34,7 @@ from stratus.storage import engine as db
 from tests.backends.test_db_bootstrap import drop_everything
 from tests.functional import cli_helpers
 
-pytestmark = pytest.mark.backend
+pytestmark = [pytest.mark.backend, pytest.mark.long]
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "ops" / "deploy.md"
 BLOCK = re.compile(r"<!-- deploy-test -->\s*\n```bash\n(.*?)\n```", re.S)

@@ -41,7 +41,7 @@ import pytest
 
 from tests.functional import cli_helpers
 
-pytestmark = pytest.mark.backend
+pytestmark = [pytest.mark.backend, pytest.mark.long]
 
 PLACEMENT = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
 DISABLED = "COMPUTE_STATUS_DISABLED"

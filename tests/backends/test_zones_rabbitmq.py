@@ -23,7 +23,7 @@ import pytest
 from tests.backends.test_distributed import Proc, bus_urls
 from tests.functional import cli_helpers
 
-pytestmark = pytest.mark.backend
+pytestmark = [pytest.mark.backend, pytest.mark.long]
 
 HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "compute 2.91"}
 SELECT_TIMEOUT = "2"

@@ -53,7 +53,7 @@ from tests.functional import cli_helpers
 from tests.functional import zones_scenario as scenario
 from tests.functional.zones_world import api_request
 
-pytestmark = pytest.mark.backend
+pytestmark = [pytest.mark.backend, pytest.mark.long]
 HEADERS = scenario.HEADERS
 
 

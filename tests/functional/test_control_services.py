@@ -29,7 +29,9 @@ class World:
         self.env = cli_helpers.clean_env(
             STRATUS_DATA_DIR=str(tmp_path), STRATUS_API_URL=self.api_url,
             OS_COMPUTE__REPORT_INTERVAL="1", OS_COMPUTE__SERVICE_DOWN_TIME="3",
-            OS_DEFAULT__HOST="ctl-1")
+            OS_DEFAULT__HOST="ctl-1",
+            # Placement is never asked (nothing is booted): do not wait 30 s for it.
+            OS_PLACEMENT_CLIENT__RETRY_SECONDS="0")
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def manage(self, *args: str) -> str:

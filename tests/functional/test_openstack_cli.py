@@ -19,6 +19,8 @@ import pytest
 
 from tests.functional.cli_helpers import clean_env, unavailable
 
+pytestmark = pytest.mark.long
+
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "osc_scenario.py"
 EXIT_UNAVAILABLE = 3
 

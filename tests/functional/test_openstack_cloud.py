@@ -27,6 +27,8 @@ from tests.functional import cli_helpers, real_keystone
 from tests.functional.cli_helpers import free_port, unavailable
 from tests.functional.test_serve import Serve
 
+pytestmark = pytest.mark.long
+
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
 
 

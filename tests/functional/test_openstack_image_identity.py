@@ -19,6 +19,8 @@ import yaml
 from tests.functional import test_openstack_cloud as clients
 from tests.functional.test_openstack_cloud import Openstack, client_env
 
+pytestmark = pytest.mark.long
+
 # The same fixtures: the CLI's virtualenv (once per module) and a fresh serve per test.
 openstack, cloud = clients.openstack, clients.cloud
 

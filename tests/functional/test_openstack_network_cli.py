@@ -17,6 +17,8 @@ from tests.functional.test_openstack_cloud import (  # noqa: F401 (fixtures)
     openstack,
 )
 
+pytestmark = pytest.mark.long
+
 
 def refused(osc: Openstack, *args: str) -> str:
     done = subprocess.run([str(osc.binary), *args], capture_output=True, text=True,

@@ -13,6 +13,8 @@ import pytest
 
 from tests.functional.test_openstack_cloud import Openstack, client_env, cloud, openstack
 
+pytestmark = pytest.mark.long
+
 __all__ = ["cloud", "openstack"]   # the fixtures this module uses
 
 

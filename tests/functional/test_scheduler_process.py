@@ -40,11 +40,16 @@ def wait_for_text(log: Path, text: str, proc: subprocess.Popen, seconds: float =
                          f"{log.read_text(errors='replace')}")
 
 
+# No Placement listens for these processes (none of them books anything): do not wait
+# the default 30 s for one at start-up.
+ENV = cli_helpers.clean_env(OS_PLACEMENT_CLIENT__RETRY_SECONDS="0")
+
+
 def start(tmp_path: Path, role: str, *args: str) -> tuple[subprocess.Popen, Path]:
     log = tmp_path / f"{role}-{uuidlib.uuid4().hex[:6]}.log"
     with open(log, "w") as out:
         proc = subprocess.Popen([*cli_helpers.command("stratus"), role, *args], stdout=out,
-                                stderr=subprocess.STDOUT, env=cli_helpers.clean_env(),
+                                stderr=subprocess.STDOUT, env=ENV,
                                 stdin=subprocess.DEVNULL)
     return proc, log
 

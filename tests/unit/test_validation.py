@@ -133,8 +133,8 @@ def test_most_schemas_have_a_compiled_check() -> None:
 
 
 @pytest.mark.parametrize(("name", "schema"), FAST, ids=[name for name, _s in FAST])
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.filter_too_much])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_the_verdict_is_jsonschemas(name: str, schema: dict[str, Any], data: st.DataObject
                                     ) -> None:

@@ -179,8 +179,23 @@ def set_allocations(req: Req) -> webob.Response:
     return empty_response(204)
 
 
+# A DELETE frees and never claims, so nothing can refuse it for lack of room; but its
+# one UPDATE of the usage totals and a concurrent writer's can take the same rows in
+# different orders, and the database breaks the deadlock by rolling one back. Nothing
+# was written then: run it again here rather than hand the client a 409.
+DELETE_ATTEMPTS = 3
+
+
 def delete_allocations(req: Req) -> webob.Response:
     req.authorize("placement:allocations:delete")
-    with write_transaction(req.app.engine) as conn:
-        store.delete(conn, req.arg("consumer_uuid"))
-    return empty_response(204)
+    for attempt in range(1, DELETE_ATTEMPTS + 1):
+        try:
+            with db.write(req.app.engine) as conn:
+                store.delete(conn, req.arg("consumer_uuid"))
+            return empty_response(204)
+        except sa.exc.DBAPIError as exc:
+            if not db.is_contention(exc):
+                raise
+            if attempt == DELETE_ATTEMPTS:
+                raise errors.ConcurrentUpdate(CHANGED + consumers.CONCURRENT) from None
+    raise AssertionError("unreachable")
