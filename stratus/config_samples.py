@@ -28,7 +28,7 @@ CLIENTS = [("placement_client", "endpoint"), ("placement_client", "token"),
 NETWORK_CLIENT = [("network_client", "endpoint"), ("network_client", "token"),
                   ("network_client", "retry_seconds")]
 SIGNING = (("bus", "signing"), ("bus", "key_dir"), ("bus", "trust_store"),
-           ("bus", "message_window"))
+           ("bus", "message_window"), ("bus", "unsigned_senders"))
 
 
 @dataclass(frozen=True)

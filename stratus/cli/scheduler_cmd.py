@@ -94,7 +94,10 @@ def api_engine(config: configuration.Config, sync: bool) -> Any:
                                   DB_WAIT_SECONDS)
 
 
-def open_bus(config: configuration.Config, identity: str) -> Any:
+def open_bus(config: configuration.Config, identity: str,
+             old_computes: Callable[[str], bool] | None = None) -> Any:
+    """The service's bus, signed and verified by ``[bus] signing``; ``old_computes``:
+    which senders are computes of a release before signing (``transition``)."""
     from stratus.bus import Bus, BusError
 
     url = str(config.get("DEFAULT", "transport_url"))
@@ -105,7 +108,7 @@ def open_bus(config: configuration.Config, identity: str) -> Any:
     from stratus.zones.signing import KeyFileError
 
     try:
-        signer, verifier = signed_bus.security(config, identity)
+        signer, verifier = signed_bus.security(config, identity, old_computes)
     except (KeyFileError, OSError) as exc:
         common.fail(f"[bus] signing: {exc}")
     try:
