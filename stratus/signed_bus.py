@@ -165,7 +165,7 @@ class TransitionVerifier:
         if first:
             LOG.warning("bus: accepting unsigned messages from %s ([bus] signing = "
                         "transition: a compute of a release before signing, or in [bus] "
-                        "unsigned_senders); %s first (from then on, not logged again)",
+                        "unsigned_senders), the first to %s; logged once per sender",
                         who, receiver)
 
 
