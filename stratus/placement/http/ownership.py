@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.engine import Connection
+
 from stratus.placement import errors
 from stratus.placement.http.wsgi import Req
 from stratus.placement.store import providers
 from stratus.storage import engine as db
+
 
 def _target(req: Req, root_name: str, uuid: str | None) -> dict[str, Any]:
     return {"project_id": req.ctx.project_id, "user_id": req.ctx.user_id,
@@ -37,13 +40,15 @@ def authorize_tree(req: Req, action: str, root_name: str, uuid: str | None) -> N
                                   f"in the tree of {root_name!r}")
 
 
-def authorize_provider(req: Req, action: str, uuid: str | None = None) -> None:
+def authorize_provider(req: Req, action: str, uuid: str | None = None) -> bool:
     """``action`` on the provider ``uuid`` (default: the path's): allowed, or Forbidden.
 
     A provider that does not exist is 404, as the handler would answer, to a caller
-    that may read providers (existence is no secret to it); 403 to anyone else."""
+    that may read providers (existence is no secret to it); 403 to anyone else.
+    True when the decision needed the provider's tree: a handler that can move the
+    provider to another tree then checks the tree it ends in too."""
     if req.allows(action):
-        return
+        return False
     uuid = req.arg("uuid") if uuid is None else uuid
     if req.ctx.user_name is None:
         raise refuse(req, action, f"resource provider {uuid}")
@@ -56,3 +61,13 @@ def authorize_provider(req: Req, action: str, uuid: str | None = None) -> None:
             raise refuse(req, action, f"resource provider {uuid}") from None
         root = providers.root_name(conn, provider)
     authorize_tree(req, action, root, provider["uuid"])
+    return True
+
+
+def tree_of(conn: Connection, req: Req, action: str, uuid: str) -> str:
+    """The root name of the tree of provider ``uuid``, for a caller refused without
+    one; a missing provider is refused (403), not looked up for it."""
+    found = providers.find(conn, uuid)
+    if found is None:
+        raise refuse(req, action, f"resource provider {uuid}")
+    return providers.root_name(conn, found)

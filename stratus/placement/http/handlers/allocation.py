@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 from stratus.config import Config
 from stratus.placement import errors
 from stratus.placement.http.microversion import Version
+from stratus.placement.http.ownership import authorize_provider
 from stratus.placement.http.query import is_uuid_like
 from stratus.placement.http.schemas import allocation as schema
 from stratus.placement.http.wsgi import Req, empty_response, json_response, latest
@@ -121,7 +122,7 @@ def list_for_consumer(req: Req) -> webob.Response:
 
 
 def list_for_resource_provider(req: Req) -> webob.Response:
-    req.authorize("placement:resource_providers:allocations:list")
+    authorize_provider(req, "placement:resource_providers:allocations:list")
     uuid = req.arg("uuid")
     with db.read(req.app.engine) as conn:
         try:
