@@ -278,6 +278,21 @@ OPTIONS: list[Option] = [
            "Where services (scheduler, conductor, compute) reach the Placement API."),
     Option("placement_client", "token", str, "admin",
            "Token services send to Placement (noauth2: 'admin' is an admin)."),
+    Option("placement_client", "auth_url", str, "",
+           "Identity (Keystone v3) URL: when set, the service authenticates as its own "
+           "user (username, password, project_name) and sends that user's token instead "
+           "of `token`, renewing it before it expires. A compute host's user is named "
+           "after the host and holds Placement's `compute` role (docs/ops/security.md)."),
+    Option("placement_client", "username", str, "",
+           "Keystone user the service authenticates as (with auth_url)."),
+    Option("placement_client", "password", str, "",
+           "That user's password: keep it in a 0600 file or $OS_PLACEMENT_CLIENT__PASSWORD."),
+    Option("placement_client", "project_name", str, "service",
+           "Project the service's token is scoped to (with auth_url)."),
+    Option("placement_client", "user_domain_name", str, "Default",
+           "Domain of the service's user (with auth_url)."),
+    Option("placement_client", "project_domain_name", str, "Default",
+           "Domain of the service's project (with auth_url)."),
     Option("placement_client", "retry_seconds", float, 30.0,
            "Seconds a service keeps sending a request to Placement again after a "
            "connection failure or timeout (jittered backoff), when that is safe: reads, "
