@@ -85,14 +85,14 @@ def test_revoked_token_is_replaced_once(cloud):
     cmp_a = cloud["client"]("cmp-a", "cmp-a-pw")
     a = cmp_a.create_provider(str(uuidlib.uuid4()), "cmp-a")["uuid"]
     deps = cloud["deps"]
-    first = cmp_a._token_source()  # noqa: SLF001 (the token it holds)
+    first = cmp_a._token_source()
     held = deps.codec.read(first)
     with db.write(deps.engine) as conn:   # as DELETE /v3/auth/tokens does
         store.revoke(conn, held.audit_id, held.expires_at)
     deps.changes.bump()
     # The held token is refused (401); the client fetches another and carries on.
     assert cmp_a.get_provider(a) is not None
-    assert cmp_a._token_source() != first  # noqa: SLF001
+    assert cmp_a._token_source() != first
 
 
 def test_wrong_password_is_a_clear_error(cloud):

@@ -236,7 +236,33 @@ def test_compute_refused_on_allocations_candidates_and_reshaper(placement):
     p.ok("tok-nova", "PUT", f"/allocations/{consumer}", body)
     assert p.ok("tok-admin", "GET", f"/allocations/{consumer}")["allocations"][CMP1][
         "resources"] == {"VCPU": 1}
-    _refused(p("tok-cmp1", "DELETE", f"/allocations/{consumer}"))
+
+
+def test_compute_frees_only_consumers_wholly_in_its_tree(placement):
+    """As Nova's source compute frees an evacuated server's allocations when it returns."""
+    p = placement
+    p.ok("tok-nova", "PUT", f"/resource_providers/{CMP1}/inventories",
+         {"resource_provider_generation": p.generation(CMP1),
+          "inventories": {"VCPU": {"total": 8}}})
+
+    def allocate(*providers: str) -> str:
+        consumer = str(uuidlib.uuid4())
+        p.ok("tok-nova", "PUT", f"/allocations/{consumer}", {
+            "allocations": {rp: {"resources": {"VCPU": 1}} for rp in providers},
+            "project_id": "p", "user_id": "u", "consumer_generation": None,
+            "consumer_type": "MIGRATION"})
+        return consumer
+
+    theirs, spanning, mine = allocate(CMP2), allocate(CMP1, CMP2), allocate(CMP1)
+    _refused(p("tok-cmp1", "DELETE", f"/allocations/{theirs}"))
+    _refused(p("tok-cmp1", "DELETE", f"/allocations/{spanning}"))
+    for consumer in (theirs, spanning):
+        assert p.ok("tok-admin", "GET", f"/allocations/{consumer}")["allocations"]
+    assert p("tok-cmp1", "DELETE", f"/allocations/{mine}").status_code == 204
+    assert p.ok("tok-admin", "GET", f"/allocations/{mine}")["allocations"] == {}
+    # Freed already (or never held): 404, which the compute's client reads as "none".
+    assert p("tok-cmp1", "DELETE", f"/allocations/{mine}").status_code == 404
+    assert p("tok-cmp2", "DELETE", f"/allocations/{spanning}").status_code == 403
 
 
 def test_name_without_role_and_spoofed_headers_grant_nothing(placement):

@@ -6,7 +6,8 @@ written for Placement works here unchanged. Every API rule defaults to
 about; the reshaper is service only). The ``compute`` role, Stratus's addition
 for containment, may read, create custom resource classes and traits, and write
 the providers of its own tree: those whose root provider is named as the
-caller's user (``compute_own_provider_api``); never allocations, allocation
+caller's user (``compute_own_provider_api``), and delete a consumer's allocations
+when they all lie in that tree; never write or list allocations, allocation
 candidates, the reshaper, total usages, or deletes of classes and traits.
 Handlers put ``root_provider_name`` (and ``resource_provider_uuid``) in the
 target only when the cheaper check without them refused (see
@@ -78,7 +79,7 @@ _BASE = [
 _ADMIN_OR_SERVICE_ACTIONS = [
     "placement:resource_classes:delete",
     "placement:traits:delete",
-    *(f"placement:allocations:{a}" for a in ("manage", "list", "update", "delete")),
+    *(f"placement:allocations:{a}" for a in ("manage", "list", "update")),
     "placement:allocation_candidates:list",
 ]
 # Reads a compute's report client makes, of any provider (as Nova's does).
@@ -100,6 +101,9 @@ _OR_OWN_PROVIDER_ACTIONS = [
     "placement:resource_providers:aggregates:update",
     *(f"placement:resource_providers:traits:{a}" for a in ("update", "delete")),
     "placement:resource_providers:allocations:list",
+    # A consumer's allocations, all in one tree of the caller's (an evacuated server's
+    # on the host it left, freed by that host when it comes back, as Nova's does).
+    "placement:allocations:delete",
 ]
 
 RULES: list[oslo_policy.RuleDefault] = [

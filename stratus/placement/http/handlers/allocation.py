@@ -19,12 +19,12 @@ from sqlalchemy.engine import Connection, Engine
 from stratus.config import Config
 from stratus.placement import errors
 from stratus.placement.http.microversion import Version
-from stratus.placement.http.ownership import authorize_provider
+from stratus.placement.http.ownership import authorize_provider, authorize_tree
 from stratus.placement.http.query import is_uuid_like
 from stratus.placement.http.schemas import allocation as schema
 from stratus.placement.http.wsgi import Req, empty_response, json_response, latest
 from stratus.placement.store import allocations as store
-from stratus.placement.store import consumers
+from stratus.placement.store import consumers, providers
 from stratus.placement.store.common import provider_row
 from stratus.storage import engine as db
 
@@ -181,7 +181,26 @@ def set_allocations(req: Req) -> webob.Response:
 
 
 def delete_allocations(req: Req) -> webob.Response:
-    req.authorize("placement:allocations:delete")
+    action = "placement:allocations:delete"
+    by_tree = not req.allows(action)
     with write_transaction(req.app.engine) as conn:
+        if by_tree:
+            _authorize_by_tree(req, action, conn, req.arg("consumer_uuid"))
         store.delete(conn, req.arg("consumer_uuid"))
     return empty_response(204)
+
+
+def _authorize_by_tree(req: Req, action: str, conn: Connection, consumer_uuid: str) -> None:
+    """A caller refused outright may still free a consumer whose every allocation is in
+    one tree of its own (a compute host cleaning up after an evacuation from it, as
+    Nova's does). A consumer holding nothing is 404, as for anyone: the caller learns
+    that it holds nothing, not what or where."""
+    _, held = store.for_consumer(conn, consumer_uuid)
+    roots = {providers.root_name(conn, providers.get(conn, uuid))
+             for uuid in {h.provider_uuid for h in held}}
+    if len(roots) != 1:
+        if not roots:
+            raise errors.NotFound(f"No allocations for consumer '{consumer_uuid}'")
+        raise req.refusal(action, f" on consumer {consumer_uuid} (providers of "
+                                  f"{', '.join(sorted(map(repr, roots)))})")
+    authorize_tree(req, action, roots.pop(), None)
