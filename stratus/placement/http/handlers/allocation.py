@@ -193,13 +193,18 @@ def delete_allocations(req: Req) -> webob.Response:
 def _authorize_by_tree(req: Req, action: str, conn: Connection, consumer_uuid: str) -> None:
     """A caller refused outright may still free a consumer whose every allocation is in
     one tree of its own (a compute host cleaning up after an evacuation from it, as
-    Nova's does). A consumer holding nothing is 404, as for anyone: the caller learns
-    that it holds nothing, not what or where."""
+    Nova's does). A consumer holding nothing is 404 to a caller the policy would let
+    free allocations in a tree named as itself (403 to anyone else): it learns that the
+    consumer holds nothing, not what or where."""
     _, held = store.for_consumer(conn, consumer_uuid)
     roots = {providers.root_name(conn, providers.get(conn, uuid))
              for uuid in {h.provider_uuid for h in held}}
     if len(roots) != 1:
-        if not roots:
+        if not roots and req.ctx.user_name and req.allows(action, {
+                "project_id": req.ctx.project_id, "user_id": req.ctx.user_id,
+                "root_provider_name": req.ctx.user_name, "resource_provider_uuid": None}):
+            # Someone who may free what lies in a tree of its own (a compute): as for
+            # an admin, nothing held is 404, which its client reads as "none".
             raise errors.NotFound(f"No allocations for consumer '{consumer_uuid}'")
         raise req.refusal(action, f" on consumer {consumer_uuid} (providers of "
                                   f"{', '.join(sorted(map(repr, roots)))})")
