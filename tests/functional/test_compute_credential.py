@@ -10,6 +10,7 @@ allocations; a revoked token is replaced without the caller noticing.
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid as uuidlib
 from collections.abc import Iterator
 from typing import Any
@@ -114,3 +115,23 @@ def test_placement_token_from_configuration():
         ("placement_client", "auth_url"): AUTH_URL})
     with pytest.raises(configuration.ConfigError, match="username and password"):
         placement_token(half)
+
+
+def test_token_is_kept_until_a_minute_before_it_expires():
+    issued: list[str] = []
+
+    def identity(request: httpx.Request) -> httpx.Response:
+        issued.append(f"tok{len(issued)}")
+        return httpx.Response(201, headers={"X-Subject-Token": issued[-1]},
+                              json={"token": {"expires_at": "2030-01-01T01:00:00.000000Z"}})
+
+    now = [dt.datetime(2030, 1, 1, 0, 0, tzinfo=dt.UTC).timestamp()]
+    token = PasswordToken(AUTH_URL, "cmp-a", "pw", "service",
+                          transport=httpx.MockTransport(identity), clock=lambda: now[0])
+    assert token() == token() == "tok0"
+    now[0] += 3600 - 61          # 61 s before it expires: still good
+    assert token() == "tok0"
+    now[0] += 1                  # a minute before: renewed
+    assert token() == "tok1"
+    token.invalidate()
+    assert token() == "tok2"
