@@ -33,6 +33,8 @@ class Option:
     # Accepted values (for str options), and the smallest accepted number.
     choices: tuple[str, ...] | None = None
     minimum: int | None = None
+    # Other spellings of a choice (an option that was a boolean before it had choices).
+    aliases: tuple[tuple[str, str], ...] = ()
 
     @property
     def env_var(self) -> str:
@@ -62,6 +64,7 @@ class Option:
                 raise ConfigError(f"{where}: expected a number, got {raw!r}") from None
         if self.type is list:
             return [item.strip() for item in raw.split(",") if item.strip()]
+        raw = dict(self.aliases).get(raw.strip().lower(), raw)
         if self.choices is not None and raw.strip() not in self.choices:
             raise ConfigError(
                 f"{where}: expected one of {', '.join(self.choices)}, got {raw!r}"
@@ -187,11 +190,24 @@ OPTIONS: list[Option] = [
            "rolling upgrade, or 'auto' for the oldest compute's; empty: the newest. A "
            "pinned 1.3 cannot move servers whose ports have resource requests (the move "
            "fails cleanly on the compute, design document 004)."),
-    Option("bus", "signing", bool, True,
+    Option("bus", "signing", str, "required",
            "Sign every message a service sends on its deployment's bus with its own "
-           "Ed25519 key, and refuse unsigned, unknown, tampered, replayed and expired "
-           "ones (the zones' mechanism; docs/bus.md). For services run as separate "
-           "processes; `stratus serve` runs everything in one process and signs nothing."),
+           "Ed25519 key. 'required': refuse unsigned, unknown, tampered, replayed and "
+           "expired ones (the zones' mechanism; docs/bus.md). 'transition', during a "
+           "rolling upgrade from a release without signing: sign everything, and accept "
+           "unsigned messages only from computes of that release (a compute whose service "
+           "record is below ComputeRPC 1.7) and the senders of [bus] unsigned_senders, each "
+           "logged at WARNING once per sender; every other message as 'required'. 'off': "
+           "sign and check nothing (true and false mean required and off). For services "
+           "run as separate processes; `stratus serve` runs everything in one process and "
+           "signs nothing.", choices=("required", "transition", "off"),
+           aliases=tuple((word, "required") for word in sorted(TRUE))
+           + tuple((word, "off") for word in sorted(FALSE - {"off"}))),
+    Option("bus", "unsigned_senders", list, [],
+           "With [bus] signing = transition: bus identities (e.g. compute:cmp-7, or "
+           "compute:NAME for a `stratus compute --count` process of the previous release) "
+           "whose unsigned messages are accepted besides those of old computes found by "
+           "their service records."),
     Option("bus", "key_dir", str, "",
            "Where each service's private bus key is (<identity>.key, e.g. "
            "compute_cmp-a.key; made on first start if missing, or by `stratus-manage bus "
@@ -262,6 +278,21 @@ OPTIONS: list[Option] = [
            "Where services (scheduler, conductor, compute) reach the Placement API."),
     Option("placement_client", "token", str, "admin",
            "Token services send to Placement (noauth2: 'admin' is an admin)."),
+    Option("placement_client", "auth_url", str, "",
+           "Identity (Keystone v3) URL: when set, the service authenticates as its own "
+           "user (username, password, project_name) and sends that user's token instead "
+           "of `token`, renewing it before it expires. A compute host's user is named "
+           "after the host and holds Placement's `compute` role (docs/ops/security.md)."),
+    Option("placement_client", "username", str, "",
+           "Keystone user the service authenticates as (with auth_url)."),
+    Option("placement_client", "password", str, "",
+           "That user's password: keep it in a 0600 file or $OS_PLACEMENT_CLIENT__PASSWORD."),
+    Option("placement_client", "project_name", str, "service",
+           "Project the service's token is scoped to (with auth_url)."),
+    Option("placement_client", "user_domain_name", str, "Default",
+           "Domain of the service's user (with auth_url)."),
+    Option("placement_client", "project_domain_name", str, "Default",
+           "Domain of the service's project (with auth_url)."),
     Option("placement_client", "retry_seconds", float, 30.0,
            "Seconds a service keeps sending a request to Placement again after a "
            "connection failure or timeout (jittered backoff), when that is safe: reads, "

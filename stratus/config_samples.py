@@ -25,10 +25,13 @@ CORS = [("cors", n) for n in ("allowed_origin", "allow_credentials", "expose_hea
                               "max_age", "allow_methods", "allow_headers")]
 CLIENTS = [("placement_client", "endpoint"), ("placement_client", "token"),
            ("placement_client", "retry_seconds")]
+SERVICE_USER = [("placement_client", n) for n in (
+    "auth_url", "username", "password", "project_name", "user_domain_name",
+    "project_domain_name")]
 NETWORK_CLIENT = [("network_client", "endpoint"), ("network_client", "token"),
                   ("network_client", "retry_seconds")]
 SIGNING = (("bus", "signing"), ("bus", "key_dir"), ("bus", "trust_store"),
-           ("bus", "message_window"))
+           ("bus", "message_window"), ("bus", "unsigned_senders"))
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,8 @@ ROLES = (
          "stratus compute --config-file /etc/stratus/compute.conf --host cmp-a "
          "--cell-uuid CELL1_UUID",
          (("DEFAULT", "debug"), ("DEFAULT", "transport_url"),
-          *CLIENTS, *NETWORK_CLIENT, ("glance", "api_servers"), ("glance", "token"),
+          *CLIENTS, *SERVICE_USER, *NETWORK_CLIENT, ("glance", "api_servers"),
+          ("glance", "token"),
           ("compute", "report_interval"), ("compute", "resource_tracker_interval"),
           ("compute", "provider_refresh_interval"), ("upgrade_levels", "conductor"),
           *SIGNING),

@@ -57,6 +57,7 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
                        f"{migrate.current(engine) or 'none'}); migrate it first "
                        "(stratus api --sync-db)")
     timeout = float(config.get("DEFAULT", "rpc_response_timeout"))
+    cell_engines = CellEngines()
     if bus is None:
         url = str(config.get("DEFAULT", "transport_url"))
         if not url:
@@ -69,7 +70,8 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
                                              or socket.gethostname())
         identity = identity or f"api-{socket.gethostname()}:{os.getpid()}"
         try:
-            signer, verifier = signed_bus.security(config, identity)
+            signer, verifier = signed_bus.security(
+                config, identity, signed_bus.old_computes(engine, cell_engines))
         except (ValueError, OSError) as exc:   # KeyFileError is a ValueError
             engine.dispose()
             raise NotReady(f"[bus] signing: {exc}") from None
@@ -94,7 +96,7 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
         reclaim_instance_interval=int(config.get("DEFAULT", "reclaim_instance_interval")),
         enable_instance_password=bool(config.get("api", "enable_instance_password")),
         password_length=int(config.get("DEFAULT", "password_length")),
-        dbs=CellDBs(engine, CellEngines(), timeout=float(config.get("scheduler",
+        dbs=CellDBs(engine, cell_engines, timeout=float(config.get("scheduler",
                                                                     "cell_timeout"))),
         placement=placement, bus=bus,
         service_down_time=int(config.get("compute", "service_down_time")),

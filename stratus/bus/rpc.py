@@ -293,7 +293,14 @@ class RPCClient(Generic[IfaceT]):
         if not isinstance(reply, Reply) or reply.in_reply_to != request.msg_id:
             raise errors.BadMessage(f"answer to {request.method} is not its reply")
         if self.bus.verifier is not None:
-            self.bus.verifier.verify(reply, f"reply:{self.bus.identity}")
+            try:
+                self.bus.verifier.verify(reply, f"reply:{self.bus.identity}")
+            except errors.SecurityError as exc:
+                # As a server logs the requests it refuses: a bug, an attack, or (in a
+                # rolling upgrade) a peer of a release that does not sign.
+                LOG.warning("%s: reply to %s from %s refused: %s", self.bus.identity,
+                            request.method, reply.sender, exc)
+                raise
         if reply.error is not None:
             raise errors.from_wire(reply.error, self.interface.errors,
                                    self.interface.service, request.method)

@@ -43,6 +43,7 @@ def add_commands(sub: Any) -> None:
 
 
 def cmd_conductor(args: argparse.Namespace) -> int:
+    from stratus import signed_bus
     from stratus.bus import Bus
     from stratus.cells.engines import CellEngines
     from stratus.cells.heartbeat import CONDUCTOR_BINARY
@@ -63,8 +64,10 @@ def cmd_conductor(args: argparse.Namespace) -> int:
     placement = placement_client(config)
     network = network_client(config)
     identity = f"conductor:{key_name(args)}"
-    bus: Bus = open_bus(config, identity)
     engines = CellEngines()
+    # [bus] signing = transition: the computes of the release before signing, by their
+    # service records, may send unsigned (their reschedules and replies).
+    bus: Bus = open_bus(config, identity, old_computes=signed_bus.old_computes(engine, engines))
     buses = CellBuses(bus, identity=identity,
                       compute_cap=compute_cap(str(config.get("upgrade_levels", "compute")),
                                               engine, engines))

@@ -94,7 +94,10 @@ def api_engine(config: configuration.Config, sync: bool) -> Any:
                                   DB_WAIT_SECONDS)
 
 
-def open_bus(config: configuration.Config, identity: str) -> Any:
+def open_bus(config: configuration.Config, identity: str,
+             old_computes: Callable[[str], bool] | None = None) -> Any:
+    """The service's bus, signed and verified by ``[bus] signing``; ``old_computes``:
+    which senders are computes of a release before signing (``transition``)."""
     from stratus.bus import Bus, BusError
 
     url = str(config.get("DEFAULT", "transport_url"))
@@ -105,7 +108,7 @@ def open_bus(config: configuration.Config, identity: str) -> Any:
     from stratus.zones.signing import KeyFileError
 
     try:
-        signer, verifier = signed_bus.security(config, identity)
+        signer, verifier = signed_bus.security(config, identity, old_computes)
     except (KeyFileError, OSError) as exc:
         common.fail(f"[bus] signing: {exc}")
     try:
@@ -114,12 +117,30 @@ def open_bus(config: configuration.Config, identity: str) -> Any:
         common.fail(f"cannot use the message bus {common.redact(url)}: {exc}")
 
 
+def placement_token(config: configuration.Config) -> Any:
+    """``[placement_client] token``, or with ``auth_url`` the service's own Keystone
+    user's token (a compute host's: named after it, role ``compute``)."""
+    from stratus.web.service_token import PasswordToken
+
+    def opt(name: str) -> str:
+        return str(config.get("placement_client", name))
+
+    if not opt("auth_url"):
+        return opt("token")
+    if not opt("username") or not opt("password"):
+        raise configuration.ConfigError(
+            "[placement_client] auth_url needs username and password")
+    return PasswordToken(opt("auth_url"), opt("username"), opt("password"),
+                         opt("project_name"), opt("user_domain_name"),
+                         opt("project_domain_name"))
+
+
 def placement_client(config: configuration.Config) -> Any:
     from stratus.placement.client import PlacementClient
     from stratus.retry import RetryPolicy
 
     return PlacementClient(str(config.get("placement_client", "endpoint")),
-                           token=str(config.get("placement_client", "token")),
+                           token=placement_token(config),
                            retry=RetryPolicy(float(config.get("placement_client",
                                                               "retry_seconds"))))
 

@@ -32,6 +32,12 @@ Versions:
   snapshot_for_shelve (calls). Each cast finds the task state the
   API (or the conductor) set and does nothing otherwise, so a repeated delivery is
   harmless (:mod:`stratus.compute.lifecycle`).
+- 1.6: finish_resize's ``power_on`` (a server resized while stopped stays stopped).
+- 1.7: no new method or argument: the release whose computes sign every message they send
+  and keep their records through the conductor (issue 29). Its ``services.version``
+  (1007) is how a receiver in ``[bus] signing = transition`` tells a compute of the
+  release before it (1006 or below), whose unsigned messages it accepts, from a new one,
+  whose unsigned messages it refuses (:mod:`stratus.signed_bus`).
 
 A compute started with ``--rpc-version 1.0`` advertises 1.0 (on the bus and, encoded by
 :func:`service_version`, in its ``services.version`` row), as a not-yet-upgraded compute
@@ -57,6 +63,7 @@ INTERFACES_SINCE = PORTS_SINCE = "1.3"
 PORT_MOVES_SINCE = "1.4"
 LIFECYCLE_SINCE = "1.5"
 STOPPED_MOVES_SINCE = "1.6"   # finish_resize(power_on=False): a stopped server stays off
+SIGNED_SINCE = "1.7"          # computes sign what they send (and hold no database)
 
 
 def service_version(rpc_version: str) -> int:
@@ -73,7 +80,7 @@ def rpc_version(service_version_number: int) -> str:
 
 class ComputeRPC(RPCInterface):
     service = "compute"
-    version = "1.6"
+    version = "1.7"
     errors = (
         driver_errors.HypervisorUnavailable,
         driver_errors.NodeNotFound,

@@ -9,11 +9,11 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from stratus.bus import Bus, RPCClient, redelivered
+from stratus.bus import Bus, RPCClient, Version, redelivered
 from stratus.cells import actions, mappings, services
 from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
-from stratus.compute.rpcapi import BINARY, rpc_version
+from stratus.compute.rpcapi import BINARY, ComputeRPC, rpc_version
 from stratus.conductor import rebuild, resize, shelve
 from stratus.conductor.action_events import judge, task_step
 from stratus.conductor.build import BuildTask, ConductorContext, RescheduleTask
@@ -54,8 +54,6 @@ class CellBuses:
             return bus
 
     def compute_client(self, cell: CellMapping) -> RPCClient[Any]:
-        from stratus.compute.rpcapi import ComputeRPC
-
         return self.for_cell(cell).client(ComputeRPC, version_cap=self.compute_cap)
 
     def close(self) -> None:
@@ -78,7 +76,12 @@ def compute_cap(setting: str, api_engine: Engine, engines: CellEngines) -> str |
         with db.read(engines.get(cell)) as conn:
             versions += [s.version for s in services.list_all(conn)
                          if s.binary == BINARY and s.version]
-    return rpc_version(min(versions)) if versions else None
+    if not versions:
+        return None
+    oldest = rpc_version(min(versions))
+    # A record newer than this conductor (a compute upgraded before it, against the
+    # order of docs/ops/upgrades.md) caps nothing: this conductor sends at most its own.
+    return None if Version.parse(ComputeRPC.version) <= Version.parse(oldest) else oldest
 
 
 class ConductorManager(ComputeRecordsEndpoint):

@@ -2,7 +2,8 @@
 
 A request whose ``X-Auth-Token`` is one of our Fernet tokens is validated (locally,
 with the key file and the identity database) and passed on as the noauth2 form of the
-same caller: ``user_id:project_id`` with ``X-Roles`` set from the token's roles now, and
+same caller: ``user_id:project_id`` with ``X-Roles`` set from the token's roles now,
+``X-User-Name`` from its user, and
 ``OpenStack-System-Scope: all`` for a system-scoped token. Other tokens pass through
 untouched (``stratus serve`` keeps its ``admin`` token), and a Fernet token that does
 not validate is refused with 401 before the API sees it. A token made from an
@@ -57,6 +58,7 @@ class Caller:
     roles: list[str]
     system: bool = False
     access_rules: tuple[appcreds.AccessRule, ...] = ()
+    user_name: str = ""
 
 
 class TokenValidator:
@@ -85,7 +87,8 @@ class TokenValidator:
             found = auth.validate(conn, self.codec, token)   # AuthFailed propagates
         who = Caller(found.user.id, found.project.id if found.project else None,
                      [r.name for r in found.roles], found.system,
-                     found.app_cred.access_rules if found.app_cred else ())
+                     found.app_cred.access_rules if found.app_cred else (),
+                     found.user.name)
         with self._lock:
             if len(self._cache) >= self.cache_size:
                 self._cache.clear()
@@ -123,6 +126,8 @@ def accept_identity_tokens(app: WSGIApp, validate: TokenValidator, identity_url:
             environ["HTTP_X_AUTH_TOKEN"] = f"{who.user_id}:{who.project_id or who.user_id}"
             environ["HTTP_X_ROLES"] = ",".join(who.roles)
             environ["HTTP_X_PROJECT_ID"] = who.project_id or ""
+            # Placement's compute role compares the user's name with a provider's.
+            environ["HTTP_X_USER_NAME"] = who.user_name
             environ.pop("HTTP_OPENSTACK_SYSTEM_SCOPE", None)
             if who.system:
                 environ["HTTP_OPENSTACK_SYSTEM_SCOPE"] = "all"

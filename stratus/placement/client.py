@@ -23,7 +23,7 @@ import json as jsonlib
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit
 
 import httpx
@@ -208,11 +208,19 @@ def _typed(method: str, url: str, status: int, code: str | None,
     return cls(method, url, status, code, detail)
 
 
+class TokenSource(Protocol):
+    """Gives the token to send now; forgets it when an API refused it."""
+
+    def __call__(self) -> str: ...
+
+    def invalidate(self) -> None: ...
+
+
 class PlacementClient:
     def __init__(
         self,
         base_url: str,
-        token: str = "admin",
+        token: str | TokenSource = "admin",
         version: str = "1.39",
         transport: httpx.BaseTransport | None = None,
         timeout: float = 30.0,
@@ -224,14 +232,20 @@ class PlacementClient:
         """``direct``: the PlacementApp of this process, asked for candidate tables and
         claims (``put_allocations``) without HTTP or JSON; every other call still goes
         through ``wsgi_app`` (or sockets), with its middleware. ``retry``: how long to
-        keep sending a request again after a transport failure, when that is safe."""
+        keep sending a request again after a transport failure, when that is safe.
+        ``token``: a fixed token, or a source asked before each request (a service's
+        own Keystone credential, :class:`stratus.web.service_token.PasswordToken`),
+        invalidated and asked again once when Placement answers 401."""
         self.version = version
+        self._token_source = None if isinstance(token, str) else token
         self.base_url = base_url
         self.retry = retry
         self._direct = direct
         self._codes = tuple(int(p) for p in version.split(".")) >= (1, 23)
-        headers = {"X-Auth-Token": token, "OpenStack-API-Version": f"placement {version}",
+        headers = {"OpenStack-API-Version": f"placement {version}",
                    "Accept": "application/json"}
+        if isinstance(token, str):
+            headers["X-Auth-Token"] = token
         if roles:
             headers["X-Roles"] = roles
         self._http: httpx.Client | _InProcess | _Pooled
@@ -261,15 +275,25 @@ class PlacementClient:
         """One request; sent again after a transport failure while ``self.retry`` allows
         and the request is safe to repeat (``guarded``: a POST a generation protects)."""
         def send() -> httpx.Response | _Answer:
+            sent = headers
+            if self._token_source is not None:
+                sent = {**(headers or {}), "X-Auth-Token": self._token_source()}
             try:
                 return self._http.request(method, url, params=params, json=json,
-                                          headers=headers)
+                                          headers=sent)
             except httpx.TransportError as exc:
                 raise reach.from_httpx(exc, "Placement", self.base_url, method, url
                                        ) from exc
 
-        resp = retrying(send, self.retry, lambda exc: reach.repeatable(method, exc, guarded),
-                        f"Placement {method} {url}")
+        def repeatable(exc: Exception) -> bool:
+            return reach.repeatable(method, exc, guarded)
+
+        resp = retrying(send, self.retry, repeatable, f"Placement {method} {url}")
+        if resp.status_code == 401 and self._token_source is not None:
+            # The token expired early or was revoked: a 401 changed nothing, so send
+            # the request once more with a new one.
+            self._token_source.invalidate()
+            resp = retrying(send, self.retry, repeatable, f"Placement {method} {url}")
         if resp.status_code in ok:
             return resp
         code, detail = None, resp.text

@@ -10,8 +10,9 @@ Processes: ``stratus placement-api``, ``stratus network-api``, ``stratus api``,
 for reschedules and their computes' records, as cell conductors), and ``stratus compute
 --host`` x3 in two cells, their NICs from a fleet file (physnet1 everywhere, physnet2 on
 cmp-c only). The computes are started without any database URL (issue 29): their
-records go through their cell's conductor; once, cmp-c comes back as a compute of the
-previous version would run, with its cell database (``--cell-db``), beside the others.
+records go through their cell's conductor; once, cmp-c comes back on the old path, with
+its cell database (``--cell-db``), beside the others (the previous release's own compute
+runs beside new ones in ``test_rolling_upgrade.py``).
 Every message on the buses is signed (``[bus] signing``, on by default): each service
 made its key in the shared data directory at its first start.
 Databases: placement, network, api, cell0, cell1, cell2, each its own scratch

@@ -33,6 +33,7 @@ from stratus.network import service as network_service
 from stratus.network.client import NetworkClient
 from stratus.network.http.app import NetworkDeps
 from stratus.network.http.app import build_wsgi as network_wsgi
+from stratus.placement.client import PlacementClient
 from stratus.scheduler.rpcapi import SchedulerRPC
 from stratus.storage import engine as db
 from tests.scheduler_world import Cloud
@@ -161,10 +162,13 @@ class World:
                     rpc_version: str | None = None,
                     nics: tuple[NetworkDevice, ...] = (), arch: str = "x86_64",
                     traits: frozenset[str] = frozenset(),
-                    cell_db: bool = False) -> ComputeService:
+                    cell_db: bool = False, own_placement_user: bool = False
+                    ) -> ComputeService:
         """A compute service on a simulated host: its records through the conductor (no
         database, as ``stratus compute`` runs), or with ``cell_db`` straight to its cell
-        database (a compute of the previous version)."""
+        database (a compute of the previous version). ``own_placement_user``: it reaches
+        Placement as a user named after the host with only the ``compute`` role (noauth2's
+        form of that Keystone user), not as the admin."""
         cell_uuid = self.cloud.cells[cell].uuid
         driver = LibvirtDriver(name, LibvirtShape(name, vcpus=vcpus, memory_mb=memory_mb,
                                                   disk_gb=disk_gb, network_devices=nics,
@@ -179,8 +183,11 @@ class World:
             mappings.map_host(conn, name, cell_uuid)
         records = (self.cloud.cell_engine(cell) if cell_db
                    else ConductorRecords(self.bus))
+        placement = (PlacementClient("http://placement.test", token=name, roles="compute",
+                                     transport=httpx.WSGITransport(app=self.cloud.wsgi))
+                     if own_placement_user else self.cloud.client())
         svc = ComputeService(name, driver, self.bus, records,
-                             self.cloud.client(), network=self.network_client(),
+                             placement, network=self.network_client(),
                              image=ImageWriter("http://image.test", wsgi_app=self.image_app),
                              **kwargs)
         svc.start()

@@ -53,11 +53,17 @@ def world(tmp_path, placement_app, database_url):
 class Signed:
     """A cell conductor on its own signed bus, and the keys of the deployment."""
 
-    def __init__(self, world: World, tmp: Path) -> None:
+    def __init__(self, world: World, tmp: Path, **bus_options: Any) -> None:
         self.config = configuration.load([], environ={}, overrides={
-            ("DEFAULT", "data_dir"): str(tmp)})
+            ("DEFAULT", "data_dir"): str(tmp),
+            **{("bus", k): v for k, v in bus_options.items()}})
         self.url = f"inproc://signed-{uuidlib.uuid4().hex}"
-        self.conductor = self.bus("conductor:cell1")
+        # As `stratus conductor` opens its bus: the old computes found by their records
+        # (read afresh for every message here: ttl 0).
+        signer, verifier = signed_bus.security(
+            self.config, "conductor:cell1",
+            signed_bus.old_computes(world.cloud.api_engine, world.cloud.engines, ttl=0))
+        self.conductor = Bus(self.url, signer=signer, verifier=verifier, timeout=10)
         self.conductor.serve(ConductorRPC, ConductorManager(world.conductor_ctx, self.url,
                                                             self.url), server="c1")
 
@@ -137,6 +143,87 @@ def test_forged_tampered_replayed_and_expired_messages_are_refused(world, tmp_pa
     assert (after.vm_state, after.deleted_at, after.host) == ("active", None, "cmp1")
     for bus in (signed.conductor, honest, unsigned, forger):
         bus.close()
+
+
+def recorded_version(world: World, host: str, version: int) -> None:
+    """The host's compute service record says ``version`` (1006: ComputeRPC 1.6, a compute
+    of the release before signing; 1007: this release's)."""
+    with db.write(world.cloud.cell_engine("cell1")) as conn:
+        conn.execute(sa.update(cs.services).where(cs.services.c.host == host)
+                     .values(version=version))
+
+
+def test_transition_accepts_unsigned_only_from_the_previous_release_computes(
+        world, tmp_path, caplog):
+    """[bus] signing = transition (a rolling upgrade from a release without signing): an
+    unsigned message is accepted from a compute whose record says it is of the release
+    before signing, and still only about its own host; refused from a compute of this
+    release, a host with no record, or any other service; a bad signature is refused
+    whoever it claims to come from. With required, the old compute is refused too."""
+    flavor, image = ready(world, ("old", "new"))
+    sid = booted(world, flavor, image)["id"]
+    host = row(world, sid).host
+    recorded_version(world, "old", 1006)
+    signed = Signed(world, tmp_path / "keys", signing="transition",
+                    unsigned_senders=["compute:listed"])
+    unsigned = {who: signed.bus(who, signed=False)
+                for who in ("compute:old", "compute:new", "compute:nowhere",
+                            "compute:listed", "conductor:cell2")}
+    service = {who: request(who, "compute_service", host=who.split(":")[1],
+                            binary="stratus-compute") for who in unsigned}
+    with caplog.at_level("WARNING"):
+        answers = {who: signed.raw(unsigned[who], service[who]) for who in unsigned}
+        again = signed.raw(unsigned["compute:old"], request(
+            "compute:old", "compute_host_instances", host="old"))
+    assert answers["compute:old"]["disabled"] is False   # the old compute: its records
+    assert isinstance(again, dict)
+    assert answers["compute:listed"] is None   # listed (no record by that name: None)
+    for who in ("compute:new", "compute:nowhere", "conductor:cell2"):
+        assert isinstance(answers[who], UnsignedMessage), who
+    accepted = [r.getMessage() for r in caplog.records
+                if "accepting unsigned messages" in r.getMessage()]
+    assert len(accepted) == 2   # once per sender, not per message
+    assert "compute:old" in accepted[0] and "compute:listed" in accepted[1]
+    refused = [r.getMessage() for r in caplog.records
+               if "refused" in r.getMessage() and "unsigned message" in r.getMessage()]
+    assert len(refused) == 3
+
+    # An old compute is still held to its own host's records.
+    assert isinstance(signed.raw(unsigned["compute:old"], request(
+        "compute:old", "compute_instance_deleted", host="new", instance_uuid=sid,
+        now=NOW.isoformat())), NotYourRecord)
+    # A signature is checked whoever claims to have made it: a forger's key, as the old
+    # compute, is refused; so is a signed message changed on the way.
+    forger = Bus(signed.url, signer=Ed25519Signer("compute:old",
+                                                  Ed25519PrivateKey.generate(), "f00d"))
+    assert isinstance(signed.raw(forger, service["compute:old"]), UnknownSender)
+    # Upgraded (its record says 1.7): its unsigned messages are refused from then on.
+    recorded_version(world, "old", 1007)
+    assert isinstance(signed.raw(unsigned["compute:old"], service["compute:old"]),
+                      UnsignedMessage)
+    after = row(world, sid)
+    assert (after.vm_state, after.deleted_at, after.host) == ("active", None, host)
+
+    # With signing required, the old compute is refused like any unsigned sender.
+    recorded_version(world, "old", 1006)
+    strict = Signed(world, tmp_path / "keys", signing="required")
+    alone = strict.bus("compute:old", signed=False)
+    assert isinstance(strict.raw(alone, service["compute:old"]), UnsignedMessage)
+    for bus in (signed.conductor, strict.conductor, forger, alone, *unsigned.values()):
+        bus.close()
+
+
+def test_signing_option_spellings():
+    """[bus] signing: required, transition, off; the booleans of before still work."""
+    def mode(raw: str) -> str:
+        return signed_bus.mode(configuration.load([], environ={"OS_BUS__SIGNING": raw}))
+
+    assert [mode(v) for v in ("required", "transition", "off", "true", "yes", "false",
+                              "0")] == ["required", "transition", "off", "required",
+                                        "required", "off", "off"]
+    assert signed_bus.mode(configuration.load([], environ={})) == "required"
+    with pytest.raises(configuration.ConfigError, match="one of required, transition"):
+        mode("sometimes")
 
 
 def test_a_compute_key_rotates_without_a_refused_message(world, tmp_path):

@@ -6,7 +6,9 @@ admin role unless ``X-Roles`` says otherwise; ``X-Roles`` sets roles for any
 user; ``OpenStack-System-Scope`` makes the token system scoped (no project).
 
 keystone: keystonemiddleware's auth_token has already validated the token and
-set ``X-User-Id``, ``X-Project-Id``, ``X-Roles`` and friends; we only read them.
+set ``X-User-Id``, ``X-User-Name``, ``X-Project-Id``, ``X-Roles`` and friends; we only
+read them. (Under noauth2 the user name is ``X-User-Name``, else the token's user part:
+a claim like the rest; Stratus's identity middleware sets it from a validated token.)
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ def noauth_context(headers: Mapping[str, str], request_id: str | None) -> Contex
         roles=roles,
         system_scope=system_scope,
         request_id=request_id,
+        user_name=headers.get("X-User-Name") or user_id,
     )
 
 
@@ -54,4 +57,5 @@ def keystone_context(headers: Mapping[str, str], request_id: str | None) -> Cont
         roles=_roles(headers.get("X-Roles")),
         system_scope=headers.get("OpenStack-System-Scope") or headers.get("X-System-Scope"),
         request_id=request_id,
+        user_name=headers.get("X-User-Name") or None,
     )

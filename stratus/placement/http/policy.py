@@ -3,7 +3,15 @@
 The rule names and defaults are Placement's, so an operator's policy file
 written for Placement works here unchanged. Every API rule defaults to
 "admin or service" (usages also admits a reader of the project being asked
-about; the reshaper is service only). With ``enforce_new_defaults = false``
+about; the reshaper is service only). The ``compute`` role, Stratus's addition
+for containment, may read, create custom resource classes and traits, and write
+the providers of its own tree: those whose root provider is named as the
+caller's user (``compute_own_provider_api``), and delete a consumer's allocations
+when they all lie in that tree; never write or list allocations, allocation
+candidates, the reshaper, total usages, or deletes of classes and traits.
+Handlers put ``root_provider_name`` (and ``resource_provider_uuid``) in the
+target only when the cheaper check without them refused (see
+:mod:`stratus.placement.http.ownership`). With ``enforce_new_defaults = false``
 each rule also accepts its legacy check, ``role:admin``; with
 ``enforce_scope`` a system-scoped token is refused by project-scoped rules.
 """
@@ -31,6 +39,8 @@ _LEGACY = oslo_policy.DeprecatedRule(
 )
 
 ADMIN_OR_SERVICE = "rule:admin_or_service_api"
+OR_COMPUTE = "rule:admin_or_service_api or rule:compute_api"
+OR_OWN_PROVIDER = "rule:admin_or_service_api or rule:compute_own_provider_api"
 
 _BASE = [
     oslo_policy.RuleDefault("admin_api", "role:admin", scope_types=["project"]),
@@ -42,6 +52,16 @@ _BASE = [
         "role:admin or role:service",
         scope_types=["project"],
         deprecated_rule=_LEGACY,
+    ),
+    oslo_policy.RuleDefault(
+        "compute_api", "role:compute", scope_types=["project"],
+        description="A compute service's own credential (one Keystone user per host).",
+    ),
+    oslo_policy.RuleDefault(
+        "compute_own_provider_api",
+        "role:compute and user_name:%(root_provider_name)s",
+        scope_types=["project"],
+        description="A compute on a provider whose tree's root is named as its user.",
     ),
     oslo_policy.RuleDefault(
         "project_reader_api",
@@ -57,26 +77,43 @@ _BASE = [
 ]
 
 _ADMIN_OR_SERVICE_ACTIONS = [
-    *(f"placement:resource_providers:{a}" for a in ("list", "create", "show", "update", "delete")),
-    *(f"placement:resource_classes:{a}" for a in ("list", "create", "show", "update", "delete")),
-    *(
-        f"placement:resource_providers:inventories:{a}"
-        for a in ("list", "create", "show", "update", "delete")
-    ),
-    "placement:resource_providers:aggregates:list",
-    "placement:resource_providers:aggregates:update",
-    "placement:resource_providers:usages",
-    *(f"placement:traits:{a}" for a in ("list", "show", "update", "delete")),
-    *(f"placement:resource_providers:traits:{a}" for a in ("list", "update", "delete")),
-    *(f"placement:allocations:{a}" for a in ("manage", "list", "update", "delete")),
-    "placement:resource_providers:allocations:list",
+    "placement:resource_classes:delete",
+    "placement:traits:delete",
+    *(f"placement:allocations:{a}" for a in ("manage", "list", "update")),
     "placement:allocation_candidates:list",
+]
+# Reads a compute's report client makes, of any provider (as Nova's does).
+_OR_COMPUTE_ACTIONS = [
+    "placement:resource_providers:list",
+    "placement:resource_providers:show",
+    *(f"placement:resource_classes:{a}" for a in ("list", "show", "create", "update")),
+    "placement:resource_providers:inventories:list",
+    "placement:resource_providers:inventories:show",
+    "placement:resource_providers:aggregates:list",
+    "placement:resource_providers:usages",
+    *(f"placement:traits:{a}" for a in ("list", "show", "update")),
+    "placement:resource_providers:traits:list",
+]
+# Writes to one provider (and reading its allocations): a compute only in its own tree.
+_OR_OWN_PROVIDER_ACTIONS = [
+    *(f"placement:resource_providers:{a}" for a in ("create", "update", "delete")),
+    *(f"placement:resource_providers:inventories:{a}" for a in ("create", "update", "delete")),
+    "placement:resource_providers:aggregates:update",
+    *(f"placement:resource_providers:traits:{a}" for a in ("update", "delete")),
+    "placement:resource_providers:allocations:list",
+    # A consumer's allocations, all in one tree of the caller's (an evacuated server's
+    # on the host it left, freed by that host when it comes back, as Nova's does).
+    "placement:allocations:delete",
 ]
 
 RULES: list[oslo_policy.RuleDefault] = [
     *_BASE,
     *(oslo_policy.RuleDefault(a, ADMIN_OR_SERVICE, scope_types=["project"])
       for a in _ADMIN_OR_SERVICE_ACTIONS),
+    *(oslo_policy.RuleDefault(a, OR_COMPUTE, scope_types=["project"])
+      for a in _OR_COMPUTE_ACTIONS),
+    *(oslo_policy.RuleDefault(a, OR_OWN_PROVIDER, scope_types=["project"])
+      for a in _OR_OWN_PROVIDER_ACTIONS),
     oslo_policy.RuleDefault(
         "placement:usages", "rule:admin_or_project_reader_or_service_api", scope_types=["project"]
     ),
@@ -125,6 +162,10 @@ class Policy:
         self._enforcer.load_rules()
 
     def authorize(self, ctx: Any, action: str, target: dict[str, Any] | None = None) -> None:
+        if not self.allows(ctx, action, target):
+            raise errors.Forbidden(f"Policy does not allow {action} to be performed.")
+
+    def allows(self, ctx: Any, action: str, target: dict[str, Any] | None = None) -> bool:
         creds = ctx.to_policy_creds()
         if not self._enforce_scope:
             # oslo.policy copies system_scope into system, so hide both.
@@ -144,8 +185,7 @@ class Policy:
                     if len(self._decisions) >= MAX_DECISIONS:
                         self._decisions.clear()
                     self._decisions[key] = allowed
-        if not allowed:
-            raise errors.Forbidden(f"Policy does not allow {action} to be performed.")
+        return allowed
 
     def _cached(self, key: tuple[Any, ...] | None) -> bool | None:
         """A decision made since the policy files were last looked at, if any."""

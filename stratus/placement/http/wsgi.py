@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,8 @@ from stratus.placement.http import microversion
 from stratus.placement.http.errors import HTTPError
 from stratus.placement.http.validation import validate
 from stratus.web.inputs import InputError, decode_json
+
+LOG = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from stratus.placement.http.app import PlacementApp
@@ -36,10 +39,14 @@ class Context:
     roles: list[str]
     system_scope: str | None = None
     request_id: str | None = None
+    # The user's name (Keystone's X-User-Name; noauth2: the token's user part). The
+    # compute role's rules compare it with the name of the provider tree's root.
+    user_name: str | None = None
 
     def to_policy_creds(self) -> dict[str, Any]:
         return {
             "user_id": self.user_id,
+            "user_name": self.user_name,
             "project_id": self.project_id,
             "roles": self.roles,
             "system_scope": self.system_scope,
@@ -59,7 +66,21 @@ class Req:
     # ---- policy -----------------------------------------------------------
 
     def authorize(self, action: str, target: dict[str, Any] | None = None) -> None:
-        self.app.policy.authorize(self.ctx, action, target)
+        if not self.allows(action, target):
+            raise self.refusal(action)
+
+    def refusal(self, action: str, where: str = "") -> errors.Forbidden:
+        """The 403 for ``action``, logged: at WARNING when the caller holds the
+        ``compute`` role (a host reaching beyond its own providers is misconfigured or
+        compromised), at DEBUG otherwise."""
+        level = logging.WARNING if "compute" in self.ctx.roles else logging.DEBUG
+        LOG.log(level, "Refused %s to user %s (id %s, roles %s)%s", action,
+                self.ctx.user_name, self.ctx.user_id, ",".join(self.ctx.roles) or "none",
+                where)
+        return errors.Forbidden(f"Policy does not allow {action} to be performed.")
+
+    def allows(self, action: str, target: dict[str, Any] | None = None) -> bool:
+        return self.app.policy.allows(self.ctx, action, target)
 
     def require(self, feature: str, status: int = 404) -> None:
         """Answer as if the route did not exist (404, or 405) below ``feature``'s version."""

@@ -462,3 +462,12 @@ def list_filtered(conn: Connection, f: Filters) -> list[dict[str, Any]]:
             return []  # above any max_unit: nothing can take it
         q = q.where(*(_with_capacity(rc_ids[rc], n) for rc, n in f.resources.items()))
     return [_as_dict(row) for row in conn.execute(q)]
+
+
+def root_name(conn: Connection, provider: dict[str, Any]) -> str:
+    """The name of the root of ``provider``'s tree (its own name if it is a root)."""
+    if provider["root_provider_id"] in (None, provider["id"]):
+        return str(provider["name"])
+    name = conn.execute(sa.select(_rp.c.name).where(
+        _rp.c.id == provider["root_provider_id"])).scalar_one()
+    return str(name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import webob
 
+from stratus.placement.http.ownership import authorize_provider
 from stratus.placement.http.schemas import aggregate as schema
 from stratus.placement.http.wsgi import Req, json_response
 from stratus.placement.store import aggregates as store
@@ -20,7 +21,7 @@ def _render(req: Req, found: store.ProviderAggregates) -> webob.Response:
 
 def get_aggregates(req: Req) -> webob.Response:
     req.require("aggregates")
-    req.authorize("placement:resource_providers:aggregates:list")
+    authorize_provider(req, "placement:resource_providers:aggregates:list")
     with db.read(req.app.engine) as conn:
         found = store.provider_aggregates(conn, req.arg("uuid"))
     return _render(req, found)
@@ -28,7 +29,7 @@ def get_aggregates(req: Req) -> webob.Response:
 
 def set_aggregates(req: Req) -> webob.Response:
     req.require("aggregates")
-    req.authorize("placement:resource_providers:aggregates:update")
+    authorize_provider(req, "placement:resource_providers:aggregates:update")
     with_generation = req.want.supports("aggregate_generations")
     uuid = req.arg("uuid")
     if req.webob.content_type != "application/json":

@@ -19,11 +19,12 @@ from sqlalchemy.engine import Connection, Engine
 from stratus.config import Config
 from stratus.placement import errors
 from stratus.placement.http.microversion import Version
+from stratus.placement.http.ownership import authorize_provider, authorize_tree
 from stratus.placement.http.query import is_uuid_like
 from stratus.placement.http.schemas import allocation as schema
 from stratus.placement.http.wsgi import Req, empty_response, json_response, latest
 from stratus.placement.store import allocations as store
-from stratus.placement.store import consumers
+from stratus.placement.store import consumers, providers
 from stratus.placement.store.common import provider_row
 from stratus.storage import engine as db
 
@@ -121,7 +122,7 @@ def list_for_consumer(req: Req) -> webob.Response:
 
 
 def list_for_resource_provider(req: Req) -> webob.Response:
-    req.authorize("placement:resource_providers:allocations:list")
+    authorize_provider(req, "placement:resource_providers:allocations:list")
     uuid = req.arg("uuid")
     with db.read(req.app.engine) as conn:
         try:
@@ -187,10 +188,13 @@ DELETE_ATTEMPTS = 3
 
 
 def delete_allocations(req: Req) -> webob.Response:
-    req.authorize("placement:allocations:delete")
+    action = "placement:allocations:delete"
+    by_tree = not req.allows(action)
     for attempt in range(1, DELETE_ATTEMPTS + 1):
         try:
             with db.write(req.app.engine) as conn:
+                if by_tree:
+                    _authorize_by_tree(req, action, conn, req.arg("consumer_uuid"))
                 store.delete(conn, req.arg("consumer_uuid"))
             return empty_response(204)
         except sa.exc.DBAPIError as exc:
@@ -199,3 +203,24 @@ def delete_allocations(req: Req) -> webob.Response:
             if attempt == DELETE_ATTEMPTS:
                 raise errors.ConcurrentUpdate(CHANGED + consumers.CONCURRENT) from None
     raise AssertionError("unreachable")
+
+
+def _authorize_by_tree(req: Req, action: str, conn: Connection, consumer_uuid: str) -> None:
+    """A caller refused outright may still free a consumer whose every allocation is in
+    one tree of its own (a compute host cleaning up after an evacuation from it, as
+    Nova's does). A consumer holding nothing is 404 to a caller the policy would let
+    free allocations in a tree named as itself (403 to anyone else): it learns that the
+    consumer holds nothing, not what or where."""
+    _, held = store.for_consumer(conn, consumer_uuid)
+    roots = {providers.root_name(conn, providers.get(conn, uuid))
+             for uuid in {h.provider_uuid for h in held}}
+    if len(roots) != 1:
+        if not roots and req.ctx.user_name and req.allows(action, {
+                "project_id": req.ctx.project_id, "user_id": req.ctx.user_id,
+                "root_provider_name": req.ctx.user_name, "resource_provider_uuid": None}):
+            # Someone who may free what lies in a tree of its own (a compute): as for
+            # an admin, nothing held is 404, which its client reads as "none".
+            raise errors.NotFound(f"No allocations for consumer '{consumer_uuid}'")
+        raise req.refusal(action, f" on consumer {consumer_uuid} (providers of "
+                                  f"{', '.join(sorted(map(repr, roots)))})")
+    authorize_tree(req, action, roots.pop(), None)

@@ -17,6 +17,7 @@ import webob
 
 from stratus.placement import errors
 from stratus.placement.http.handlers.resource_provider import body_after_lookup
+from stratus.placement.http.ownership import authorize_provider
 from stratus.placement.http.schemas import inventory as schema
 from stratus.placement.http.wsgi import Req, empty_response, json_response, latest
 from stratus.placement.model import Inventory
@@ -55,7 +56,7 @@ def _may_equal_total(req: Req) -> bool:
 
 
 def get_inventories(req: Req) -> webob.Response:
-    req.authorize("placement:resource_providers:inventories:list")
+    authorize_provider(req, "placement:resource_providers:inventories:list")
     with db.read(req.app.engine) as conn:
         provider = providers.get(conn, req.arg("uuid"))
         records = store.list_for(conn, provider["id"])
@@ -64,7 +65,7 @@ def get_inventories(req: Req) -> webob.Response:
 
 
 def get_inventory(req: Req) -> webob.Response:
-    req.authorize("placement:resource_providers:inventories:show")
+    authorize_provider(req, "placement:resource_providers:inventories:show")
     with db.read(req.app.engine) as conn:
         provider = providers.get(conn, req.arg("uuid"))
         record = store.get(conn, provider["id"], provider["uuid"], req.arg("resource_class"))
@@ -76,7 +77,7 @@ def get_inventory(req: Req) -> webob.Response:
 
 
 def create_inventory(req: Req) -> webob.Response:
-    req.authorize("placement:resource_providers:inventories:create")
+    authorize_provider(req, "placement:resource_providers:inventories:create")
     body = body_after_lookup(req, schema.POST)
     with db.write(req.app.engine) as conn:
         provider = providers.get(conn, req.arg("uuid"))
@@ -96,7 +97,7 @@ def create_inventory(req: Req) -> webob.Response:
 
 
 def set_inventories(req: Req) -> webob.Response:
-    req.authorize("placement:resource_providers:inventories:update")
+    authorize_provider(req, "placement:resource_providers:inventories:update")
     body = body_after_lookup(req, schema.PUT_ALL)
     with db.write(req.app.engine) as conn:
         provider = providers.get(conn, req.arg("uuid"))
@@ -118,7 +119,7 @@ def set_inventories(req: Req) -> webob.Response:
 
 
 def update_inventory(req: Req) -> webob.Response:
-    req.authorize("placement:resource_providers:inventories:update")
+    authorize_provider(req, "placement:resource_providers:inventories:update")
     body = body_after_lookup(req, schema.PUT_ONE)
     with db.write(req.app.engine) as conn:
         provider = providers.get(conn, req.arg("uuid"))
@@ -137,7 +138,7 @@ def update_inventory(req: Req) -> webob.Response:
 
 
 def delete_inventory(req: Req) -> webob.Response:
-    req.authorize("placement:resource_providers:inventories:delete")
+    authorize_provider(req, "placement:resource_providers:inventories:delete")
     resource_class = req.arg("resource_class")
     with db.write(req.app.engine) as conn:
         provider = providers.get(conn, req.arg("uuid"))
@@ -156,7 +157,7 @@ def delete_inventory(req: Req) -> webob.Response:
 
 def delete_inventories(req: Req) -> webob.Response:
     req.require("delete_all_inventories", status=405)
-    req.authorize("placement:resource_providers:inventories:delete")
+    authorize_provider(req, "placement:resource_providers:inventories:delete")
     with db.write(req.app.engine) as conn:
         provider = providers.get(conn, req.arg("uuid"))
         bump_generation(conn, provider["id"])

@@ -20,6 +20,7 @@ import webob
 from stratus.placement import errors
 from stratus.placement.http import query
 from stratus.placement.http.errors import HTTPError
+from stratus.placement.http.ownership import authorize_provider, authorize_tree, tree_of
 from stratus.placement.http.schemas import resource_provider as schema
 from stratus.placement.http.wsgi import Req, empty_response, json_response, latest
 from stratus.placement.store import providers as store
@@ -145,9 +146,21 @@ def list_resource_providers(req: Req) -> webob.Response:
 
 
 def create_resource_provider(req: Req) -> webob.Response:
-    req.authorize("placement:resource_providers:create")
+    action = "placement:resource_providers:create"
+    by_tree = not req.allows(action)
     nested = req.want.supports("nested_providers")
-    data = req.json_body(schema.POST_V1_14 if nested else schema.POST_V1_0)
+    try:
+        data = req.json_body(schema.POST_V1_14 if nested else schema.POST_V1_0)
+    except errors.BadRequest:
+        if by_tree:  # a refused caller learns nothing from the body's checks
+            raise req.refusal(action) from None
+        raise
+    if by_tree:
+        # Allowed only in a tree of the caller's (a compute: its own host's).
+        parent = data.get("parent_provider_uuid")
+        with db.read(req.app.engine) as conn:
+            root = tree_of(conn, req, action, parent) if parent else data["name"]
+        authorize_tree(req, action, root, None)
     # Accept any uuid spelling the schema allows; store the canonical dashed form.
     uuid = str(uuidlib.UUID(data["uuid"])) if data.get("uuid") else None
     with db.write(req.app.engine) as conn:
@@ -165,20 +178,27 @@ def create_resource_provider(req: Req) -> webob.Response:
 
 
 def get_resource_provider(req: Req) -> webob.Response:
-    req.authorize("placement:resource_providers:show")
+    authorize_provider(req, "placement:resource_providers:show")
     with db.read(req.app.engine) as conn:
         provider = store.get(conn, req.arg("uuid"))
     return json_response(req, render(req, provider), last_modified=_stamp(provider))
 
 
 def update_resource_provider(req: Req) -> webob.Response:
-    req.authorize("placement:resource_providers:update")
+    action = "placement:resource_providers:update"
+    by_tree = authorize_provider(req, action)
     nested = req.want.supports("nested_providers")
     body = body_after_lookup(req, schema.PUT_V1_14 if nested else schema.PUT_V1_0)
     uuid = req.arg("uuid")
     with db.write(req.app.engine) as conn:
-        store.get(conn, uuid)
+        current = store.get(conn, uuid)
         data = body()
+        if by_tree:
+            # Allowed in the caller's tree only: so is the tree the update leaves it in
+            # (a new parent's, or its own new name when it is or becomes a root).
+            parent = data.get("parent_provider_uuid", current["parent_provider_uuid"])
+            root = tree_of(conn, req, action, parent) if parent else data["name"]
+            authorize_tree(req, action, root, uuid)
         provider = store.update(
             conn, uuid, data["name"],
             parent_uuid=data.get("parent_provider_uuid", store.KEEP),
@@ -188,7 +208,7 @@ def update_resource_provider(req: Req) -> webob.Response:
 
 
 def delete_resource_provider(req: Req) -> webob.Response:
-    req.authorize("placement:resource_providers:delete")
+    authorize_provider(req, "placement:resource_providers:delete")
     with db.write(req.app.engine) as conn:
         store.delete(conn, req.arg("uuid"))
     return empty_response(204)

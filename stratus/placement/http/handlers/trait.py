@@ -10,6 +10,7 @@ import jsonschema
 import webob
 
 from stratus.placement import errors
+from stratus.placement.http.ownership import authorize_provider
 from stratus.placement.http.schemas import trait as schema
 from stratus.placement.http.wsgi import Req, empty_response, json_response, latest, utcnow
 from stratus.placement.store import traits as store
@@ -124,7 +125,7 @@ def _render_provider_traits(req: Req, found: store.ProviderTraits) -> webob.Resp
 
 def list_traits_for_resource_provider(req: Req) -> webob.Response:
     req.require("traits")
-    req.authorize("placement:resource_providers:traits:list")
+    authorize_provider(req, "placement:resource_providers:traits:list")
     with db.read(req.app.engine) as conn:
         found = store.provider_traits(conn, req.arg("uuid"))
     return _render_provider_traits(req, found)
@@ -132,7 +133,7 @@ def list_traits_for_resource_provider(req: Req) -> webob.Response:
 
 def update_traits_for_resource_provider(req: Req) -> webob.Response:
     req.require("traits")
-    req.authorize("placement:resource_providers:traits:update")
+    authorize_provider(req, "placement:resource_providers:traits:update")
     data = req.json_body(schema.SET_PROVIDER_TRAITS)
     with db.write(req.app.engine) as conn:
         found = store.set_provider_traits(
@@ -143,7 +144,7 @@ def update_traits_for_resource_provider(req: Req) -> webob.Response:
 
 def delete_traits_for_resource_provider(req: Req) -> webob.Response:
     req.require("traits")
-    req.authorize("placement:resource_providers:traits:delete")
+    authorize_provider(req, "placement:resource_providers:traits:delete")
     with db.write(req.app.engine) as conn:
         store.clear_provider_traits(conn, req.arg("uuid"))
     return empty_response(204)

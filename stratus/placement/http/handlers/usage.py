@@ -8,6 +8,7 @@ import jsonschema
 import webob
 
 from stratus.placement import errors
+from stratus.placement.http.ownership import authorize_provider
 from stratus.placement.http.schemas import usage as schema
 from stratus.placement.http.wsgi import Req, json_response
 from stratus.placement.store import usages as store
@@ -23,7 +24,7 @@ def _validate_query(params: dict[str, str], query_schema: dict[str, Any]) -> Non
 
 
 def list_usages(req: Req) -> webob.Response:
-    req.authorize("placement:resource_providers:usages")
+    authorize_provider(req, "placement:resource_providers:usages")
     uuid = req.arg("uuid")
     with db.read(req.app.engine) as conn:
         try:
