@@ -42,7 +42,7 @@ import sqlalchemy as sa
 from tests.backends.test_distributed import Cloud, Proc, bus_urls, host_of
 from tests.functional import cli_helpers
 
-pytestmark = pytest.mark.backend
+pytestmark = [pytest.mark.backend, pytest.mark.long]
 
 # ffa4fc7^1: main just before "Merge branch 'containment'" (issue 29).
 PREVIOUS_RELEASE = "d935d91161cf3ae1d1effb3287071363fd2701ed"
