@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stratus.api import schema as api
+from stratus.api.store.quotas import flavor_sizes
 from stratus.cells import instance_meta, moves
 from stratus.cells import schema as cs
 from stratus.cells.mappings import CellMapping, get_cell
@@ -39,12 +40,13 @@ def save_request_spec(conn: Connection, instance_uuid: str, spec: dict[str, Any]
     if build is not None:
         data["build"] = build
     text = json.dumps(data, sort_keys=True)
+    sizes = flavor_sizes(data)   # what the project's quota usage sums
     # The update first: the API made the row with the server, so it is almost always
     # there, and a select before it was a round trip for nothing.
     if conn.execute(sa.update(table).where(table.c.instance_uuid == instance_uuid)
-                    .values(spec=text, updated_at=utcnow())).rowcount == 0:
+                    .values(spec=text, updated_at=utcnow(), **sizes)).rowcount == 0:
         conn.execute(sa.insert(table).values(instance_uuid=instance_uuid, spec=text,
-                                             created_at=utcnow()))
+                                             created_at=utcnow(), **sizes))
 
 
 def ensure_build_records(conn: Connection, instances: list[dict[str, Any]],
