@@ -293,9 +293,7 @@ class SchedulerManager:
         except InvalidRequest as exc:
             raise _plain(f"The request cannot be scheduled: {exc}", Category.INVALID,
                          servers) from None
-        # Outside a transaction (its two statements each see what is committed when they
-        # run, as they would in one at READ COMMITTED): a COMMIT less per request.
-        with db.read_latest(self.api_engine) as conn:
+        with db.read(self.api_engine) as conn:
             view = context.load(conn, self.host_manager.cells.all(), self.options.default_zone)
         try:
             notes = request_filters.apply(spec, query, view.filters, self.options.request_filters)

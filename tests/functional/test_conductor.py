@@ -260,7 +260,7 @@ def test_a_build_writes_the_api_database_twice_and_records_its_decision(three_ho
     task.execute()
     monkeypatch.undo()
     assert task.built == [uuid]
-    # (A read is the scheduler's: the aggregates, in a transaction only on SQLite.)
+    # (The one read is the scheduler's, of the aggregates.)
     assert opened["write"] == 2 and opened["read"] <= 1, opened
     assert plane.settled(uuid)[0] == "cell1" and plane.mapped_cell(uuid) == "cell1"
     with db.read(plane.cloud.api_engine) as conn:

@@ -157,10 +157,8 @@ def _scopes(engine: Engine, defaults: Mapping[str, int], project_id: str,
             ) -> list[tuple[dict[str, int], store.Usage]]:
     """(limits, usage) to check against, read in one transaction: the project's, then the
     user's when the user has a limit of their own on servers, cores or RAM (else theirs
-    are the project's, and they use no more than the project). Outside a transaction
-    (each statement sees what is committed when it runs, as inside one at READ
-    COMMITTED, without the COMMIT): the recheck after a boot is what holds a race."""
-    with db.read_latest(engine) as conn:
+    are the project's, and they use no more than the project)."""
+    with db.read(engine) as conn:
         found, used, counted = _read_state(conn, defaults, project_id, False,
                                            servers is None, None)
         mine = None

@@ -31,9 +31,7 @@ def _flavor(req: Req, ref: str | int) -> flavor_store.Flavor:
     # A flavorRef may be a link to the flavor: its last path segment is the id.
     flavor_id = str(ref).rstrip("/").rsplit("/", 1)[-1]
     try:
-        # Outside a transaction: the flavor and its extra specs, each as committed now
-        # (what a transaction at READ COMMITTED would see, without its COMMIT).
-        with db.read_latest(req.api.dbs.api) as conn:
+        with db.read(req.api.dbs.api) as conn:
             flavor = flavor_store.get(conn, flavor_id)
             usable = req.is_admin or flavor_store.has_access(conn, flavor, req.project_id)
     except NotFound:
