@@ -257,11 +257,8 @@ class BuildTask:
                                     node=selected["nodename"],
                                     availability_zone=self.spec.get("availability_zone"),
                                     vm_state=records.BUILDING, task_state=records.SPAWNING)
-            action_id = actions.start(conn, uuid, actions.CREATE, caller_of(instance),
-                                      now=self.started)
-            actions.record(conn, uuid, actions.CREATE,
-                           "conductor_schedule_and_build_instances", started=self.started,
-                           action_id=action_id)
+            actions.start_done(conn, uuid, actions.CREATE, caller_of(instance),
+                               "conductor_schedule_and_build_instances", self.started)
         self._undo.push("delete the instance record", lambda: self._delete_record(cell, uuid))
         with db.write(self.ctx.api_engine) as conn:
             if not records.still_wanted(conn, uuid):
