@@ -31,6 +31,7 @@ from stratus.compute.rpcapi import PORTS_SINCE
 from stratus.conductor import leases, ports, records, selection
 from stratus.conductor.action_events import caller_of
 from stratus.conductor.leases import BuildLeases
+from stratus.conductor.selection import select_destinations
 from stratus.image.client import ImageWriter
 from stratus.metrics import events
 from stratus.network import client as nc
@@ -170,11 +171,17 @@ class BuildTask:
         uuids = [i["uuid"] for i in self.instances]
         now = leases.stamp() if self.ctx.leases is not None else records.utcnow()
         with db.write(self.ctx.api_engine) as conn:
-            taken = set(uuids) if self.leased else {
-                u for u in uuids if records.lease_build(conn, u, now)}
+            if self.leased:
+                taken = dict.fromkeys(uuids, records.UNREQUESTED)
+            else:
+                taken = {u: how for u in uuids
+                         if (how := records.take_build(conn, u, now)) is not None}
             mine = [i for i in self.instances if i["uuid"] in taken]
-            if mine:
-                records.ensure_build_records(conn, mine, self.spec)
+            # A build request comes with its mapping and spec (the API writes the three
+            # in one transaction): only a server taken without one may lack them.
+            bare = [i for i in mine if taken[i["uuid"]] != records.LEASED]
+            if bare:
+                records.ensure_build_records(conn, bare, self.spec)
             found = port_store.of(conn, [i["uuid"] for i in mine]) if mine else {}
         if not self.leased and self.ctx.leases is not None:
             self.ctx.leases.adopt(taken, now)
@@ -233,14 +240,13 @@ class BuildTask:
             spec = self.spec
             if any(s.get("port_ids") for s in specs.values()):   # ports, but no requests
                 spec = dict(self.spec, needs_compute=PORTS_SINCE)
-            return selection.select_destinations(self.ctx, spec, uuids, "build",
-                                                 self._decisions)
+            return select_destinations(self.ctx, spec, uuids, "build", self._decisions)
         picks: list[list[dict[str, Any]]] = []
         try:
             for uuid in uuids:
                 spec = dict(specs[uuid], num_instances=1)
-                [mine] = selection.select_destinations(self.ctx, spec, [uuid], "build",
-                                                       self._decisions)
+                [mine] = select_destinations(self.ctx, spec, [uuid], "build",
+                                             self._decisions)
                 picks.append(mine)
         except BaseException:
             for done in uuids[:len(picks)]:
@@ -261,12 +267,12 @@ class BuildTask:
                                "conductor_schedule_and_build_instances", self.started)
         self._undo.push("delete the instance record", lambda: self._delete_record(cell, uuid))
         with db.write(self.ctx.api_engine) as conn:
-            if not records.still_wanted(conn, uuid):
+            # Read before the build request goes with the hand-over below.
+            changed = records.build_request_changes(conn, instance)
+            if not records.map_instance(conn, uuid, cell, instance["project_id"],
+                                        instance.get("user_id"), if_wanted=True):
                 raise BuildAborted(f"server {uuid} was deleted during its build; "
                                    "releasing its claim")
-            changed = records.build_request_changes(conn, instance)
-            records.map_instance(conn, uuid, cell, instance["project_id"],
-                                 instance.get("user_id"))
             records.save_request_spec(conn, uuid, self.spec, {
                 "instance": instance, "host": selected["host"], "selected": selected,
                 "alternates": alternates, "failures": []})

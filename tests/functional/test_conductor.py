@@ -146,10 +146,10 @@ def test_several_instances_are_built_and_their_build_requests_go(three_hosts):
     plane = three_hosts
     names = ["a", "b", "c"]
     uuids = [str(uuidlib.uuid4()) for _ in names]
-    with db.write(plane.cloud.api_engine) as conn:
-        conn.execute(sa.insert(api.build_requests), [
-            {"instance_uuid": u, "project_id": "proj", "user_id": "user", "name": n,
-             "created_at": records.utcnow()} for u, n in zip(uuids, names, strict=True)])
+    with db.write(plane.cloud.api_engine) as conn:   # as the API accepts them
+        server_store.create_build_requests(conn, [
+            {"uuid": u, "project_id": "proj", "user_id": "user", "name": n}
+            for u, n in zip(uuids, names, strict=True)], spec())
     plane.conductor.cast("build_instances", request_spec=spec(), instances=[
         {"uuid": u, "name": n, "project_id": "proj", "user_id": "user"}
         for u, n in zip(uuids, names, strict=True)])
