@@ -215,7 +215,7 @@ def rounds(api_url: str, what: str, args: argparse.Namespace,
             print(f"  CPU ms per boot: {sum(per.values()):.1f} (" + ", ".join(
                 f"{role} {ms:.1f}" for role, ms in sorted(per.items(), key=lambda kv: -kv[1])
                 if ms >= 0.05) + f"); load {os.getloadavg()[0]:.1f}", flush=True)
-        if stepped:
+        if any(stepped.values()):   # (a Stratus without the counters has none)
             print(steps_report(stepped, boots), flush=True)
         clean(api_url)
 

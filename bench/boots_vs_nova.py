@@ -186,7 +186,7 @@ def measure(side: Side, n: int, clients: int) -> Measured:
                              side.interval)
     spent = CpuMeter.spent(before, meter.read())
     stepped = StepMeter.spent(steps_before, steps.read())
-    if stepped:
+    if any(stepped.values()):
         print(f"# {side.name}: steps per boot\n{steps_report(stepped, n)}", file=sys.stderr,
               flush=True)
     waits = result.to_active()
