@@ -20,8 +20,12 @@ the API answers; the servers that changed since the previous look
 is from the moment its POST was sent to the first list that shows it ACTIVE (so the
 figures carry up to one interval of polling). Reported: servers
 ACTIVE per second (N over the time from the first POST to the last server ACTIVE),
-p50/p99 time to ACTIVE, and the API's own answer time for the POSTs. Between rounds the
-servers are deleted.
+p50/p99 time to ACTIVE, and the API's own answer time for the POSTs; then, per boot,
+the CPU each process spent (``/proc``; distributed: MariaDB or PostgreSQL and RabbitMQ
+too, counted whole, so other work on them counts as well) and the steps it took
+(database transactions and RPC messages sent, from each process's ``/metrics``:
+``bench/steps.py``), the round's listing polls included. Between rounds the servers are
+deleted.
 """
 
 from __future__ import annotations
@@ -46,6 +50,10 @@ import httpx
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.cpu import CpuMeter
+from bench.steps import StepMeter, metered
+from bench.steps import report as steps_report
+from tests.functional import cli_helpers
 from tests.functional.test_serve import Serve
 
 HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "compute 2.79"}
@@ -179,15 +187,20 @@ QUOTAS_LIFTED = {"OS_QUOTA__INSTANCES": "-1", "OS_QUOTA__CORES": "-1", "OS_QUOTA
                  "OS_API__MAX_SERVERS_PER_REQUEST": "1000"}
 
 
-def rounds(api_url: str, what: str, args: argparse.Namespace) -> None:
+def rounds(api_url: str, what: str, args: argparse.Namespace,
+           cpu: CpuMeter | None = None, steps: StepMeter | None = None) -> None:
     print(f"# {what}; {args.clients} client threads; "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}", flush=True)
     print("| concurrent boots | servers ACTIVE/s | p50 to ACTIVE (s) | p99 to ACTIVE (s) "
           "| p99/p50 | POST answer p50/p99 (ms) | errors |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
-    for boots in args.boots:
+    for boots in [b for b in args.boots for _ in range(args.rounds)]:
+        cpu_before = cpu.read() if cpu else {}
+        steps_before = steps.read() if steps else {}
         result = run_round(api_url, boots, args.clients)
+        spent = CpuMeter.spent(cpu_before, cpu.read()) if cpu else {}
+        stepped = StepMeter.spent(steps_before, steps.read()) if steps else {}
         waits = result.to_active()
         p50, p99 = percentile(waits, 50), percentile(waits, 99)
         print(f"| {boots:,} | {result.per_second:.1f} | {p50:.2f} | {p99:.2f} | "
@@ -197,6 +210,13 @@ def rounds(api_url: str, what: str, args: argparse.Namespace) -> None:
               flush=True)
         for why, n in sorted(result.reasons.items(), key=lambda kv: -kv[1])[:5]:
             print(f"  {n} x {why}", file=sys.stderr)
+        if spent:
+            per = {role: 1000 * s / boots for role, s in spent.items()}
+            print(f"  CPU ms per boot: {sum(per.values()):.1f} (" + ", ".join(
+                f"{role} {ms:.1f}" for role, ms in sorted(per.items(), key=lambda kv: -kv[1])
+                if ms >= 0.05) + f"); load {os.getloadavg()[0]:.1f}", flush=True)
+        if any(stepped.values()):   # (a Stratus without the counters has none)
+            print(steps_report(stepped, boots), flush=True)
         clean(api_url)
 
 
@@ -206,7 +226,9 @@ def one_process(args: argparse.Namespace) -> None:
                 env=QUOTAS_LIFTED)
     try:
         srv.wait_ready(timeout=600)
-        rounds(srv.api_url, f"stratus serve: {args.hosts} hosts in {args.cells} cells", args)
+        rounds(srv.api_url, f"stratus serve: {args.hosts} hosts in {args.cells} cells", args,
+               CpuMeter({"serve": srv.proc.pid}, services=()),
+               StepMeter({"serve": f"{srv.api_url}/metrics"}))
     finally:
         srv.kill()
 
@@ -214,44 +236,59 @@ def one_process(args: argparse.Namespace) -> None:
 def distributed(args: argparse.Namespace) -> None:
     import contextlib
 
+    from bench.boots_vs_nova import as_operator_url
     from tests.backends.test_distributed import Cloud, bus_urls
-    from tests.functional import cli_helpers
 
     rabbit = os.environ.get("STRATUS_TEST_RABBIT_URL", "amqp://guest:guest@127.0.0.1:5672/")
     cells = [f"cell{i}" for i in range(1, args.cells + 1)]
     work = Path(tempfile.mkdtemp(prefix="stratus-boots-distributed-"))
     with bus_urls(rabbit, ["api", *cells]) as (buses, _mode), contextlib.ExitStack() as stack:
-        dbs = {role: stack.enter_context(cli_helpers.scratch_database(args.distributed))
-               for role in ("placement", "network", "api", "cell0", *cells)}
+        # ``mysql://`` as an operator writes it: Stratus's own choice of driver.
+        dbs = {role: as_operator_url(stack.enter_context(
+            cli_helpers.scratch_database(args.distributed)))
+            for role in ("placement", "network", "api", "cell0", *cells)}
         cloud = Cloud(work, dbs, buses)
         cloud.env.update(QUOTAS_LIFTED, OS_COMPUTE__REPORT_INTERVAL="10")
+        metrics = metered(cloud)
         try:
             cloud.set_up(cells)
             cloud.manage("flavors", "seed")
             started = time.monotonic()
             for n, cell in enumerate(cells):
                 share = args.hosts // len(cells) + (n < args.hosts % len(cells))
-                cloud.procs[f"computes-{cell}"] = _computes(cloud, cell, share)
+                cloud.procs[f"computes-{cell}"] = _computes(cloud, cell, share, metrics)
             for cell in cells:
                 cloud.procs[f"computes-{cell}"].wait_for("simulated hosts", seconds=1800)
             print(f"# {args.hosts} computes up in {time.monotonic() - started:.0f} s",
                   flush=True)
             cloud.manage("cell_v2", "discover_hosts")
+            database = {"POSTGRES": "PostgreSQL", "MYSQL": "MariaDB"}[args.distributed]
             rounds(cloud.api_url, f"separate processes over RabbitMQ, "
                    f"{args.distributed.lower()}: {args.hosts} hosts in {len(cells)} cells "
-                   f"({len(cells)} compute processes)", args)
+                   f"({len(cells)} compute processes)", args,
+                   CpuMeter({name: p.popen.pid for name, p in cloud.procs.items()},
+                            services=(database, "RabbitMQ")),
+                   StepMeter(metrics))
         finally:
             cloud.close()
 
 
-def _computes(cloud: Any, cell: str, count: int) -> Any:
+def _computes(cloud: Any, cell: str, count: int,
+              metrics: dict[str, str] | None = None) -> Any:
+    """One ``stratus compute --count`` process for ``cell``; with ``metrics``, it serves
+    ``/metrics`` on a port of its own, added there."""
     from tests.backends.test_distributed import Proc
 
+    exporter: list[str] = []
+    if metrics is not None:
+        port = cli_helpers.free_port()
+        metrics[f"computes-{cell}"] = f"http://127.0.0.1:{port}/metrics"
+        exporter = ["--metrics-port", str(port)]
     return Proc(cloud.tmp, f"computes-{cell}", [
         "compute", "--host", f"{cell}-cmp", "--count", str(count),
         "--cell-uuid", cloud.cell_uuids[cell], "--transport-url",
         cloud.buses[cell], "--placement-url", cloud.placement_url, "--data-dir",
-        str(cloud.tmp)], cloud.env)
+        str(cloud.tmp), *exporter], cloud.env)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cells", type=int, default=2)
     parser.add_argument("--boots", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of each --boots size")
     parser.add_argument("--distributed", choices=("POSTGRES", "MYSQL"),
                         help="separate processes over RabbitMQ with every database on this "
                         "server (see above), rather than one stratus serve")

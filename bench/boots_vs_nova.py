@@ -46,6 +46,8 @@ if __package__ in (None, ""):
 
 from bench import boots
 from bench.cpu import CpuMeter
+from bench.steps import StepMeter, metered
+from bench.steps import report as steps_report
 from stratus.storage import engine
 
 SETTLE = 15.0   # seconds after a thaw: heartbeats and connections catch up
@@ -107,13 +109,15 @@ class StratusSide:
               flush=True)
         self.cloud = Cloud(work, dbs, buses)
         self.cloud.env.update(boots.QUOTAS_LIFTED, OS_COMPUTE__REPORT_INTERVAL="10")
+        self.metrics = metered(self.cloud)   # role -> /metrics, for the steps per boot
         stack.callback(self.close)
         self.cloud.set_up(names)
         self.cloud.manage("flavors", "seed")
         started = time.monotonic()
         for n, cell in enumerate(names):
             share = hosts // cells + (n < hosts % cells)
-            self.cloud.procs[f"computes-{cell}"] = boots._computes(self.cloud, cell, share)
+            self.cloud.procs[f"computes-{cell}"] = boots._computes(self.cloud, cell, share,
+                                                                   self.metrics)
         for cell in names:
             self.cloud.procs[f"computes-{cell}"].wait_for("simulated hosts", seconds=3600)
         print(f"# Stratus: {hosts} computes up in {time.monotonic() - started:.0f} s",
@@ -176,10 +180,15 @@ class Measured:
 
 def measure(side: Side, n: int, clients: int) -> Measured:
     meter = CpuMeter(side.roles())
-    before = meter.read()
+    steps = StepMeter(getattr(side, "metrics", {}))
+    before, steps_before = meter.read(), steps.read()
     result = boots.run_round(side.api_url, n, clients, side.headers, side.body,
                              side.interval)
     spent = CpuMeter.spent(before, meter.read())
+    stepped = StepMeter.spent(steps_before, steps.read())
+    if any(stepped.values()):
+        print(f"# {side.name}: steps per boot\n{steps_report(stepped, n)}", file=sys.stderr,
+              flush=True)
     waits = result.to_active()
     boots.clean(side.api_url, side.headers)
     deadline = time.monotonic() + 300

@@ -327,7 +327,8 @@ class AllInOne:
                                max_attempts=config.get("scheduler", "max_attempts"),
                                claim_retries=config.get("scheduler", "claim_retries"),
                                network=self.network_client(), image=self.image_writer(),
-                               service_down_time=config.get("compute", "service_down_time"))
+                               service_down_time=config.get("compute", "service_down_time"),
+                               cells=self.cache)
         api_url = self.layout.api_bus_url
         api_bus.serve(ConductorRPC, ConductorManager(ctx, api_url, api_url), server="allinone")
         for cell in self.cells.values():

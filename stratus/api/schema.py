@@ -143,6 +143,10 @@ request_specs = sa.Table(
     # The RequestSpec as versioned JSON: moves re-read it to ask the same question again.
     sa.Column("spec", sa.Text, nullable=False),
     *columns.timestamps(),
+    # Added by migration 0012 (bootcpu): the spec's flavor's vCPUs and RAM, written with
+    # the spec, so a quota check sums a project's in SQL instead of parsing every spec.
+    sa.Column("vcpus", sa.Integer, nullable=True),
+    sa.Column("memory_mb", sa.Integer, nullable=True),
 )
 
 # Added by migration 0003: a server the API accepted that no cell holds yet (Nova's

@@ -33,6 +33,7 @@ from stratus.bus.envelope import Reply, Request, Version
 from stratus.bus.interfaces import RPCInterface
 from stratus.bus.signing import Signer, Verifier
 from stratus.bus.transport import REDELIVERED, Listener, Target, Transport, get_transport
+from stratus.metrics.defs import BUS_MESSAGES
 from stratus.retry import RetryPolicy, retrying
 
 LOG = logging.getLogger(__name__)
@@ -216,6 +217,7 @@ class RPCClient(Generic[IfaceT]):
         """
         request = self._request(method, args)
         target = Target(self.interface.topic, self.server)
+        BUS_MESSAGES.labels(self.interface.service, method, "call").inc()
 
         def send() -> bytes:
             return self.bus.transport.request(target, self.bus.sign(request), self.timeout)
@@ -234,11 +236,13 @@ class RPCClient(Generic[IfaceT]):
     def cast(self, method: str, /, **args: Any) -> None:
         """Send to one server without waiting; failures are the server's to log."""
         request = self._request(method, args)
+        BUS_MESSAGES.labels(self.interface.service, method, "cast").inc()
         self.bus.transport.send(Target(self.interface.topic, self.server), self.bus.sign(request))
 
     def fanout(self, method: str, /, **args: Any) -> None:
         """Cast to every server listening on the topic."""
         request = self._request(method, args)
+        BUS_MESSAGES.labels(self.interface.service, method, "fanout").inc()
         self.bus.transport.send(Target(self.interface.topic, fanout=True), self.bus.sign(request))
 
     def scatter(self, servers: Iterable[str], method: str, /, **args: Any

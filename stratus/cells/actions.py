@@ -104,6 +104,22 @@ def start(conn: Connection, instance_uuid: str, action: str, caller: Caller,
     return _new_id(result)
 
 
+def start_done(conn: Connection, instance_uuid: str, action: str, caller: Caller,
+               event: str, started: dt.datetime) -> int:
+    """:func:`start` the action at ``started`` with its first step, begun then and over
+    now (:func:`record`'s), in two inserts (the action written as the step leaves it);
+    the action's id."""
+    now = utcnow()
+    action_id = _new_id(conn.execute(sa.insert(s.instance_actions).values(
+        action=action, instance_uuid=instance_uuid, request_id=caller.request_id,
+        user_id=caller.user_id, project_id=caller.project_id, start_time=started,
+        created_at=started, updated_at=now)))
+    conn.execute(sa.insert(s.instance_actions_events).values(
+        action_id=action_id, event=event, start_time=started, finish_time=now,
+        result=SUCCESS, created_at=started, updated_at=now))
+    return action_id
+
+
 def _new_id(result: sa.CursorResult[Any]) -> int:
     key = result.inserted_primary_key
     assert key is not None

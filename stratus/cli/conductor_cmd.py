@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 from typing import Any
 
 from stratus.cli import common
@@ -35,7 +36,8 @@ def add_commands(sub: Any) -> None:
         help="run the conductor service (ConductorRPC on the bus)",
         description="Run the conductor: build servers (schedule, record them in their cell, "
         "start them on a compute), reschedule failed spawns onto alternates, and put servers "
-        "no host would take in ERROR in cell0. Stops cleanly on SIGTERM or Ctrl-C.",
+        "no host would take in ERROR in cell0. SIGHUP reloads its cached cell list. Stops "
+        "cleanly on SIGTERM or Ctrl-C.",
     )
     add_service_args(p)
     add_network_arg(p)
@@ -45,6 +47,8 @@ def add_commands(sub: Any) -> None:
 def cmd_conductor(args: argparse.Namespace) -> int:
     from stratus import signed_bus
     from stratus.bus import Bus
+    from stratus.cells import mappings, notify
+    from stratus.cells.cache import CellCache
     from stratus.cells.engines import CellEngines
     from stratus.cells.heartbeat import CONDUCTOR_BINARY
     from stratus.cli.compute_cmd import image_writer
@@ -56,6 +60,7 @@ def cmd_conductor(args: argparse.Namespace) -> int:
     from stratus.conductor.recovery import recover_moves
     from stratus.conductor.rpcapi import ConductorRPC
     from stratus.scheduler.rpcapi import SchedulerRPC
+    from stratus.storage import engine as db
 
     config = service_config(args)
     name = server_name(args)
@@ -72,13 +77,23 @@ def cmd_conductor(args: argparse.Namespace) -> int:
                       compute_cap=compute_cap(str(config.get("upgrade_levels", "compute")),
                                               engine, engines))
     leases = BuildLeases(engine, float(config.get("conductor", "build_lease_seconds")))
+
+    def load_cells() -> list[mappings.CellMapping]:
+        with db.read(engine) as conn:
+            return mappings.list_cells(conn)
+
+    # The cell mappings, cached as the scheduler caches them (a boot read its cell's
+    # from the API database each time): SIGHUP (cell_v2's commands send it to the
+    # processes registered in the run directory) or the refresh interval reloads them.
+    cells = CellCache(load_cells, config.get("scheduler", "cell_cache_refresh_interval"))
+    cells.install_sighup()
     ctx = ConductorContext(api_engine=engine, engines=engines, placement=placement,
                            scheduler=bus.client(SchedulerRPC), compute=buses.compute_client,
                            max_attempts=config.get("scheduler", "max_attempts"),
                            claim_retries=config.get("scheduler", "claim_retries"),
                            network=network, image=image_writer(config),
                            service_down_time=config.get("compute", "service_down_time"),
-                           leases=leases)
+                           leases=leases, cells=cells)
     heartbeat = control_heartbeat(config, engine, engines, CONDUCTOR_BINARY,
                                   ConductorRPC.version)
     try:
@@ -112,11 +127,14 @@ def cmd_conductor(args: argparse.Namespace) -> int:
                       flush=True)
 
         recover()
-        wait_for_stop(tick=periodically(interval, recover_all) if interval else lambda: None,
-                      ready=lambda: print(
-            f"conductor {name}: ConductorRPC on "
-            f"{common.redact(str(config.get('DEFAULT', 'transport_url')))}; Placement at "
-            f"{config.get('placement_client', 'endpoint')}", flush=True))
+        with notify.registered(os.path.join(config.data_dir, "run")):
+            wait_for_stop(
+                tick=periodically(interval, recover_all) if interval else lambda: None,
+                ready=lambda: print(
+                    f"conductor {name}: ConductorRPC on "
+                    f"{common.redact(str(config.get('DEFAULT', 'transport_url')))}; "
+                    f"Placement at {config.get('placement_client', 'endpoint')}",
+                    flush=True))
     finally:
         heartbeat.stop()
         bus.close()   # its handlers finish first, and need the leases renewed

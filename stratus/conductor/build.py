@@ -19,13 +19,16 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from stratus.api.store import decisions
+from stratus.api.store import ports as port_store
 from stratus.bus import BusError, RPCClient
 from stratus.cells import actions, services
+from stratus.cells.cache import CellCache
 from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CELL0_UUID, CellMapping, get_cell
 from stratus.compute.rpcapi import BINARY as COMPUTE_BINARY
 from stratus.compute.rpcapi import PORTS_SINCE
-from stratus.conductor import ports, records
+from stratus.conductor import leases, ports, records, selection
 from stratus.conductor.action_events import caller_of
 from stratus.conductor.leases import BuildLeases
 from stratus.conductor.selection import select_destinations
@@ -63,8 +66,22 @@ class ConductorContext:
     leases: BuildLeases | None = None
     # The image service (a shelved server's image is deleted after its unshelve).
     image: ImageWriter | None = None
+    # The cell mappings, cached (reloaded every ``[scheduler]
+    # cell_cache_refresh_interval``, on SIGHUP, and when a cell is not in it); None:
+    # read from the API database each time.
+    cells: CellCache | None = None
 
     def cell(self, uuid: str) -> CellMapping:
+        """The mapping of the cell ``uuid`` (or name): from the cache, as the scheduler
+        that chose it has it; a cell the cache does not know reloads it once."""
+        if self.cells is not None:
+            for fresh in (False, True):
+                if fresh:
+                    self.cells.request_refresh()
+                found = next((c for c in self.cells.all() if uuid in (c.uuid, c.name)),
+                             None)
+                if found is not None:
+                    return found
         with db.read(self.api_engine) as conn:
             return get_cell(conn, uuid)
 
@@ -80,8 +97,9 @@ class ConductorContext:
 
 
 def bury_in_cell0(ctx: ConductorContext, instance: dict[str, Any], spec: dict[str, Any],
-                  reason: str) -> None:
-    """No host: the server lives on in cell0, in ERROR, with the reason, holding nothing."""
+                  reason: str, pending: list[decisions.Decision] | None = None) -> None:
+    """No host: the server lives on in cell0, in ERROR, with the reason, holding nothing.
+    ``pending`` scheduling decisions are recorded with its mapping (and dropped)."""
     ctx.placement.delete_allocations(instance["uuid"])
     cell0 = ctx.cell(CELL0_UUID)
     with db.write(ctx.engines.get(cell0)) as conn:
@@ -98,6 +116,9 @@ def bury_in_cell0(ctx: ConductorContext, instance: dict[str, Any], spec: dict[st
     with db.write(ctx.api_engine) as conn:
         records.map_instance(conn, instance["uuid"], cell0, instance["project_id"],
                              instance.get("user_id"))
+        done = selection.record_pending(conn, pending or [])
+    if pending:
+        del pending[:done]
     LOG.warning("instance %s buried in cell0: %s", instance["uuid"], reason)
     events.build_ended(instance, "error")
 
@@ -127,24 +148,52 @@ class BuildTask:
     # When the conductor took the build (its create action's and first event's start).
     started: dt.datetime = field(default_factory=actions.utcnow)
     _undo: Undo = field(default_factory=Undo)
+    # Scheduling decisions not recorded yet: they go in the hand-over's transaction.
+    _decisions: list[decisions.Decision] = field(default_factory=list)
 
     def execute(self) -> None:
-        if not self.leased:
-            self._take_leases()
+        recorded = self._start()
         if not self.instances:
             return
         try:
-            self._execute()
+            self._execute(recorded)
         finally:
+            selection.flush(self.ctx, self._decisions)
             if self.ctx.leases is not None:
                 self.ctx.leases.release(i["uuid"] for i in self.instances)
 
-    def _execute(self) -> None:
+    def _start(self) -> dict[str, list[port_store.ServerPort]]:
+        """One transaction of the API database before scheduling: take the builds' leases
+        (unless a recovery took them: ``leased``) and keep only the builds no recovery
+        took meanwhile (a cast that waited in a queue while another conductor recovered
+        its servers), make the mapping and request spec of a server that came without
+        them, and read the servers' port records."""
         uuids = [i["uuid"] for i in self.instances]
+        now = leases.stamp() if self.ctx.leases is not None else records.utcnow()
         with db.write(self.ctx.api_engine) as conn:
-            records.ensure_build_records(conn, self.instances, self.spec)
+            if self.leased:
+                taken = dict.fromkeys(uuids, records.UNREQUESTED)
+            else:
+                taken = {u: how for u in uuids
+                         if (how := records.take_build(conn, u, now)) is not None}
+            mine = [i for i in self.instances if i["uuid"] in taken]
+            # A build request comes with its mapping and spec (the API writes the three
+            # in one transaction): only a server taken without one may lack them.
+            bare = [i for i in mine if taken[i["uuid"]] != records.LEASED]
+            if bare:
+                records.ensure_build_records(conn, bare, self.spec)
+            found = port_store.of(conn, [i["uuid"] for i in mine]) if mine else {}
+        if not self.leased and self.ctx.leases is not None:
+            self.ctx.leases.adopt(taken, now)
+        for gone in set(uuids) - set(taken):
+            LOG.info("build of %s skipped: another conductor took it", gone)
+        self.instances = mine
+        return found
+
+    def _execute(self, recorded: dict[str, list[port_store.ServerPort]]) -> None:
+        uuids = [i["uuid"] for i in self.instances]
         try:
-            specs = self._port_specs()
+            specs = self._port_specs(recorded)
             picks = self._schedule(uuids, specs)
         except (NoValidHost, BusError, nc.NetworkClientError) as exc:
             reason = str(exc) if not isinstance(exc, nc.NetworkClientError) else \
@@ -168,28 +217,18 @@ class BuildTask:
                 self._undo.forget()   # the compute has it now; reschedule takes over
                 self.built.append(instance["uuid"])
 
-    def _take_leases(self) -> None:
-        """Build only what no recovery took meanwhile (a cast that waited in a queue
-        while another conductor recovered its servers)."""
-        uuids = [i["uuid"] for i in self.instances]
-        if self.ctx.leases is not None:
-            taken = set(self.ctx.leases.take(uuids))
-        else:
-            now = records.utcnow()
-            with db.write(self.ctx.api_engine) as conn:
-                taken = {u for u in uuids if records.lease_build(conn, u, now)}
-        mine = [i for i in self.instances if i["uuid"] in taken]
-        for gone in {i["uuid"] for i in self.instances} - {i["uuid"] for i in mine}:
-            LOG.info("build of %s skipped: another conductor took it", gone)
-        self.instances = mine
-
-    def _port_specs(self) -> dict[str, dict[str, Any]]:
+    def _port_specs(self, recorded: dict[str, list[port_store.ServerPort]]
+                    ) -> dict[str, dict[str, Any]]:
         """Each instance's spec with its ports and their requests (the ports a boot's
-        networks ask for are made first)."""
+        networks ask for are made first; ``recorded``: the port records read before,
+        enough when the boot asked for no networks)."""
         uuids = [i["uuid"] for i in self.instances]
+        made = False
         for instance in self.instances:
-            ports.make_boot_ports(self.ctx.network, self.ctx.api_engine, instance, self.spec)
-        found = ports.read_ports(self.ctx.network, self.ctx.api_engine, uuids)
+            made |= bool(ports.make_boot_ports(self.ctx.network, self.ctx.api_engine,
+                                               instance, self.spec))
+        found = ports.read_ports(self.ctx.network, self.ctx.api_engine, uuids,
+                                 None if made else recorded)
         return {u: ports.with_ports(self.spec, found[u]) if found[u] else self.spec
                 for u in uuids}
 
@@ -201,12 +240,13 @@ class BuildTask:
             spec = self.spec
             if any(s.get("port_ids") for s in specs.values()):   # ports, but no requests
                 spec = dict(self.spec, needs_compute=PORTS_SINCE)
-            return select_destinations(self.ctx, spec, uuids, "build")
+            return select_destinations(self.ctx, spec, uuids, "build", self._decisions)
         picks: list[list[dict[str, Any]]] = []
         try:
             for uuid in uuids:
                 spec = dict(specs[uuid], num_instances=1)
-                [mine] = select_destinations(self.ctx, spec, [uuid], "build")
+                [mine] = select_destinations(self.ctx, spec, [uuid], "build",
+                                             self._decisions)
                 picks.append(mine)
         except BaseException:
             for done in uuids[:len(picks)]:
@@ -223,22 +263,22 @@ class BuildTask:
                                     node=selected["nodename"],
                                     availability_zone=self.spec.get("availability_zone"),
                                     vm_state=records.BUILDING, task_state=records.SPAWNING)
-            action_id = actions.start(conn, uuid, actions.CREATE, caller_of(instance),
-                                      now=self.started)
-            actions.record(conn, uuid, actions.CREATE,
-                           "conductor_schedule_and_build_instances", started=self.started,
-                           action_id=action_id)
+            actions.start_done(conn, uuid, actions.CREATE, caller_of(instance),
+                               "conductor_schedule_and_build_instances", self.started)
         self._undo.push("delete the instance record", lambda: self._delete_record(cell, uuid))
         with db.write(self.ctx.api_engine) as conn:
-            if not records.still_wanted(conn, uuid):
+            # Read before the build request goes with the hand-over below.
+            changed = records.build_request_changes(conn, instance)
+            if not records.map_instance(conn, uuid, cell, instance["project_id"],
+                                        instance.get("user_id"), if_wanted=True):
                 raise BuildAborted(f"server {uuid} was deleted during its build; "
                                    "releasing its claim")
-            changed = records.build_request_changes(conn, instance)
-            records.map_instance(conn, uuid, cell, instance["project_id"],
-                                 instance.get("user_id"))
             records.save_request_spec(conn, uuid, self.spec, {
                 "instance": instance, "host": selected["host"], "selected": selected,
                 "alternates": alternates, "failures": []})
+            # The scheduler's answer, recorded with the server it placed.
+            done = selection.record_pending(conn, self._decisions)
+        del self._decisions[:done]
         if changed:   # updated through the API while it was a build request
             with db.write(self.ctx.engines.get(cell)) as conn:
                 records.update_instance(conn, uuid, **changed)
@@ -253,7 +293,7 @@ class BuildTask:
             records.delete_instance(conn, uuid)
 
     def _bury(self, instance: dict[str, Any], reason: str) -> None:
-        bury_in_cell0(self.ctx, instance, self.spec, reason)
+        bury_in_cell0(self.ctx, instance, self.spec, reason, self._decisions)
         self.buried.append(instance["uuid"])
 
     def rollback(self) -> None:

@@ -100,11 +100,17 @@ def _create_once(network: nc.NetworkClient, attributes: Mapping[str, Any],
 
 
 def read_ports(network: nc.NetworkClient | None, api_engine: Engine,
-               instance_uuids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+               instance_uuids: Sequence[str],
+               recorded: Mapping[str, Sequence[port_store.ServerPort]] | None = None
+               ) -> dict[str, list[dict[str, Any]]]:
     """Each server's ports as the network service has them now (asked only for servers
-    that have any)."""
-    with db.read(api_engine) as conn:
-        rows = port_store.of(conn, instance_uuids)
+    that have any; ``recorded``: their port records, read by the caller already)."""
+    rows: Mapping[str, Sequence[port_store.ServerPort]]
+    if recorded is None:
+        with db.read(api_engine) as conn:
+            rows = port_store.of(conn, instance_uuids)
+    else:
+        rows = {u: recorded.get(u, ()) for u in instance_uuids}
     out: dict[str, list[dict[str, Any]]] = {u: [] for u in instance_uuids}
     wanted = [u for u, ports in rows.items() if ports]
     if wanted:

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stratus.api import schema as api
+from stratus.api.store.quotas import flavor_sizes
 from stratus.cells import instance_meta, moves
 from stratus.cells import schema as cs
 from stratus.cells.mappings import CellMapping, get_cell
@@ -39,12 +40,13 @@ def save_request_spec(conn: Connection, instance_uuid: str, spec: dict[str, Any]
     if build is not None:
         data["build"] = build
     text = json.dumps(data, sort_keys=True)
+    sizes = flavor_sizes(data)   # what the project's quota usage sums
     # The update first: the API made the row with the server, so it is almost always
     # there, and a select before it was a round trip for nothing.
     if conn.execute(sa.update(table).where(table.c.instance_uuid == instance_uuid)
-                    .values(spec=text, updated_at=utcnow())).rowcount == 0:
+                    .values(spec=text, updated_at=utcnow(), **sizes)).rowcount == 0:
         conn.execute(sa.insert(table).values(instance_uuid=instance_uuid, spec=text,
-                                             created_at=utcnow()))
+                                             created_at=utcnow(), **sizes))
 
 
 def ensure_build_records(conn: Connection, instances: list[dict[str, Any]],
@@ -83,8 +85,12 @@ def load_request_spec(conn: Connection, instance_uuid: str
 
 
 def map_instance(conn: Connection, instance_uuid: str, cell: CellMapping | None,
-                 project_id: str, user_id: str | None) -> None:
-    """Point the instance's mapping at ``cell`` (None: not scheduled yet), creating it.
+                 project_id: str, user_id: str | None, *, if_wanted: bool = False) -> bool:
+    """Point the instance's mapping at ``cell`` (None: not scheduled yet), creating it;
+    True. ``if_wanted``: only if the mapping is there and not queued for delete (the
+    API deleted the server), else False and nothing changes; the update locks the
+    mapping row, so an API delete and this hand-over serialise (one of them sees the
+    other's write), as :func:`still_wanted` would with a select before it.
 
     Once a cell holds the instance its build request (the API's placeholder) goes, in
     the same transaction, so the API finds the server in exactly one place.
@@ -93,14 +99,19 @@ def map_instance(conn: Connection, instance_uuid: str, cell: CellMapping | None,
     # The cell's id found by the same statement (a subquery), not by a select before it.
     cell_id: Any = None if cell is None else sa.select(api.cell_mappings.c.id).where(
         api.cell_mappings.c.uuid == cell.uuid).scalar_subquery()
-    if conn.execute(sa.update(table).where(table.c.instance_uuid == instance_uuid)
-                    .values(cell_id=cell_id, updated_at=utcnow())).rowcount == 0:
+    query = sa.update(table).where(table.c.instance_uuid == instance_uuid)
+    if if_wanted:
+        query = query.where(table.c.queued_for_delete == sa.false())
+    if conn.execute(query.values(cell_id=cell_id, updated_at=utcnow())).rowcount == 0:
+        if if_wanted:
+            return False
         conn.execute(sa.insert(table).values(instance_uuid=instance_uuid, cell_id=cell_id,
                                              project_id=project_id, user_id=user_id,
                                              created_at=utcnow()))
     if cell is not None:
         conn.execute(sa.delete(api.build_requests)
                      .where(api.build_requests.c.instance_uuid == instance_uuid))
+    return True
 
 
 # What PUT /servers/{id} may change on a build request (the API's server_update).
@@ -125,9 +136,23 @@ def build_request_changes(conn: Connection, instance: dict[str, Any]) -> dict[st
     return {k: v for k, v in now.items() if v != was[k]}
 
 
+# How :func:`take_build` took a build: by its build request's lease (the API wrote the
+# server's mapping and request spec with it), or as a server without one that no cell
+# holds (made without the API: its records may be missing).
+LEASED, UNREQUESTED = "leased", "unrequested"
+
+
 def lease_build(conn: Connection, instance_uuid: str, now: dt.datetime,
                 stale_before: dt.datetime | None = None) -> bool:
-    """Take the build of a server no cell holds yet; True if this caller may build it.
+    """Take the build of a server no cell holds yet; True if this caller may build it
+    (:func:`take_build`)."""
+    return take_build(conn, instance_uuid, now, stale_before) is not None
+
+
+def take_build(conn: Connection, instance_uuid: str, now: dt.datetime,
+               stale_before: dt.datetime | None = None) -> str | None:
+    """Take the build of a server no cell holds yet: LEASED or UNREQUESTED if this caller
+    may build it (how), None if not.
 
     The build request's ``updated_at`` is the lease: a conductor answering the API's cast
     takes it only if nobody has (``stale_before`` None); a recovery takes it once it is
@@ -146,13 +171,13 @@ def lease_build(conn: Connection, instance_uuid: str, now: dt.datetime,
     taken = conn.execute(sa.update(b).where(b.c.instance_uuid == instance_uuid, fresh)
                          .values(updated_at=now)).rowcount
     if taken:
-        return True
+        return LEASED
     if conn.execute(sa.select(b.c.id).where(b.c.instance_uuid == instance_uuid)).first():
-        return False   # someone holds its lease
+        return None   # someone holds its lease
     m = api.instance_mappings
     placed = conn.execute(sa.select(m.c.id).where(m.c.instance_uuid == instance_uuid,
                                                   m.c.cell_id.is_not(None))).first()
-    return placed is None   # built already (by a recovery) if a cell holds it
+    return UNREQUESTED if placed is None else None   # a cell holds it: built already
 
 
 def stale_builds(conn: Connection, before: dt.datetime) -> list[dict[str, Any]]:

@@ -50,6 +50,16 @@ NO_VALID_HOST = Counter(
     "stratus_scheduler_no_valid_host", "NoValidHost answers, by reason category.",
     ["reason"])
 
+# What a boot (or anything) costs in steps: transactions and messages, counted where they
+# are made (bench/boots.py reads them per boot from every process).
+DB_TRANSACTIONS = Counter(
+    "stratus_db_transactions", "Database transactions this process ran, by kind: read, "
+    "write, or autocommit (reads outside a transaction, each statement its own).",
+    ["kind"])
+BUS_MESSAGES = Counter(
+    "stratus_bus_messages_sent", "RPC messages this process sent (replies not counted), by "
+    "service, method and kind (call, cast, fanout).", ["service", "method", "kind"])
+
 BUILD_DURATION = Histogram(
     "stratus_build_duration_seconds", "From the API accepting a server to the server "
     "ACTIVE or in ERROR, by outcome (active, error).", ["outcome"], buckets=SLOW_BUCKETS)

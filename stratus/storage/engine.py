@@ -23,7 +23,11 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
+from stratus.metrics.defs import DB_TRANSACTIONS
 from stratus.storage.batch import MULTI_STATEMENTS
+
+_READS, _WRITES, _AUTOCOMMITS = (DB_TRANSACTIONS.labels(kind)
+                                 for kind in ("read", "write", "autocommit"))
 
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 
@@ -387,6 +391,7 @@ def _sqlite_writers(engine: Engine) -> _SQLiteWriters | None:
 def write(engine: Engine) -> Iterator[Connection]:
     """One write transaction: committed on success, rolled back on any error."""
     writers = _sqlite_writers(engine) if is_sqlite(engine) else None
+    _WRITES.inc()
     with writers.turn() if writers is not None else contextlib.nullcontext(), \
             engine.connect() as conn:
         if writers is not None:
@@ -399,6 +404,7 @@ def write(engine: Engine) -> Iterator[Connection]:
 @contextlib.contextmanager
 def read(engine: Engine) -> Iterator[Connection]:
     """One read-only transaction (a consistent snapshot on every backend we use)."""
+    _READS.inc()
     with engine.connect() as conn:
         with conn.begin():
             yield conn
@@ -420,6 +426,7 @@ def read_latest(engine: Engine) -> Iterator[Connection]:
         with read(engine) as conn:
             yield conn
         return
+    _AUTOCOMMITS.inc()
     with _autocommit_twin(engine).connect() as conn:
         yield conn
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -56,5 +57,29 @@ def test_disabled_column_arrives_in_its_own_migration(empty_database_url):
         with db.read(engine) as conn:
             disabled = conn.execute(sa.select(api_schema.cell_mappings.c.disabled)).scalar_one()
         assert disabled is False
+    finally:
+        engine.dispose()
+
+
+def test_request_specs_made_before_0012_get_their_flavors_sizes(empty_database_url):
+    """A project's servers booted before the sizes were kept beside each spec count their
+    cores and RAM after the upgrade as before it."""
+    engine = db.create_engine(empty_database_url)
+    specs = {"i1": {"flavor": {"vcpus": 2, "memory_mb": 2048}, "project_id": "p"},
+             "i2": {"flavor": {"vcpus": 1, "memory_mb": 512}, "project_id": "p"},
+             "i3": {"project_id": "p"}}   # no flavor: holds nothing
+    try:
+        migrate.upgrade(engine, API, "compute_interop_0011")
+        with db.write(engine) as conn:
+            for uuid, spec in specs.items():
+                conn.execute(sa.text(
+                    "INSERT INTO request_specs (instance_uuid, spec, created_at) "
+                    "VALUES (:u, :s, CURRENT_TIMESTAMP)"), {"u": uuid, "s": json.dumps(spec)})
+        migrate.upgrade(engine, API)
+        r = api_schema.request_specs
+        with db.read(engine) as conn:
+            sizes = {row.instance_uuid: (row.vcpus, row.memory_mb) for row in conn.execute(
+                sa.select(r.c.instance_uuid, r.c.vcpus, r.c.memory_mb))}
+        assert sizes == {"i1": (2, 2048), "i2": (1, 512), "i3": (0, 0)}
     finally:
         engine.dispose()

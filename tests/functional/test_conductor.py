@@ -4,15 +4,19 @@ Placement, the scheduler service, and real compute services on simulated libvirt
 
 from __future__ import annotations
 
+import collections
 import time
 import uuid as uuidlib
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
 from stratus.api import schema as api
+from stratus.api.store import decisions
+from stratus.api.store import servers as server_store
 from stratus.bus import Bus
 from stratus.cells import mappings
 from stratus.cells.aggregates import cell_aggregate_uuid
@@ -142,10 +146,10 @@ def test_several_instances_are_built_and_their_build_requests_go(three_hosts):
     plane = three_hosts
     names = ["a", "b", "c"]
     uuids = [str(uuidlib.uuid4()) for _ in names]
-    with db.write(plane.cloud.api_engine) as conn:
-        conn.execute(sa.insert(api.build_requests), [
-            {"instance_uuid": u, "project_id": "proj", "user_id": "user", "name": n,
-             "created_at": records.utcnow()} for u, n in zip(uuids, names, strict=True)])
+    with db.write(plane.cloud.api_engine) as conn:   # as the API accepts them
+        server_store.create_build_requests(conn, [
+            {"uuid": u, "project_id": "proj", "user_id": "user", "name": n}
+            for u, n in zip(uuids, names, strict=True)], spec())
     plane.conductor.cast("build_instances", request_spec=spec(), instances=[
         {"uuid": u, "name": n, "project_id": "proj", "user_id": "user"}
         for u, n in zip(uuids, names, strict=True)])
@@ -227,3 +231,66 @@ def test_a_server_deleted_before_hand_over_keeps_no_claim_and_no_record(three_ho
     assert plane.instance(uuid) is None
     assert plane.cloud.placement.get_allocations(uuid)["allocations"] == {}
     assert all(not svc.driver.instances() for svc in plane.computes.values())
+
+
+def test_a_build_writes_the_api_database_twice_and_records_its_decision(three_hosts,
+                                                                        monkeypatch):
+    """A boot the API accepted (mapping, build request and spec written together) costs
+    the conductor two transactions of the API database: one before scheduling (the
+    build's lease, its records, its ports) and the hand-over to the cell, which records
+    the scheduler's decision too. The cell's mapping comes from the cache."""
+    plane = three_hosts
+    ctx = replace(plane.ctx, cells=plane.cloud.cache)
+    uuid = str(uuidlib.uuid4())
+    instance = {"uuid": uuid, "name": "counted", "project_id": "proj", "user_id": "user"}
+    with db.write(plane.cloud.api_engine) as conn:
+        server_store.create_build_requests(conn, [instance], spec())
+    plane.cloud.cache.all()   # loaded before the build, as a running conductor has it
+    opened: collections.Counter[str] = collections.Counter()
+    for kind in ("read", "write"):
+        real = getattr(db, kind)
+
+        def counted(engine: Any, *, kind: str = kind, real: Any = real) -> Any:
+            if engine is plane.cloud.api_engine:
+                opened[kind] += 1
+            return real(engine)
+
+        monkeypatch.setattr(db, kind, counted)
+    task = BuildTask(ctx, [instance], spec())
+    task.execute()
+    monkeypatch.undo()
+    assert task.built == [uuid]
+    # (The one read is the scheduler's, of the aggregates.)
+    assert opened["write"] == 2 and opened["read"] <= 1, opened
+    assert plane.settled(uuid)[0] == "cell1" and plane.mapped_cell(uuid) == "cell1"
+    with db.read(plane.cloud.api_engine) as conn:
+        [decision] = decisions.recent(conn)
+    assert (decision.instance_uuid, decision.outcome, decision.hosts) == (
+        uuid, decisions.CHOSEN, ["big"])
+
+
+def test_a_server_no_host_takes_has_its_decision_recorded_with_its_burial(three_hosts):
+    plane = three_hosts
+    [uuid] = plane.build(["huge"], vcpus=64)
+    assert eventually(lambda: plane.mapped_cell(uuid) == "cell0")
+    with db.read(plane.cloud.api_engine) as conn:
+        [decision] = decisions.recent(conn)
+    assert (decision.instance_uuid, decision.outcome) == (uuid, decisions.NO_VALID_HOST)
+    assert "No valid host was found" in str(decision.reason)
+
+
+def test_the_conductors_cached_cells_take_a_new_cell_and_a_changed_one(plane):
+    """A cell the cache does not know is read again at once; a changed one after SIGHUP
+    (``request_refresh``) or the refresh interval, as the scheduler's."""
+    cache = plane.cloud.cache
+    ctx = replace(plane.ctx, cells=cache)
+    assert ctx.cell(plane.cloud.cells["cell1"].uuid).name == "cell1"
+    with db.write(plane.cloud.api_engine) as conn:
+        added = mappings.create_cell(conn, "cell3", "inproc://cell3", "sqlite://")
+    assert ctx.cell(added.uuid) == added
+    with db.write(plane.cloud.api_engine) as conn:
+        mappings.update_cell(conn, added.uuid, transport_url="inproc://moved")
+    cache.request_refresh()
+    assert ctx.cell(added.uuid).transport_url == "inproc://moved"
+    with pytest.raises(mappings.CellNotFound):
+        ctx.cell(str(uuidlib.uuid4()))

@@ -315,14 +315,14 @@ def test_two_concurrent_boots_do_not_both_pass_when_only_one_fits(cloud, monkeyp
     admin.put("/os-quota-sets/p1", json={"quota_set": {"instances": 3}})
     alice = admin.as_user("alice:p1")
     checked = threading.Barrier(2, timeout=30)
-    real_check = quota_ops.check_boot
+    real_check = quota_ops.admit_boot
 
-    def check_then_wait(*args: Any, **kw: Any) -> int:
+    def check_then_wait(*args: Any, **kw: Any) -> quota_ops.Admitted:
         allowed = real_check(*args, **kw)
         checked.wait()
         return allowed
 
-    monkeypatch.setattr(server_ops.quota_ops, "check_boot", check_then_wait)
+    monkeypatch.setattr(server_ops.quota_ops, "admit_boot", check_then_wait)
     answers: list[httpx.Response] = []
 
     def boot_two() -> None:
@@ -353,14 +353,14 @@ def test_refusals_of_racing_boots_never_say_more_used_than_the_limit(cloud, monk
     admin.put("/os-quota-sets/p1", json={"quota_set": {"instances": 10}})
     alice = admin.as_user("alice:p1")
     checked = threading.Barrier(16, timeout=60)
-    real_check = quota_ops.check_boot
+    real_check = quota_ops.admit_boot
 
-    def check_then_wait(*args: Any, **kw: Any) -> int:
+    def check_then_wait(*args: Any, **kw: Any) -> quota_ops.Admitted:
         allowed = real_check(*args, **kw)
         checked.wait()
         return allowed
 
-    monkeypatch.setattr(server_ops.quota_ops, "check_boot", check_then_wait)
+    monkeypatch.setattr(server_ops.quota_ops, "admit_boot", check_then_wait)
     answers: list[httpx.Response] = []
     threads = [threading.Thread(target=lambda: answers.append(boot(alice, "m1")))
                for _ in range(16)]

@@ -10,7 +10,9 @@ A boot is checked before its records are written (up to ``max_count`` servers, o
 many between ``min_count`` and ``max_count`` as fit), and checked again after they
 are committed (Nova's ``quota_recheck``): two boots that each fit alone but not
 together can both pass the first check; whichever rechecks after both are written
-sees the project over its limit and is undone, so they never both stay.
+sees the project over its limit and is undone, so they never both stay. A boot that no
+server limit applied to at its check is not checked again: it was admitted under the
+limits of that moment, as one committed just before a limit was set is.
 """
 
 from __future__ import annotations
@@ -168,14 +170,34 @@ def _scopes(engine: Engine, defaults: Mapping[str, int], project_id: str,
     return out if mine is None else [*out, mine]
 
 
+@dataclass(frozen=True)
+class Admitted:
+    """What :func:`admit_boot` allows: ``count`` servers; ``limited``: whether a limit
+    on servers, cores or RAM applied (else no concurrent boot can take the room, and
+    the recheck after the boot's records are written is skipped)."""
+
+    count: int
+    limited: bool
+
+
 def check_boot(engine: Engine, defaults: Mapping[str, int], project_id: str,
                vcpus: int, ram: int, min_count: int, max_count: int,
                servers: ServerCounter | None = None, user_id: str | None = None) -> int:
     """How many servers (``min_count`` to ``max_count``) of a flavor with ``vcpus`` and
     ``ram`` the project may boot now: as many as fit, up to ``max_count``; 403 if
     fewer than ``min_count`` fit (Nova's ``_check_num_instances_quota``)."""
+    return admit_boot(engine, defaults, project_id, vcpus, ram, min_count, max_count,
+                      servers, user_id).count
+
+
+def admit_boot(engine: Engine, defaults: Mapping[str, int], project_id: str,
+               vcpus: int, ram: int, min_count: int, max_count: int,
+               servers: ServerCounter | None = None, user_id: str | None = None
+               ) -> Admitted:
+    """:func:`check_boot`, saying also whether a server limit applied."""
     fits = max_count
-    for limit, used in _scopes(engine, defaults, project_id, user_id, servers):
+    scopes = _scopes(engine, defaults, project_id, user_id, servers)
+    for limit, used in scopes:
         here = max_count
         for resource, each in (("instances", 1), ("cores", vcpus), ("ram", ram)):
             room = _room(limit[resource], used.of(resource))
@@ -189,7 +211,7 @@ def check_boot(engine: Engine, defaults: Mapping[str, int], project_id: str,
                      "ram": str(need["ram"])}
             raise exceeded(_overs(limit, used, need, shown))
         fits = min(fits, here)
-    return fits
+    return Admitted(fits, any(counts_servers(limit) for limit, _ in scopes))
 
 
 def recheck_boot(engine: Engine, defaults: Mapping[str, int], project_id: str,

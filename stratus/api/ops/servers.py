@@ -126,10 +126,12 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     # A zone tree's build is not counted here: the tree's top counted it against the
     # tree's quotas (docs/ops/quotas.md).
     counted = boot.uuid is None
+    limited = False   # whether a server limit applied (the recheck needs one)
     if counted:
-        count = quota_ops.check_boot(api.dbs.api, api.quota_defaults, boot.project_id,
-                                     flavor.vcpus, flavor.memory_mb, boot.min_count, count,
-                                     user_id=boot.user_id)
+        admitted = quota_ops.admit_boot(api.dbs.api, api.quota_defaults, boot.project_id,
+                                        flavor.vcpus, flavor.memory_mb, boot.min_count,
+                                        count, user_id=boot.user_id)
+        count, limited = admitted.count, admitted.limited
     if counted and group is not None:
         quota_ops.check_group_members(api.dbs.api, api.quota_defaults, boot.project_id,
                                       group.uuid, count)
@@ -175,7 +177,7 @@ def create(api: ComputeAPIDeps, boot: Boot, *, is_admin: bool) -> list[str]:
     except BaseException:
         ports.give_back(api, [p for _, p in claimed.ports])
         raise
-    if counted and api.quota_recheck:
+    if counted and limited and api.quota_recheck:
         try:
             quota_ops.recheck_boot(api.dbs.api, api.quota_defaults, boot.project_id,
                                    flavor.vcpus, flavor.memory_mb, count,

@@ -5,15 +5,16 @@ project) and ``quota_classes`` (per class), one per resource that was set. Usage
 project's servers are its instance mappings not queued for delete (a user's: those the
 user booted); their cores and RAM are the flavor in each one's request spec
 (written in the same transaction as the mapping, and moved to the new flavor when
-a resize finishes or back when it is reverted). A server buried in cell0 (no host
-took it) counts as an instance but holds no cores or RAM, as Placement would say.
+a resize finishes or back when it is reverted), kept beside the spec's JSON in its
+``vcpus`` and ``memory_mb`` columns (:func:`flavor_sizes`) and summed by one
+statement. A server buried in cell0 (no host took it) counts as an instance but holds
+no cores or RAM, as Placement would say.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,14 @@ class Usage:
 
     def of(self, resource: str) -> int:
         return int(getattr(self, resource, 0))
+
+
+def flavor_sizes(spec: Mapping[str, Any]) -> dict[str, int]:
+    """The ``vcpus`` and ``memory_mb`` columns of a request spec row, from its flavor."""
+    flavor = spec.get("flavor")
+    flavor = flavor if isinstance(flavor, Mapping) else {}
+    return {"vcpus": int(flavor.get("vcpus") or 0),
+            "memory_mb": int(flavor.get("memory_mb") or 0)}
 
 
 def project_limits(conn: Connection, project_id: str) -> dict[str, int]:
@@ -122,27 +131,28 @@ def usage(conn: Connection, project_id: str, servers: bool = True,
           user_id: str | None = None) -> Usage:
     """What ``project_id`` (or, given ``user_id``, that user in it) holds now: servers,
     their cores and RAM, server groups. ``servers=False`` leaves the servers uncounted
-    (zeros): reading every request spec of the project is the costly part, and no limit
-    needs it when they are all unlimited."""
+    (zeros): no limit needs them when they are all unlimited. The servers, cores and RAM
+    are one statement's count and sums (a server without a request spec, or buried in
+    cell0, holds no cores or RAM)."""
     m, c, r, g = s.instance_mappings, s.cell_mappings, s.request_specs, s.server_groups
     mine = [m.c.project_id == project_id, m.c.queued_for_delete == sa.false()]
     groups_mine = [g.c.project_id == project_id]
     if user_id is not None:
         mine.append(m.c.user_id == user_id)
         groups_mine.append(g.c.user_id == user_id)
-    rows: Sequence[Any] = [] if not servers else conn.execute(
-        sa.select(c.c.uuid.label("cell_uuid"), r.c.spec)
-        .select_from(m.outerjoin(c, c.c.id == m.c.cell_id)
-                     .outerjoin(r, r.c.instance_uuid == m.c.instance_uuid))
-        .where(*mine)).all()
     instances = cores = ram = 0
-    for row in rows:
-        instances += 1
-        if row.cell_uuid == s.CELL0_UUID or not row.spec:
-            continue
-        flavor = json.loads(row.spec).get("flavor") or {}
-        cores += int(flavor.get("vcpus") or 0)
-        ram += int(flavor.get("memory_mb") or 0)
+    if servers:
+        held = sa.or_(c.c.uuid.is_(None), c.c.uuid != s.CELL0_UUID)
+
+        def total(column: sa.Column[Any]) -> sa.ColumnElement[Any]:
+            return sa.func.coalesce(sa.func.sum(sa.case((held, column), else_=0)), 0)
+
+        row = conn.execute(
+            sa.select(sa.func.count(m.c.id), total(r.c.vcpus), total(r.c.memory_mb))
+            .select_from(m.outerjoin(c, c.c.id == m.c.cell_id)
+                         .outerjoin(r, r.c.instance_uuid == m.c.instance_uuid))
+            .where(*mine)).one()
+        instances, cores, ram = (int(v or 0) for v in row)
     groups = conn.execute(sa.select(sa.func.count()).select_from(g)
                           .where(*groups_mine)).scalar_one()
     return Usage(instances, cores, ram, int(groups))

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stratus.api import schema as s
+from stratus.api.store import quotas as quota_store
 from stratus.cells import instance_meta
 from stratus.cells import schema as cs
 from stratus.cells.moves import DELETING
@@ -150,6 +151,7 @@ def create_build_requests(conn: Connection, instances: Iterable[dict[str, Any]],
     :data:`REQUESTED` they asked for) before any cell has them."""
     now = utcnow()
     text = json.dumps(spec, sort_keys=True)
+    sizes = quota_store.flavor_sizes(spec)
     for inst in instances:
         conn.execute(sa.insert(s.instance_mappings).values(
             instance_uuid=inst["uuid"], cell_id=None, project_id=inst["project_id"],
@@ -160,7 +162,7 @@ def create_build_requests(conn: Connection, instances: Iterable[dict[str, Any]],
             user_id=inst["user_id"], name=inst["name"], created_at=now,
             instance=json.dumps(asked, sort_keys=True) if asked else None))
         conn.execute(sa.insert(s.request_specs).values(
-            instance_uuid=inst["uuid"], spec=text, created_at=now))
+            instance_uuid=inst["uuid"], spec=text, created_at=now, **sizes))
 
 
 def update_build_request(conn: Connection, uuid: str, changes: dict[str, Any]) -> bool:
