@@ -118,6 +118,10 @@ class AllInOne:
         self.timings: dict[str, float] = {}
         # What the start-up recovery pass did with builds a stop interrupted.
         self.recovered_builds: dict[str, str] = {}
+        # From the bulk registration (seed.prepare_cell): host -> service id, and the
+        # hosts with servers to re-adopt.
+        self.registered: dict[str, int] = {}
+        self.to_adopt: set[str] = set()
         self._reclaim_pass: Callable[[], None] = lambda: None
         # The data directory's deployment id (deployment.json), once recorded.
         self.deployment_id: str | None = None
@@ -283,10 +287,12 @@ class AllInOne:
         hosts: list[seed.HostTrees] = []
         for cell_uuid, cell_drivers in by_cell.items():
             cell = next(c for c in self.cells.values() if c.uuid == cell_uuid)
-            disabled = seed.prepare_cell(self.engines.get(cell), cell_drivers, version)
+            found = seed.prepare_cell(self.engines.get(cell), cell_drivers, version)
+            self.registered.update(found.service_ids)
+            self.to_adopt |= found.to_adopt
             hosts += [seed.HostTrees(d.host, tuple(d.provider_tree(n)
                                                    for n in d.get_available_nodes()),
-                                     disabled[d.host]) for d in cell_drivers]
+                                     found.disabled[d.host]) for d in cell_drivers]
         if not db.is_sqlite(placement_engine):
             return set()
         verdict = seed.survey(placement_engine, hosts)
@@ -327,7 +333,8 @@ class AllInOne:
                                max_attempts=config.get("scheduler", "max_attempts"),
                                claim_retries=config.get("scheduler", "claim_retries"),
                                network=self.network_client(), image=self.image_writer(),
-                               service_down_time=config.get("compute", "service_down_time"))
+                               service_down_time=config.get("compute", "service_down_time"),
+                               schedule_batch=config.get("conductor", "schedule_batch_size"))
         api_url = self.layout.api_bus_url
         api_bus.serve(ConductorRPC, ConductorManager(ctx, api_url, api_url), server="allinone")
         for cell in self.cells.values():
@@ -377,6 +384,10 @@ class AllInOne:
         total = sum(len(v) for v in by_cell.values())
         done = 0
         progress(0, total)
+        # Beating from the start: the hosts started first stay up while the rest start
+        # (it beats only for services that run).
+        beats.start()
+        self.started.heartbeats = beats
         for cell_uuid, cell_drivers in by_cell.items():
             cell = next(c for c in self.cells.values() if c.uuid == cell_uuid)
             bus = self._cell_bus(cell)
@@ -386,6 +397,8 @@ class AllInOne:
                                    tracker_interval=config.get("compute",
                                                                "resource_tracker_interval"),
                                    first_pass_done=driver.host in skip, network=network,
+                                   registered=self.registered.get(driver.host),
+                                   nothing_to_adopt=driver.host not in self.to_adopt,
                                    image=images, provider_refresh_interval=config.get(
                                        "compute", "provider_refresh_interval"))
                 svc.start()
@@ -393,8 +406,6 @@ class AllInOne:
                 beats.add(records, svc)
                 done += 1
                 progress(done, total)
-        beats.start()
-        self.started.heartbeats = beats
 
     def _http(self, api_bus: Bus) -> None:
         from stratus.api.service import build_wsgi as build_compute_wsgi

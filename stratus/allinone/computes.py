@@ -1,9 +1,11 @@
 """Many compute services in one process: each a real :class:`ComputeService`, with two
 economies that only matter when there are hundreds of them.
 
-- The first resource-tracker pass may already have been done in bulk
-  (:mod:`stratus.allinone.seed`); such a service starts without repeating it.
-  Its periodic passes are its own, unchanged.
+- The first resource-tracker pass, the service record and the look for instances
+  to re-adopt may already have been done in bulk (:mod:`stratus.allinone.seed`);
+  such a service starts without repeating them. Its periodic passes are its own,
+  the first one at a random point of the first interval, so that thousands of
+  hosts started together do not all pass in the same second.
 - Heartbeats are written by one thread for all of them, one transaction per
   cell per ``report_interval``, instead of a thread and a transaction per
   host. A stopped service is no longer beaten for, so it goes down as a
@@ -13,6 +15,7 @@ economies that only matter when there are hundreds of them.
 from __future__ import annotations
 
 import logging
+import random
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -29,9 +32,29 @@ LOG = logging.getLogger(__name__)
 class FleetCompute(ComputeService):
     beats_itself = False   # Heartbeats writes them: no idle thread per host
 
-    def __init__(self, *args: Any, first_pass_done: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, first_pass_done: bool = False,
+                 registered: int | None = None, nothing_to_adopt: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._first_pass_done = first_pass_done
+        # Done in bulk before start (stratus.allinone.seed): the service record's id,
+        # and that the cell books no instance or resize copy on this host.
+        self._registered = registered
+        self._nothing_to_adopt = nothing_to_adopt
+
+    def _register(self) -> int:
+        if self._registered is not None:
+            return self._registered
+        return super()._register()
+
+    def _recover(self) -> None:
+        if not self._nothing_to_adopt:
+            super()._recover()
+
+    def first_pass_delay(self) -> float:
+        """Anywhere in the first interval (Nova's periodic_fuzzy_delay): thousands of hosts
+        started together would otherwise all pass in the same second of every interval."""
+        return random.uniform(0.0, float(self.tracker_interval))
 
     def update_available_resource(self) -> PassReport:
         if self._first_pass_done:

@@ -63,6 +63,9 @@ class ConductorContext:
     leases: BuildLeases | None = None
     # The image service (a shelved server's image is deleted after its unshelve).
     image: ImageWriter | None = None
+    # Servers of a multi-create asked of the scheduler per call ([conductor]
+    # schedule_batch_size): each call stays well inside the RPC timeout.
+    schedule_batch: int = 100
 
     def cell(self, uuid: str) -> CellMapping:
         with db.read(self.api_engine) as conn:
@@ -82,7 +85,7 @@ class ConductorContext:
 def bury_in_cell0(ctx: ConductorContext, instance: dict[str, Any], spec: dict[str, Any],
                   reason: str) -> None:
     """No host: the server lives on in cell0, in ERROR, with the reason, holding nothing."""
-    ctx.placement.delete_allocations(instance["uuid"])
+    claims.unclaim(ctx.placement, instance["uuid"])
     cell0 = ctx.cell(CELL0_UUID)
     with db.write(ctx.engines.get(cell0)) as conn:
         if records.get_instance(conn, instance["uuid"]) is None:
@@ -201,15 +204,25 @@ class BuildTask:
             spec = self.spec
             if any(s.get("port_ids") for s in specs.values()):   # ports, but no requests
                 spec = dict(self.spec, needs_compute=PORTS_SINCE)
-            return select_destinations(self.ctx, spec, uuids, "build")
+            size = len(uuids) if spec.get("server_group") else max(1, self.ctx.schedule_batch)
+            if len(uuids) <= size:
+                return select_destinations(self.ctx, spec, uuids, "build")
+            return self._in_batches(
+                [(dict(spec, num_instances=len(part)), part)
+                 for part in (uuids[i:i + size] for i in range(0, len(uuids), size))])
+        return self._in_batches([(dict(specs[uuid], num_instances=1), [uuid])
+                                 for uuid in uuids])
+
+    def _in_batches(self, calls: list[tuple[dict[str, Any], list[str]]]
+                    ) -> list[list[dict[str, Any]]]:
+        """One scheduler call per (spec, uuids), in order; all or nothing: when one fails,
+        the claims the calls before it made are released before the error goes on."""
         picks: list[list[dict[str, Any]]] = []
         try:
-            for uuid in uuids:
-                spec = dict(specs[uuid], num_instances=1)
-                [mine] = select_destinations(self.ctx, spec, [uuid], "build")
-                picks.append(mine)
+            for spec, part in calls:
+                picks.extend(select_destinations(self.ctx, spec, part, "build"))
         except BaseException:
-            for done in uuids[:len(picks)]:
+            for done in [u for _spec, part in calls for u in part][:len(picks)]:
                 claims.unclaim(self.ctx.placement, done)
             raise
         return picks
