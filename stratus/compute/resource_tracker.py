@@ -9,7 +9,8 @@ deleted. The root of each node also carries ``COMPUTE_STATUS_DISABLED`` exactly
 when the service is disabled in the cell database, so a disable that never
 reached this compute (it was down, it was too old, the call was lost) is
 repaired here (design document 000). Each node's compute_nodes row is written
-too.
+too, when it changed (as Nova's tracker saves a node only on a change) or when
+``verify_every`` has passed since it was last written.
 
 :meth:`set_disabled` is the synchronous path (set_host_enabled, hypervisor
 events): only the disabled trait, only on root providers. One lock serialises it
@@ -89,6 +90,8 @@ class ResourceTracker:
         self._steady: dict[str, tuple[_Wanted, int]] = {}  # uuid -> (wanted, generation)
         self._verified: dict[str, float] = {}  # uuid -> monotonic time Placement agreed
         self._members: dict[str, frozenset[str]] = {}  # root uuid -> provider uuids
+        # node -> (service id, the compute_nodes row last written, monotonic time)
+        self._saved: dict[str, tuple[int | None, cr.NodeRecord, float]] = {}
 
     # -- the periodic pass -------------------------------------------------------
 
@@ -168,9 +171,15 @@ class ResourceTracker:
 
         usage = cr.NodeUsage(total_used("VCPU"), total_used("MEMORY_MB"),
                              total_used("DISK_GB"), len(self.driver.instances(node)))
-        self.records.save_node(self.host, service.id if service else None, cr.NodeRecord(
-            tree.root.uuid, node, self.driver.hypervisor, tree.total("VCPU"),
-            tree.total("MEMORY_MB"), tree.total("DISK_GB"), usage), self.clock())
+        record = cr.NodeRecord(tree.root.uuid, node, self.driver.hypervisor, tree.total("VCPU"),
+                               tree.total("MEMORY_MB"), tree.total("DISK_GB"), usage)
+        service_id = service.id if service else None
+        saved, now = self._saved.get(node), time.monotonic()
+        if saved is not None and saved[:2] == (service_id, record) and \
+                now - saved[2] < self.verify_every:
+            return   # the row says this already (Nova writes a node only when it changed)
+        self.records.save_node(self.host, service_id, record, self.clock())
+        self._saved[node] = (service_id, record, now)
 
     def _sync_tree(self, tree: ProviderTree, disabled: bool) -> None:
         members = frozenset(p.uuid for p in tree)
