@@ -59,7 +59,7 @@ from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
 from stratus.compute import drivers
 from stratus.compute.fleet import Fleet
-from stratus.compute.records import ConductorRecords
+from stratus.compute.records import ConductorRecords, DatabaseRecords
 from stratus.compute.rpcapi import ComputeRPC, service_version
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.build_recovery import recover_builds
@@ -122,6 +122,7 @@ class AllInOne:
         # hosts with servers to re-adopt.
         self.registered: dict[str, int] = {}
         self.to_adopt: set[str] = set()
+        self.disabled: dict[str, bool] = {}
         self._reclaim_pass: Callable[[], None] = lambda: None
         # The data directory's deployment id (deployment.json), once recorded.
         self.deployment_id: str | None = None
@@ -289,6 +290,7 @@ class AllInOne:
             cell = next(c for c in self.cells.values() if c.uuid == cell_uuid)
             found = seed.prepare_cell(self.engines.get(cell), cell_drivers, version)
             self.registered.update(found.service_ids)
+            self.disabled.update(found.disabled)
             self.to_adopt |= found.to_adopt
             hosts += [seed.HostTrees(d.host, tuple(d.provider_tree(n)
                                                    for n in d.get_available_nodes()),
@@ -391,7 +393,12 @@ class AllInOne:
         for cell_uuid, cell_drivers in by_cell.items():
             cell = next(c for c in self.cells.values() if c.uuid == cell_uuid)
             bus = self._cell_bus(cell)
-            records = ConductorRecords(bus)   # one per cell: heartbeats in one call
+            records = ConductorRecords(bus)
+            # The heartbeats of the whole cell: one statement, written by serve itself
+            # (it holds the cell database), not queued on the bus behind the computes'
+            # record calls: at 10,000 hosts during a fill of 1,000-server boots, calls
+            # through the conductor waited past service_down_time and every host went down.
+            beat_records = DatabaseRecords(self.engines.get(cell))
             for driver in cell_drivers:
                 svc = FleetCompute(driver.host, driver, bus, records, placement,
                                    tracker_interval=config.get("compute",
@@ -399,11 +406,12 @@ class AllInOne:
                                    first_pass_done=driver.host in skip, network=network,
                                    registered=self.registered.get(driver.host),
                                    nothing_to_adopt=driver.host not in self.to_adopt,
+                                   disabled=self.disabled.get(driver.host, False),
                                    image=images, provider_refresh_interval=config.get(
                                        "compute", "provider_refresh_interval"))
                 svc.start()
                 self.started.computes.append(svc)
-                beats.add(records, svc)
+                beats.add(beat_records, svc)
                 done += 1
                 progress(done, total)
 

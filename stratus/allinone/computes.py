@@ -34,9 +34,10 @@ class FleetCompute(ComputeService):
 
     def __init__(self, *args: Any, first_pass_done: bool = False,
                  registered: int | None = None, nothing_to_adopt: bool = False,
-                 **kwargs: Any) -> None:
+                 disabled: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._first_pass_done = first_pass_done
+        self._disabled = disabled
         # Done in bulk before start (stratus.allinone.seed): the service record's id,
         # and that the cell books no instance or resize copy on this host.
         self._registered = registered
@@ -58,9 +59,15 @@ class FleetCompute(ComputeService):
 
     def update_available_resource(self) -> PassReport:
         if self._first_pass_done:
-            # Placement and the cell database already hold what this pass would write.
+            # Placement and the cell database already hold what this pass would write:
+            # the tracker takes it as its own last sync, so the periodic passes of the
+            # next provider_refresh_interval read nothing either (the first ones used to
+            # read and write every host again, a core's worth at 10,000 hosts).
             self._first_pass_done = False
-            self.last_report = PassReport(synced=self.driver.get_available_nodes())
+            nodes = self.driver.get_available_nodes()
+            self.tracker.assume_synced({n: self.driver.provider_tree(n) for n in nodes},
+                                       self._disabled)
+            self.last_report = PassReport(synced=nodes)
             return self.last_report
         return super().update_available_resource()
 

@@ -121,6 +121,20 @@ class ResourceTracker:
                     report.synced.append(node)
         return report
 
+    def assume_synced(self, trees: dict[str, ProviderTree], disabled: bool) -> None:
+        """Placement matches ``trees`` (with ``disabled``) as a sync would have left it,
+        written by someone else (``stratus serve``'s bulk first pass): trusted for
+        ``verify_every``, then read as usual. The generation is not known here, so that
+        first read syncs the provider in full once."""
+        now = time.monotonic()
+        with self._lock:
+            for tree in trees.values():
+                for provider in tree:
+                    self._reported[provider.uuid] = provider
+                    self._steady[provider.uuid] = (self._wanted(provider, disabled), -1)
+                    self._verified[provider.uuid] = now
+                self._members[tree.root.uuid] = frozenset(p.uuid for p in tree)
+
     # -- the synchronous disabled trait ----------------------------------------------
 
     def set_disabled(self, disabled: bool) -> list[str]:

@@ -135,7 +135,7 @@ def test_an_undo_waits_out_another_writer_holding_sqlite(sqlite_placement, monke
     assert resp.status_code == 200, resp.text
     resp = http.put(f"/allocations/{consumer}", json={
         "allocations": {rp: {"resources": {"VCPU": 1}}}, "project_id": "p", "user_id": "u",
-        "consumer_generation": None})
+        "consumer_generation": None, "consumer_type": "INSTANCE"})
     assert resp.status_code == 204, resp.text
 
     # Another writer holds the file's write turn past the (shortened) busy timeout, and
