@@ -79,7 +79,7 @@ def test_bulk_first_pass_writes_what_the_computes_own_pass_would(tmp_path):
                 reads: list[str] = []
                 real = svc.tracker.sync.ensure_provider
                 svc.tracker.sync.ensure_provider = (  # type: ignore[method-assign]
-                    lambda p, real=real: reads.append(p.uuid) or real(p))
+                    lambda p, real=real, reads=reads: reads.append(p.uuid) or real(p))
                 assert svc.update_available_resource().synced == [svc.host]
                 assert reads == []
                 svc.tracker.verify_every = 0
