@@ -123,6 +123,8 @@ class AllInOne:
         self.registered: dict[str, int] = {}
         self.to_adopt: set[str] = set()
         self.disabled: dict[str, bool] = {}
+        self.generations: dict[str, int] = {}   # provider uuid -> generation after it
+        self.fresh: set[str] = set()   # hosts whose compute_nodes rows it wrote
         self._reclaim_pass: Callable[[], None] = lambda: None
         # The data directory's deployment id (deployment.json), once recorded.
         self.deployment_id: str | None = None
@@ -291,6 +293,7 @@ class AllInOne:
             found = seed.prepare_cell(self.engines.get(cell), cell_drivers, version)
             self.registered.update(found.service_ids)
             self.disabled.update(found.disabled)
+            self.fresh |= found.fresh
             self.to_adopt |= found.to_adopt
             hosts += [seed.HostTrees(d.host, tuple(d.provider_tree(n)
                                                    for n in d.get_available_nodes()),
@@ -300,7 +303,10 @@ class AllInOne:
         verdict = seed.survey(placement_engine, hosts)
         created = seed.create_missing(placement_engine,
                                       [h for h in hosts if verdict[h.host] == seed.MISSING])
-        return set(created) | {h for h, v in verdict.items() if v == seed.SAME}
+        done = set(created) | {h for h, v in verdict.items() if v == seed.SAME}
+        self.generations = seed.generations(
+            placement_engine, [p.uuid for h in hosts if h.host in done for p in h.providers()])
+        return done
 
     def _control_plane(self, api_bus: Bus) -> ConductorContext:
         """Scheduler and conductor on the bus; the conductor's context."""
@@ -407,6 +413,8 @@ class AllInOne:
                                    registered=self.registered.get(driver.host),
                                    nothing_to_adopt=driver.host not in self.to_adopt,
                                    disabled=self.disabled.get(driver.host, False),
+                                   generations=self.generations,
+                                   fresh=driver.host in self.fresh,
                                    image=images, provider_refresh_interval=config.get(
                                        "compute", "provider_refresh_interval"))
                 svc.start()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from stratus.cells import services
@@ -34,10 +34,14 @@ class FleetCompute(ComputeService):
 
     def __init__(self, *args: Any, first_pass_done: bool = False,
                  registered: int | None = None, nothing_to_adopt: bool = False,
-                 disabled: bool = False, **kwargs: Any) -> None:
+                 disabled: bool = False, generations: Mapping[str, int] | None = None,
+                 fresh: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._first_pass_done = first_pass_done
         self._disabled = disabled
+        self._generations = generations or {}
+        # Its compute_nodes rows were written by the bulk pass just now (a new host).
+        self._fresh = fresh
         # Done in bulk before start (stratus.allinone.seed): the service record's id,
         # and that the cell books no instance or resize copy on this host.
         self._registered = registered
@@ -65,8 +69,10 @@ class FleetCompute(ComputeService):
             # read and write every host again, a core's worth at 10,000 hosts).
             self._first_pass_done = False
             nodes = self.driver.get_available_nodes()
-            self.tracker.assume_synced({n: self.driver.provider_tree(n) for n in nodes},
-                                       self._disabled)
+            trees = {n: self.driver.provider_tree(n) for n in nodes}
+            self.tracker.assume_synced(trees, self._disabled, self._generations)
+            if self._fresh and self.service_id is not None:
+                self.tracker.assume_saved(self.service_id, trees)
             self.last_report = PassReport(synced=nodes)
             return self.last_report
         return super().update_available_resource()

@@ -74,6 +74,7 @@ class CellHosts:
     service_ids: dict[str, int]    # host -> its compute service record's id
     disabled: dict[str, bool]      # host -> its service is disabled
     to_adopt: set[str]             # hosts the cell books instances or resize copies on
+    fresh: set[str]                # hosts whose every compute_nodes row was written now
 
 
 def prepare_cell(engine: Engine, drivers: Sequence[Driver], version: int) -> CellHosts:
@@ -89,11 +90,15 @@ def prepare_cell(engine: Engine, drivers: Sequence[Driver], version: int) -> Cel
             conn.execute(sa.update(cs.services).where(
                 cs.services.c.binary == BINARY, cs.services.c.host.in_(part)).values(
                 version=version, last_seen_up=stamp, updated_at=stamp))
+        fresh: set[str] = set()
         for driver in drivers:
             record = known.get(driver.host)
             if record is None:
                 record = services.register(conn, driver.host, BINARY, version, now=stamp)
                 known[driver.host] = record
+            trees = [driver.provider_tree(node) for node in driver.get_available_nodes()]
+            if trees and not any(t.root.uuid in nodes for t in trees):
+                fresh.add(driver.host)
             for node in driver.get_available_nodes():
                 tree = driver.provider_tree(node)
                 if tree.root.uuid in nodes:
@@ -104,7 +109,7 @@ def prepare_cell(engine: Engine, drivers: Sequence[Driver], version: int) -> Cel
                     usage=cell_records.NodeUsage(0, 0, 0, 0), now=stamp)
         busy = _hosts_with_servers(conn)
     return CellHosts({h: known[h].id for h in hosts}, {h: known[h].disabled for h in hosts},
-                     busy & set(hosts))
+                     busy & set(hosts), fresh - busy)
 
 
 def _hosts_with_servers(conn: Connection) -> set[str]:
@@ -186,6 +191,17 @@ def _read(conn: Connection, uuids: Sequence[str]) -> tuple[dict[str, _Found], di
             .where(rp.c.root_provider_id.in_(roots[i:i + CHUNK]))
             .group_by(rp.c.root_provider_id)).tuples().all())
     return found, sizes
+
+
+def generations(engine: Engine, uuids: Sequence[str]) -> dict[str, int]:
+    """Provider uuid -> its generation now (for the trackers' trust in the bulk pass)."""
+    rp = ps.resource_providers
+    found: dict[str, int] = {}
+    with db.read(engine) as conn:
+        for part in _chunks(uuids):
+            found.update(conn.execute(sa.select(rp.c.uuid, rp.c.generation)
+                                      .where(rp.c.uuid.in_(part))).tuples().all())
+    return found
 
 
 def _wanted_traits(provider: Provider, disabled: bool) -> set[str]:

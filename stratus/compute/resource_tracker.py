@@ -32,9 +32,10 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import math
+import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,19 +122,33 @@ class ResourceTracker:
                     report.synced.append(node)
         return report
 
-    def assume_synced(self, trees: dict[str, ProviderTree], disabled: bool) -> None:
-        """Placement matches ``trees`` (with ``disabled``) as a sync would have left it,
-        written by someone else (``stratus serve``'s bulk first pass): trusted for
-        ``verify_every``, then read as usual. The generation is not known here, so that
-        first read syncs the provider in full once."""
+    def assume_synced(self, trees: dict[str, ProviderTree], disabled: bool,
+                      generations: Mapping[str, int]) -> None:
+        """Placement matches ``trees`` (with ``disabled``) at ``generations`` (provider
+        uuid -> generation), as a sync would have left it, written by someone else
+        (``stratus serve``'s bulk first pass). Trusted until a random point of the next
+        ``verify_every`` (so that thousands of hosts started together are not all read
+        in the same minute), then read as usual; a provider without a known generation
+        is then synced in full once."""
         now = time.monotonic()
         with self._lock:
             for tree in trees.values():
                 for provider in tree:
                     self._reported[provider.uuid] = provider
-                    self._steady[provider.uuid] = (self._wanted(provider, disabled), -1)
-                    self._verified[provider.uuid] = now
+                    self._steady[provider.uuid] = (self._wanted(provider, disabled),
+                                                   generations.get(provider.uuid, -1))
+                    self._verified[provider.uuid] = now - random.uniform(0, self.verify_every)
                 self._members[tree.root.uuid] = frozenset(p.uuid for p in tree)
+
+    def assume_saved(self, service_id: int, trees: dict[str, ProviderTree]) -> None:
+        """The nodes' compute_nodes rows say what a pass would write now (written by
+        ``stratus serve``'s bulk first pass): not written again before a random point
+        of the next ``verify_every``, unless they change."""
+        now = time.monotonic()
+        with self._lock:
+            for node, tree in trees.items():
+                self._saved[node] = (service_id, self._node_record(node, tree),
+                                     now - random.uniform(0, self.verify_every))
 
     # -- the synchronous disabled trait ----------------------------------------------
 
@@ -176,8 +191,7 @@ class ResourceTracker:
                         self.host, self.binary)
         return found
 
-    def _save_node(self, service: cr.ServiceState | None, node: str,
-                   tree: ProviderTree) -> None:
+    def _node_record(self, node: str, tree: ProviderTree) -> cr.NodeRecord:
         used = self.driver.usage(node)
 
         def total_used(rc: str) -> int:
@@ -185,8 +199,12 @@ class ResourceTracker:
 
         usage = cr.NodeUsage(total_used("VCPU"), total_used("MEMORY_MB"),
                              total_used("DISK_GB"), len(self.driver.instances(node)))
-        record = cr.NodeRecord(tree.root.uuid, node, self.driver.hypervisor, tree.total("VCPU"),
-                               tree.total("MEMORY_MB"), tree.total("DISK_GB"), usage)
+        return cr.NodeRecord(tree.root.uuid, node, self.driver.hypervisor, tree.total("VCPU"),
+                             tree.total("MEMORY_MB"), tree.total("DISK_GB"), usage)
+
+    def _save_node(self, service: cr.ServiceState | None, node: str,
+                   tree: ProviderTree) -> None:
+        record = self._node_record(node, tree)
         service_id = service.id if service else None
         saved, now = self._saved.get(node), time.monotonic()
         if saved is not None and saved[:2] == (service_id, record) and \

@@ -74,8 +74,9 @@ def test_bulk_first_pass_writes_what_the_computes_own_pass_would(tmp_path):
             for rp in http.get("resource_providers").json()["resource_providers"]:
                 generations[rp["uuid"]] = rp["generation"]
             for svc in services:
-                # Within the refresh interval the tracker trusts the bulk pass as its own
-                # sync: a pass reads nothing. Then a real pass, reading Placement.
+                # Within the refresh interval (here: long) the tracker trusts the bulk pass
+                # as its own sync: a pass reads nothing. Then a real pass, reading Placement.
+                svc.tracker.verify_every = 10 ** 9
                 reads: list[str] = []
                 real = svc.tracker.sync.ensure_provider
                 svc.tracker.sync.ensure_provider = (  # type: ignore[method-assign]
