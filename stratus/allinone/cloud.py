@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -40,7 +40,7 @@ from sqlalchemy.engine import Engine
 from stratus import config as configuration
 from stratus import deployment
 from stratus.allinone import networks, seed
-from stratus.allinone.computes import FleetCompute, Heartbeats
+from stratus.allinone.computes import FleetCompute, FleetRecords, Heartbeats
 from stratus.allinone.http import ThreadedServer
 from stratus.allinone.identity import (
     Identity,
@@ -59,7 +59,7 @@ from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
 from stratus.compute import drivers
 from stratus.compute.fleet import Fleet
-from stratus.compute.records import ConductorRecords, DatabaseRecords
+from stratus.compute.records import CellRecords, ConductorRecords, DatabaseRecords
 from stratus.compute.rpcapi import ComputeRPC, service_version
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.build_recovery import recover_builds
@@ -405,8 +405,10 @@ class AllInOne:
             # record calls: at 10,000 hosts during a fill of 1,000-server boots, calls
             # through the conductor waited past service_down_time and every host went down.
             beat_records = DatabaseRecords(self.engines.get(cell))
+            # The passes' two reads straight from the cell database (FleetRecords).
+            fleet_records = cast(CellRecords, FleetRecords(records, self.engines.get(cell)))
             for driver in cell_drivers:
-                svc = FleetCompute(driver.host, driver, bus, records, placement,
+                svc = FleetCompute(driver.host, driver, bus, fleet_records, placement,
                                    tracker_interval=config.get("compute",
                                                                "resource_tracker_interval"),
                                    first_pass_done=driver.host in skip, network=network,

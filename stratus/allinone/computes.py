@@ -15,16 +15,23 @@ economies that only matter when there are hundreds of them.
 from __future__ import annotations
 
 import logging
+import math
 import random
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from stratus.cells import services
-from stratus.compute.records import CellRecords
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from stratus.cells import moves, services
+from stratus.cells import schema as cs
+from stratus.compute.records import CellRecords, DatabaseRecords, ServiceState
 from stratus.compute.resource_tracker import PassReport
 from stratus.compute.rpcapi import BINARY
 from stratus.compute.service import ComputeService
+from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
 
@@ -76,6 +83,51 @@ class FleetCompute(ComputeService):
             self.last_report = PassReport(synced=nodes)
             return self.last_report
         return super().update_available_resource()
+
+
+class FleetRecords:
+    """A fleet host's records in ``stratus serve``: through its cell's conductor, as a
+    compute's are, except the two reads every resource-tracker pass makes. Serve holds
+    the cell database, and at 10,000 hosts those two calls through the conductor were
+    most of the CPU serve spent at rest. The service row is read straight from the
+    cell database (as fresh as through the conductor); the evacuations finished from a
+    host come from one read of the whole cell, at most ``max_age`` seconds old (finding
+    one a pass later costs nothing: the cleanup is a compare-and-swap)."""
+
+    def __init__(self, records: CellRecords, engine: Engine, max_age: float = 10.0) -> None:
+        self._records, self._direct = records, DatabaseRecords(engine)
+        self._engine, self._max_age = engine, max_age
+        self._lock = threading.Lock()
+        self._evacuated: dict[str, list[tuple[str, str]]] = {}
+        self._read_at = -math.inf
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._records, name)
+
+    def service(self, host: str, binary: str) -> ServiceState | None:
+        return self._direct.service(host, binary)
+
+    def evacuations_done(self, host: str) -> list[tuple[str, str]]:
+        with self._lock:
+            if time.monotonic() - self._read_at >= self._max_age:
+                m = cs.migrations
+                found: dict[str, list[tuple[str, str]]] = {}
+                with db.read(self._engine) as conn:
+                    for row in conn.execute(sa.select(
+                            m.c.source_compute, m.c.uuid, m.c.instance_uuid).where(
+                            m.c.migration_type == moves.EVACUATION,
+                            m.c.status == moves.DONE)):
+                        found.setdefault(row.source_compute, []).append(
+                            (row.uuid, row.instance_uuid))
+                self._evacuated, self._read_at = found, time.monotonic()
+            return list(self._evacuated.get(host, ()))
+
+    def evacuation_finished(self, host: str, migration_uuid: str) -> bool:
+        finished = bool(self._records.evacuation_finished(host, migration_uuid))
+        with self._lock:
+            left = [e for e in self._evacuated.get(host, ()) if e[0] != migration_uuid]
+            self._evacuated[host] = left
+        return finished
 
 
 class Heartbeats:
