@@ -209,3 +209,40 @@ def test_bulk_registration_gives_the_services_their_records_and_a_restart_readop
         assert after == records and len(versions) == 1
     finally:
         again.stop()
+
+
+def test_a_fleet_hosts_pass_reads_see_the_cell(tmp_path):
+    """serve's FleetRecords: the service row read fresh, the finished evacuations of a
+    host from one read of the cell (a finished cleanup is not offered again), and every
+    other call on the compute's own records."""
+    import os
+
+    import stratus.cells
+    from stratus.allinone.computes import FleetRecords
+    from stratus.cells import moves
+    from stratus.compute.records import DatabaseRecords
+    from stratus.storage import migrate
+
+    engine = db.create_engine(f"sqlite:///{tmp_path / 'cell1.db'}")
+    migrate.upgrade(engine, os.path.join(os.path.dirname(stratus.cells.__file__), "migrations"))
+    own = DatabaseRecords(engine)
+    fleet = FleetRecords(own, engine, max_age=3600)   # type: ignore[arg-type]
+    sid = own.register("cmp1", BINARY, 1, services.utcnow())
+    with db.write(engine) as conn:
+        for uuid, host in (("m1", "cmp1"), ("m2", "cmp2")):
+            moves.create(conn, uuid=uuid, instance_uuid=f"i-{uuid}",
+                         migration_type=moves.EVACUATION, source_compute=host,
+                         source_node=host, old_flavor={}, new_flavor={}, status=moves.DONE)
+    assert fleet.evacuations_done("cmp1") == [("m1", "i-m1")]
+    assert fleet.evacuations_done("cmp2") == [("m2", "i-m2")]
+    assert fleet.evacuation_finished("cmp1", "m1") is True
+    assert fleet.evacuations_done("cmp1") == []
+    with db.read(engine) as conn:
+        assert moves.get(conn, "m1").status == moves.COMPLETED
+    found = fleet.service("cmp1", BINARY)
+    assert found is not None and (found.id, found.disabled) == (sid, False)
+    with db.write(engine) as conn:
+        services.update(conn, sid, disabled=True, disabled_reason="maintenance")
+    found = fleet.service("cmp1", BINARY)
+    assert found is not None and found.disabled
+    engine.dispose()
