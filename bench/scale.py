@@ -19,6 +19,8 @@ Placement and spawned by its compute. Reported, per stage:
 - a quiet interval of ``--quiet`` seconds with nothing asked: each process's CPU,
   as CPU seconds per minute (heartbeats, resource tracker passes, the conductor's
   recovery pass, the scheduler's host-state refresh; whatever a cloud does at rest);
+- whether the heartbeats land: how many hosts are up and how old their newest heartbeats
+  are, after each quiet interval (and every minute of a fill);
 - that the cloud still answers: a page of ``/servers/detail`` (1,000), the whole list
   of ``/servers`` and ``--probe`` single boots one after another, each to ACTIVE.
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime as dt
 import os
 import platform
 import subprocess
@@ -69,6 +72,7 @@ class Deployment:
     services: tuple[str, ...] = ()             # shared servers counted whole (CpuMeter)
     started: float = 0.0                       # monotonic time of the first process start
     answering: float = 0.0                     # ... and of the compute API answering
+    notes: list[str] = field(default_factory=list)  # what the deployment said of its start
 
     def memory(self) -> dict[str, int]:
         out = {role: rss(pid) for role, pid in self.roles.items()}
@@ -103,6 +107,20 @@ def load() -> str:
 def computes_up(api: httpx.Client) -> tuple[int, int]:
     body = api.get("/v2.1/os-services?binary=nova-compute").json()["services"]
     return sum(s["state"] == "up" for s in body), len(body)
+
+
+def heartbeats(api: httpx.Client) -> str:
+    """Whether the computes' heartbeats land: how many are up, and how old the newest
+    heartbeat of the median and of the last host is (seconds; report_interval is 10)."""
+    body = api.get("/v2.1/os-services?binary=nova-compute").json()["services"]
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    ages = sorted((now - dt.datetime.fromisoformat(s["updated_at"])).total_seconds()
+                  for s in body if s.get("updated_at"))
+    up = sum(s["state"] == "up" for s in body)
+    if not ages:
+        return f"heartbeats: {up:,} of {len(body):,} up, none recorded"
+    return (f"heartbeats: {up:,} of {len(body):,} up, last heartbeat {ages[len(ages) // 2]:.0f} s "
+            f"old at the median, {ages[-1]:.0f} s at most")
 
 
 def wait_hosts(api: httpx.Client, hosts: int, timeout: float) -> float:
@@ -164,7 +182,7 @@ def fill(api: httpx.Client, placement: httpx.Client, have: int, target: int, bat
         if time.monotonic() - last_note > 60:
             last_note = time.monotonic()
             say(f"  ... {done:,} claimed, {sent:,} sent, "
-                f"{(done - have) / (last_note - t0):.1f}/s, load {load()}")
+                f"{(done - have) / (last_note - t0):.1f}/s, load {load()}; {heartbeats(api)}")
         time.sleep(1)
 
 
@@ -213,7 +231,8 @@ def measure(dep: Deployment, args: argparse.Namespace, rep: Report,
     all_up = wait_hosts(api, args.hosts, args.host_timeout)
     rep.say(f"- start-up: compute API answering {answering - dep.started:.0f} s after the "
             f"first process started, all {args.hosts:,} hosts up after "
-            f"{all_up - dep.started:.0f} s (load {load()})")
+            f"{all_up - dep.started:.0f} s (load {load()})"
+            + "".join(f"; {note}" for note in dep.notes))
     memory = {"start": start, "hosts": dep.memory()}
     rep.say("- RSS at start: " + ", ".join(f"{r} {mib(b)} MiB" for r, b in start.items())
             + "; with the hosts: "
@@ -221,7 +240,7 @@ def measure(dep: Deployment, args: argparse.Namespace, rep: Report,
     cpu = {"hosts": quiet_cpu(dep, args.quiet)}
     rep.say(f"- quiet {args.quiet:.0f} s with {args.hosts:,} hosts, 0 servers: "
             + ", ".join(f"{r} {c:.1f}" for r, c in cpu["hosts"].items())
-            + f" CPU s/min (load {load()})")
+            + f" CPU s/min (load {load()}); {heartbeats(api)}")
     have = 0
     for target in args.servers:
         before = have
@@ -233,10 +252,11 @@ def measure(dep: Deployment, args: argparse.Namespace, rep: Report,
         memory[stage] = dep.memory()
         rep.say(f"- RSS at {stage} servers: " + ", ".join(
             f"{r} {mib(b)} MiB" for r, b in memory[stage].items()))
+        rep.say(f"- after the fill: {heartbeats(api)}")
         cpu[stage] = quiet_cpu(dep, args.quiet)
         rep.say(f"- quiet {args.quiet:.0f} s at {stage} servers: "
                 + ", ".join(f"{r} {c:.1f}" for r, c in cpu[stage].items())
-                + f" CPU s/min (load {load()})")
+                + f" CPU s/min (load {load()}); {heartbeats(api)}")
         page = timed(lambda: api.get("/v2.1/servers/detail?limit=1000").raise_for_status())
         whole = timed(lambda: count(api, "all_tenants=1"))
         waits = probe(api, args.probe)
@@ -305,8 +325,12 @@ def serve(args: argparse.Namespace) -> Iterator[tuple[Deployment, dict[str, int]
                 env=QUOTAS_LIFTED)
     try:
         srv.wait_ready(timeout=args.host_timeout)
+        said = [line.strip() for line in srv.output().replace("\r", "\n").splitlines()]
+        notes = [line.split(". ")[0] for line in said if line.startswith("Ready in")]
+        notes += [line for line in said if line.startswith(f"starting hosts: {args.hosts}/")]
         yield (Deployment(srv.api_url, srv.placement_url, {"serve": srv.proc.pid},
-                          started=started, answering=time.monotonic()), {"serve": base})
+                          started=started, answering=time.monotonic(), notes=notes[-2:]),
+               {"serve": base})
     finally:
         srv.kill()
 

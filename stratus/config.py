@@ -242,6 +242,13 @@ OPTIONS: list[Option] = [
            "renews every third of this while it builds). A build cast the bus delivers "
            "again, because the conductor holding it died, is taken over once that "
            "conductor's hold is this old.", minimum=2),
+    Option("conductor", "schedule_batch_size", int, 100,
+           "Servers of one multi-create (max_count) asked of the scheduler per call: a "
+           "boot of 1,000 is ten calls of 100, each well inside rpc_response_timeout, "
+           "instead of one that may outlast it. The boot stays all or nothing: if one "
+           "call finds no host, the claims of the calls before it are released. A "
+           "server group's boot is asked in one call (its policy spans the batch).",
+           minimum=1),
     Option("conductor", "recovery_interval", int, 60,
            "Seconds between a conductor's passes over stuck builds and moves (also one at "
            "start); 0: only at start.", minimum=0),

@@ -101,6 +101,7 @@ ROLES = (
           ("scheduler", "max_attempts"), ("scheduler", "claim_retries"),
           ("conductor", "stuck_move_after"), ("conductor", "stuck_build_after"),
           ("conductor", "recovery_interval"), ("conductor", "build_lease_seconds"),
+          ("conductor", "schedule_batch_size"),
           ("upgrade_levels", "compute"), ("DEFAULT", "reclaim_instance_interval"),
           *SIGNING),
          {("DEFAULT", "transport_url"): BUS, ("api_database", "connection"): f"{DB}_api",

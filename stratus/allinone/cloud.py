@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -40,7 +40,7 @@ from sqlalchemy.engine import Engine
 from stratus import config as configuration
 from stratus import deployment
 from stratus.allinone import networks, seed
-from stratus.allinone.computes import FleetCompute, Heartbeats
+from stratus.allinone.computes import FleetCompute, FleetRecords, Heartbeats
 from stratus.allinone.http import ThreadedServer
 from stratus.allinone.identity import (
     Identity,
@@ -59,7 +59,7 @@ from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
 from stratus.compute import drivers
 from stratus.compute.fleet import Fleet
-from stratus.compute.records import ConductorRecords
+from stratus.compute.records import CellRecords, ConductorRecords, DatabaseRecords
 from stratus.compute.rpcapi import ComputeRPC, service_version
 from stratus.conductor.build import ConductorContext
 from stratus.conductor.build_recovery import recover_builds
@@ -118,6 +118,13 @@ class AllInOne:
         self.timings: dict[str, float] = {}
         # What the start-up recovery pass did with builds a stop interrupted.
         self.recovered_builds: dict[str, str] = {}
+        # From the bulk registration (seed.prepare_cell): host -> service id, and the
+        # hosts with servers to re-adopt.
+        self.registered: dict[str, int] = {}
+        self.to_adopt: set[str] = set()
+        self.disabled: dict[str, bool] = {}
+        self.generations: dict[str, int] = {}   # provider uuid -> generation after it
+        self.fresh: set[str] = set()   # hosts whose compute_nodes rows it wrote
         self._reclaim_pass: Callable[[], None] = lambda: None
         # The data directory's deployment id (deployment.json), once recorded.
         self.deployment_id: str | None = None
@@ -283,16 +290,23 @@ class AllInOne:
         hosts: list[seed.HostTrees] = []
         for cell_uuid, cell_drivers in by_cell.items():
             cell = next(c for c in self.cells.values() if c.uuid == cell_uuid)
-            disabled = seed.prepare_cell(self.engines.get(cell), cell_drivers, version)
+            found = seed.prepare_cell(self.engines.get(cell), cell_drivers, version)
+            self.registered.update(found.service_ids)
+            self.disabled.update(found.disabled)
+            self.fresh |= found.fresh
+            self.to_adopt |= found.to_adopt
             hosts += [seed.HostTrees(d.host, tuple(d.provider_tree(n)
                                                    for n in d.get_available_nodes()),
-                                     disabled[d.host]) for d in cell_drivers]
+                                     found.disabled[d.host]) for d in cell_drivers]
         if not db.is_sqlite(placement_engine):
             return set()
         verdict = seed.survey(placement_engine, hosts)
         created = seed.create_missing(placement_engine,
                                       [h for h in hosts if verdict[h.host] == seed.MISSING])
-        return set(created) | {h for h, v in verdict.items() if v == seed.SAME}
+        done = set(created) | {h for h, v in verdict.items() if v == seed.SAME}
+        self.generations = seed.generations(
+            placement_engine, [p.uuid for h in hosts if h.host in done for p in h.providers()])
+        return done
 
     def _control_plane(self, api_bus: Bus) -> ConductorContext:
         """Scheduler and conductor on the bus; the conductor's context."""
@@ -328,7 +342,8 @@ class AllInOne:
                                claim_retries=config.get("scheduler", "claim_retries"),
                                network=self.network_client(), image=self.image_writer(),
                                service_down_time=config.get("compute", "service_down_time"),
-                               cells=self.cache)
+                               cells=self.cache,
+                               schedule_batch=config.get("conductor", "schedule_batch_size"))
         api_url = self.layout.api_bus_url
         api_bus.serve(ConductorRPC, ConductorManager(ctx, api_url, api_url), server="allinone")
         for cell in self.cells.values():
@@ -378,24 +393,38 @@ class AllInOne:
         total = sum(len(v) for v in by_cell.values())
         done = 0
         progress(0, total)
+        # Beating from the start: the hosts started first stay up while the rest start
+        # (it beats only for services that run).
+        beats.start()
+        self.started.heartbeats = beats
         for cell_uuid, cell_drivers in by_cell.items():
             cell = next(c for c in self.cells.values() if c.uuid == cell_uuid)
             bus = self._cell_bus(cell)
-            records = ConductorRecords(bus)   # one per cell: heartbeats in one call
+            records = ConductorRecords(bus)
+            # The heartbeats of the whole cell: one statement, written by serve itself
+            # (it holds the cell database), not queued on the bus behind the computes'
+            # record calls: at 10,000 hosts during a fill of 1,000-server boots, calls
+            # through the conductor waited past service_down_time and every host went down.
+            beat_records = DatabaseRecords(self.engines.get(cell))
+            # The passes' two reads straight from the cell database (FleetRecords).
+            fleet_records = cast(CellRecords, FleetRecords(records, self.engines.get(cell)))
             for driver in cell_drivers:
-                svc = FleetCompute(driver.host, driver, bus, records, placement,
+                svc = FleetCompute(driver.host, driver, bus, fleet_records, placement,
                                    tracker_interval=config.get("compute",
                                                                "resource_tracker_interval"),
                                    first_pass_done=driver.host in skip, network=network,
+                                   registered=self.registered.get(driver.host),
+                                   nothing_to_adopt=driver.host not in self.to_adopt,
+                                   disabled=self.disabled.get(driver.host, False),
+                                   generations=self.generations,
+                                   fresh=driver.host in self.fresh,
                                    image=images, provider_refresh_interval=config.get(
                                        "compute", "provider_refresh_interval"))
                 svc.start()
                 self.started.computes.append(svc)
-                beats.add(records, svc)
+                beats.add(beat_records, svc)
                 done += 1
                 progress(done, total)
-        beats.start()
-        self.started.heartbeats = beats
 
     def _http(self, api_bus: Bus) -> None:
         from stratus.api.service import build_wsgi as build_compute_wsgi

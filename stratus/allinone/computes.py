@@ -1,9 +1,11 @@
 """Many compute services in one process: each a real :class:`ComputeService`, with two
 economies that only matter when there are hundreds of them.
 
-- The first resource-tracker pass may already have been done in bulk
-  (:mod:`stratus.allinone.seed`); such a service starts without repeating it.
-  Its periodic passes are its own, unchanged.
+- The first resource-tracker pass, the service record and the look for instances
+  to re-adopt may already have been done in bulk (:mod:`stratus.allinone.seed`);
+  such a service starts without repeating them. Its periodic passes are its own,
+  the first one at a random point of the first interval, so that thousands of
+  hosts started together do not all pass in the same second.
 - Heartbeats are written by one thread for all of them, one transaction per
   cell per ``report_interval``, instead of a thread and a transaction per
   host. A stopped service is no longer beaten for, so it goes down as a
@@ -13,15 +15,23 @@ economies that only matter when there are hundreds of them.
 from __future__ import annotations
 
 import logging
+import math
+import random
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from stratus.cells import services
-from stratus.compute.records import CellRecords
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from stratus.cells import moves, services
+from stratus.cells import schema as cs
+from stratus.compute.records import CellRecords, DatabaseRecords, ServiceState
 from stratus.compute.resource_tracker import PassReport
 from stratus.compute.rpcapi import BINARY
 from stratus.compute.service import ComputeService
+from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
 
@@ -29,17 +39,95 @@ LOG = logging.getLogger(__name__)
 class FleetCompute(ComputeService):
     beats_itself = False   # Heartbeats writes them: no idle thread per host
 
-    def __init__(self, *args: Any, first_pass_done: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, first_pass_done: bool = False,
+                 registered: int | None = None, nothing_to_adopt: bool = False,
+                 disabled: bool = False, generations: Mapping[str, int] | None = None,
+                 fresh: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._first_pass_done = first_pass_done
+        self._disabled = disabled
+        self._generations = generations or {}
+        # Its compute_nodes rows were written by the bulk pass just now (a new host).
+        self._fresh = fresh
+        # Done in bulk before start (stratus.allinone.seed): the service record's id,
+        # and that the cell books no instance or resize copy on this host.
+        self._registered = registered
+        self._nothing_to_adopt = nothing_to_adopt
+
+    def _register(self) -> int:
+        if self._registered is not None:
+            return self._registered
+        return super()._register()
+
+    def _recover(self) -> None:
+        if not self._nothing_to_adopt:
+            super()._recover()
+
+    def first_pass_delay(self) -> float:
+        """Anywhere in the first interval (Nova's periodic_fuzzy_delay): thousands of hosts
+        started together would otherwise all pass in the same second of every interval."""
+        return random.uniform(0.0, float(self.tracker_interval))
 
     def update_available_resource(self) -> PassReport:
         if self._first_pass_done:
-            # Placement and the cell database already hold what this pass would write.
+            # Placement and the cell database already hold what this pass would write:
+            # the tracker takes it as its own last sync, so the periodic passes of the
+            # next provider_refresh_interval read nothing either (the first ones used to
+            # read and write every host again, a core's worth at 10,000 hosts).
             self._first_pass_done = False
-            self.last_report = PassReport(synced=self.driver.get_available_nodes())
+            nodes = self.driver.get_available_nodes()
+            trees = {n: self.driver.provider_tree(n) for n in nodes}
+            self.tracker.assume_synced(trees, self._disabled, self._generations)
+            if self._fresh and self.service_id is not None:
+                self.tracker.assume_saved(self.service_id, trees)
+            self.last_report = PassReport(synced=nodes)
             return self.last_report
         return super().update_available_resource()
+
+
+class FleetRecords:
+    """A fleet host's records in ``stratus serve``: through its cell's conductor, as a
+    compute's are, except the two reads every resource-tracker pass makes. Serve holds
+    the cell database, and at 10,000 hosts those two calls through the conductor were
+    most of the CPU serve spent at rest. The service row is read straight from the
+    cell database (as fresh as through the conductor); the evacuations finished from a
+    host come from one read of the whole cell, at most ``max_age`` seconds old (finding
+    one a pass later costs nothing: the cleanup is a compare-and-swap)."""
+
+    def __init__(self, records: CellRecords, engine: Engine, max_age: float = 10.0) -> None:
+        self._records, self._direct = records, DatabaseRecords(engine)
+        self._engine, self._max_age = engine, max_age
+        self._lock = threading.Lock()
+        self._evacuated: dict[str, list[tuple[str, str]]] = {}
+        self._read_at = -math.inf
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._records, name)
+
+    def service(self, host: str, binary: str) -> ServiceState | None:
+        return self._direct.service(host, binary)
+
+    def evacuations_done(self, host: str) -> list[tuple[str, str]]:
+        with self._lock:
+            if time.monotonic() - self._read_at >= self._max_age:
+                m = cs.migrations
+                found: dict[str, list[tuple[str, str]]] = {}
+                with db.read(self._engine) as conn:
+                    for row in conn.execute(sa.select(
+                            m.c.source_compute, m.c.uuid, m.c.instance_uuid).where(
+                            m.c.migration_type == moves.EVACUATION,
+                            m.c.status == moves.DONE)):
+                        found.setdefault(row.source_compute, []).append(
+                            (row.uuid, row.instance_uuid))
+                self._evacuated, self._read_at = found, time.monotonic()
+            return list(self._evacuated.get(host, ()))
+
+    def evacuation_finished(self, host: str, migration_uuid: str) -> bool:
+        finished = bool(self._records.evacuation_finished(host, migration_uuid))
+        with self._lock:
+            left = [e for e in self._evacuated.get(host, ()) if e[0] != migration_uuid]
+            self._evacuated[host] = left
+        return finished
 
 
 class Heartbeats:

@@ -5,9 +5,11 @@ A compute service's first pass costs about eight Placement requests per host
 tree). For a thousand simulated hosts in one process that is most of the
 start-up time, so ``stratus serve`` does the same work in bulk first:
 
-1. :func:`prepare_cell`: in one transaction per cell, the service record and
-   compute_nodes rows of every host that has none yet (what the service's
-   registration and its pass would write), and each host's disabled flag.
+1. :func:`prepare_cell`: in one transaction per cell, every host's service record
+   (what the service's registration writes), the compute_nodes rows of every host
+   that has none yet (what its pass would write), each host's disabled flag, and
+   which hosts the cell books servers on: only those look for servers to re-adopt
+   when they start (a restart); the others start without a call to the conductor.
 2. :func:`survey`: one read of Placement's tables says, per host, whether its
    providers are *missing* (a new host), already *same* as the driver
    describes them (a restart), or *different* (anything else).
@@ -39,6 +41,7 @@ from stratus.cells import services
 from stratus.compute import cell_records
 from stratus.compute.drivers import Driver
 from stratus.compute.provider_tree import Provider, ProviderTree
+from stratus.compute.records import LEFT_BEHIND
 from stratus.compute.rpcapi import BINARY
 from stratus.placement import schema as ps
 from stratus.placement.model import Inventory
@@ -65,17 +68,37 @@ class HostTrees:
 # ---- the cell side -------------------------------------------------------------------
 
 
-def prepare_cell(engine: Engine, drivers: Sequence[Driver], version: int) -> dict[str, bool]:
-    """Service and compute_nodes rows for hosts that have none; host -> disabled."""
+@dataclass(frozen=True)
+class CellHosts:
+    """What :func:`prepare_cell` found and wrote for one cell's hosts."""
+    service_ids: dict[str, int]    # host -> its compute service record's id
+    disabled: dict[str, bool]      # host -> its service is disabled
+    to_adopt: set[str]             # hosts the cell books instances or resize copies on
+    fresh: set[str]                # hosts whose every compute_nodes row was written now
+
+
+def prepare_cell(engine: Engine, drivers: Sequence[Driver], version: int) -> CellHosts:
+    """Every host's service record (created, or the version of a restart, as the
+    service's own registration would), compute_nodes rows for nodes that have none,
+    and which hosts have servers to re-adopt; in one transaction."""
     stamp = services.utcnow()
     with db.write(engine) as conn:
         known = {s.host: s for s in services.list_all(conn, binary=BINARY)}
         nodes = set(conn.execute(sa.select(cs.compute_nodes.c.uuid)).scalars())
+        hosts = [d.host for d in drivers]
+        for part in _chunks(sorted(set(hosts) & known.keys())):
+            conn.execute(sa.update(cs.services).where(
+                cs.services.c.binary == BINARY, cs.services.c.host.in_(part)).values(
+                version=version, last_seen_up=stamp, updated_at=stamp))
+        fresh: set[str] = set()
         for driver in drivers:
             record = known.get(driver.host)
             if record is None:
                 record = services.register(conn, driver.host, BINARY, version, now=stamp)
                 known[driver.host] = record
+            trees = [driver.provider_tree(node) for node in driver.get_available_nodes()]
+            if trees and not any(t.root.uuid in nodes for t in trees):
+                fresh.add(driver.host)
             for node in driver.get_available_nodes():
                 tree = driver.provider_tree(node)
                 if tree.root.uuid in nodes:
@@ -84,7 +107,20 @@ def prepare_cell(engine: Engine, drivers: Sequence[Driver], version: int) -> dic
                     conn, service_id=record.id, host=driver.host, node=node,
                     hypervisor_type=driver.hypervisor, tree=tree,
                     usage=cell_records.NodeUsage(0, 0, 0, 0), now=stamp)
-    return {d.host: known[d.host].disabled for d in drivers}
+        busy = _hosts_with_servers(conn)
+    return CellHosts({h: known[h].id for h in hosts}, {h: known[h].disabled for h in hosts},
+                     busy & set(hosts), fresh - busy)
+
+
+def _hosts_with_servers(conn: Connection) -> set[str]:
+    """Hosts with anything :func:`stratus.compute.recovery.recover_instances` would adopt
+    (a superset: any live instance, any migration from the host); the others skip it."""
+    t, m = cs.instances, cs.migrations
+    found = set(conn.execute(sa.select(t.c.host).distinct().where(
+        t.c.host.is_not(None), t.c.deleted_at.is_(None))).scalars())
+    found |= set(conn.execute(sa.select(m.c.source_compute).distinct().where(
+        m.c.source_compute.is_not(None), m.c.status.in_(LEFT_BEHIND))).scalars())
+    return found
 
 
 # ---- the Placement side --------------------------------------------------------------
@@ -155,6 +191,17 @@ def _read(conn: Connection, uuids: Sequence[str]) -> tuple[dict[str, _Found], di
             .where(rp.c.root_provider_id.in_(roots[i:i + CHUNK]))
             .group_by(rp.c.root_provider_id)).tuples().all())
     return found, sizes
+
+
+def generations(engine: Engine, uuids: Sequence[str]) -> dict[str, int]:
+    """Provider uuid -> its generation now (for the trackers' trust in the bulk pass)."""
+    rp = ps.resource_providers
+    found: dict[str, int] = {}
+    with db.read(engine) as conn:
+        for part in _chunks(uuids):
+            found.update(conn.execute(sa.select(rp.c.uuid, rp.c.generation)
+                                      .where(rp.c.uuid.in_(part))).tuples().all())
+    return found
 
 
 def _wanted_traits(provider: Provider, disabled: bool) -> set[str]:

@@ -93,7 +93,8 @@ def cmd_conductor(args: argparse.Namespace) -> int:
                            claim_retries=config.get("scheduler", "claim_retries"),
                            network=network, image=image_writer(config),
                            service_down_time=config.get("compute", "service_down_time"),
-                           leases=leases, cells=cells)
+                           leases=leases, cells=cells,
+                           schedule_batch=config.get("conductor", "schedule_batch_size"))
     heartbeat = control_heartbeat(config, engine, engines, CONDUCTOR_BINARY,
                                   ConductorRPC.version)
     try:

@@ -9,7 +9,8 @@ deleted. The root of each node also carries ``COMPUTE_STATUS_DISABLED`` exactly
 when the service is disabled in the cell database, so a disable that never
 reached this compute (it was down, it was too old, the call was lost) is
 repaired here (design document 000). Each node's compute_nodes row is written
-too.
+too, when it changed (as Nova's tracker saves a node only on a change) or when
+``verify_every`` has passed since it was last written.
 
 :meth:`set_disabled` is the synchronous path (set_host_enabled, hypervisor
 events): only the disabled trait, only on root providers. One lock serialises it
@@ -31,9 +32,10 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import math
+import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +91,8 @@ class ResourceTracker:
         self._steady: dict[str, tuple[_Wanted, int]] = {}  # uuid -> (wanted, generation)
         self._verified: dict[str, float] = {}  # uuid -> monotonic time Placement agreed
         self._members: dict[str, frozenset[str]] = {}  # root uuid -> provider uuids
+        # node -> (service id, the compute_nodes row last written, monotonic time)
+        self._saved: dict[str, tuple[int | None, cr.NodeRecord, float]] = {}
 
     # -- the periodic pass -------------------------------------------------------
 
@@ -117,6 +121,34 @@ class ResourceTracker:
                 else:
                     report.synced.append(node)
         return report
+
+    def assume_synced(self, trees: dict[str, ProviderTree], disabled: bool,
+                      generations: Mapping[str, int]) -> None:
+        """Placement matches ``trees`` (with ``disabled``) at ``generations`` (provider
+        uuid -> generation), as a sync would have left it, written by someone else
+        (``stratus serve``'s bulk first pass). Trusted until a random point of the next
+        ``verify_every`` (so that thousands of hosts started together are not all read
+        in the same minute), then read as usual; a provider without a known generation
+        is then synced in full once."""
+        now = time.monotonic()
+        with self._lock:
+            for tree in trees.values():
+                for provider in tree:
+                    self._reported[provider.uuid] = provider
+                    self._steady[provider.uuid] = (self._wanted(provider, disabled),
+                                                   generations.get(provider.uuid, -1))
+                    self._verified[provider.uuid] = now - random.uniform(0, self.verify_every)
+                self._members[tree.root.uuid] = frozenset(p.uuid for p in tree)
+
+    def assume_saved(self, service_id: int, trees: dict[str, ProviderTree]) -> None:
+        """The nodes' compute_nodes rows say what a pass would write now (written by
+        ``stratus serve``'s bulk first pass): not written again before a random point
+        of the next ``verify_every``, unless they change."""
+        now = time.monotonic()
+        with self._lock:
+            for node, tree in trees.items():
+                self._saved[node] = (service_id, self._node_record(node, tree),
+                                     now - random.uniform(0, self.verify_every))
 
     # -- the synchronous disabled trait ----------------------------------------------
 
@@ -159,8 +191,7 @@ class ResourceTracker:
                         self.host, self.binary)
         return found
 
-    def _save_node(self, service: cr.ServiceState | None, node: str,
-                   tree: ProviderTree) -> None:
+    def _node_record(self, node: str, tree: ProviderTree) -> cr.NodeRecord:
         used = self.driver.usage(node)
 
         def total_used(rc: str) -> int:
@@ -168,9 +199,19 @@ class ResourceTracker:
 
         usage = cr.NodeUsage(total_used("VCPU"), total_used("MEMORY_MB"),
                              total_used("DISK_GB"), len(self.driver.instances(node)))
-        self.records.save_node(self.host, service.id if service else None, cr.NodeRecord(
-            tree.root.uuid, node, self.driver.hypervisor, tree.total("VCPU"),
-            tree.total("MEMORY_MB"), tree.total("DISK_GB"), usage), self.clock())
+        return cr.NodeRecord(tree.root.uuid, node, self.driver.hypervisor, tree.total("VCPU"),
+                             tree.total("MEMORY_MB"), tree.total("DISK_GB"), usage)
+
+    def _save_node(self, service: cr.ServiceState | None, node: str,
+                   tree: ProviderTree) -> None:
+        record = self._node_record(node, tree)
+        service_id = service.id if service else None
+        saved, now = self._saved.get(node), time.monotonic()
+        if saved is not None and saved[:2] == (service_id, record) and \
+                now - saved[2] < self.verify_every:
+            return   # the row says this already (Nova writes a node only when it changed)
+        self.records.save_node(self.host, service_id, record, self.clock())
+        self._saved[node] = (service_id, record, now)
 
     def _sync_tree(self, tree: ProviderTree, disabled: bool) -> None:
         members = frozenset(p.uuid for p in tree)

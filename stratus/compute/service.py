@@ -93,12 +93,10 @@ class ComputeService:
     def start(self) -> None:
         if self.running:
             raise RuntimeError(f"compute service {self.host} is already running")
-        self.service_id = self.records.register(self.host, BINARY,
-                                                service_version(self.rpc_version),
-                                                self.clock())
+        self.service_id = self._register()
         if self.driver.connected:
             try:
-                recover_instances(self.host, self.driver, self.records, self.placement)
+                self._recover()
             except Exception:   # Placement away: start anyway; the books are Placement's
                 LOG.exception("compute %s: could not re-adopt its instances", self.host)
         # Before answering anything: Placement matches the host and its disabled flag
@@ -115,7 +113,8 @@ class ComputeService:
         self._threads = [
             *([self._loop("heartbeat", self.report_interval, self.heartbeat)]
               if self.beats_itself else []),
-            self._loop("resource-tracker", self.tracker_interval, self.update_available_resource),
+            self._loop("resource-tracker", self.tracker_interval, self.update_available_resource,
+                       first=self.first_pass_delay()),
         ]
         LOG.info("compute %s started (RPC %s, driver %s)", self.host, self.rpc_version,
                  self.driver.hypervisor)
@@ -134,6 +133,18 @@ class ComputeService:
             self._unsubscribe = None
         LOG.info("compute %s stopped", self.host)
 
+    def _register(self) -> int:
+        """The service record (created, or the version of a restart); its id."""
+        return self.records.register(self.host, BINARY, service_version(self.rpc_version),
+                                     self.clock())
+
+    def _recover(self) -> None:
+        recover_instances(self.host, self.driver, self.records, self.placement)
+
+    def first_pass_delay(self) -> float:
+        """Seconds before the first periodic pass (then every ``tracker_interval``)."""
+        return float(self.tracker_interval)
+
     def heartbeat(self) -> None:
         if self.service_id is None:
             raise RuntimeError("heartbeat before the service registered")
@@ -149,9 +160,12 @@ class ComputeService:
         self.last_report = self.tracker.update_available_resource()
         return self.last_report
 
-    def _loop(self, name: str, interval: float, work: Callable[[], object]) -> threading.Thread:
+    def _loop(self, name: str, interval: float, work: Callable[[], object],
+              first: float | None = None) -> threading.Thread:
         def run() -> None:
-            while not self._stop.wait(interval):
+            wait = interval if first is None else first
+            while not self._stop.wait(wait):
+                wait = interval
                 try:
                     work()
                 except Exception:  # one failed round must not end the service

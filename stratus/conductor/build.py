@@ -70,6 +70,9 @@ class ConductorContext:
     # cell_cache_refresh_interval``, on SIGHUP, and when a cell is not in it); None:
     # read from the API database each time.
     cells: CellCache | None = None
+    # Servers of a multi-create asked of the scheduler per call ([conductor]
+    # schedule_batch_size): each call stays well inside the RPC timeout.
+    schedule_batch: int = 100
 
     def cell(self, uuid: str) -> CellMapping:
         """The mapping of the cell ``uuid`` (or name): from the cache, as the scheduler
@@ -100,7 +103,7 @@ def bury_in_cell0(ctx: ConductorContext, instance: dict[str, Any], spec: dict[st
                   reason: str, pending: list[decisions.Decision] | None = None) -> None:
     """No host: the server lives on in cell0, in ERROR, with the reason, holding nothing.
     ``pending`` scheduling decisions are recorded with its mapping (and dropped)."""
-    ctx.placement.delete_allocations(instance["uuid"])
+    claims.unclaim(ctx.placement, instance["uuid"])
     cell0 = ctx.cell(CELL0_UUID)
     with db.write(ctx.engines.get(cell0)) as conn:
         if records.get_instance(conn, instance["uuid"]) is None:
@@ -240,16 +243,26 @@ class BuildTask:
             spec = self.spec
             if any(s.get("port_ids") for s in specs.values()):   # ports, but no requests
                 spec = dict(self.spec, needs_compute=PORTS_SINCE)
-            return select_destinations(self.ctx, spec, uuids, "build", self._decisions)
+            size = len(uuids) if spec.get("server_group") else max(1, self.ctx.schedule_batch)
+            if len(uuids) <= size:
+                return select_destinations(self.ctx, spec, uuids, "build", self._decisions)
+            return self._in_batches(
+                [(dict(spec, num_instances=len(part)), part)
+                 for part in (uuids[i:i + size] for i in range(0, len(uuids), size))])
+        return self._in_batches([(dict(specs[uuid], num_instances=1), [uuid])
+                                 for uuid in uuids])
+
+    def _in_batches(self, calls: list[tuple[dict[str, Any], list[str]]]
+                    ) -> list[list[dict[str, Any]]]:
+        """One scheduler call per (spec, uuids), in order; all or nothing: when one fails,
+        the claims the calls before it made are released before the error goes on."""
         picks: list[list[dict[str, Any]]] = []
         try:
-            for uuid in uuids:
-                spec = dict(specs[uuid], num_instances=1)
-                [mine] = select_destinations(self.ctx, spec, [uuid], "build",
-                                             self._decisions)
-                picks.append(mine)
+            for spec, part in calls:
+                picks.extend(select_destinations(self.ctx, spec, part, "build",
+                                                 self._decisions))
         except BaseException:
-            for done in uuids[:len(picks)]:
+            for done in [u for _spec, part in calls for u in part][:len(picks)]:
                 claims.unclaim(self.ctx.placement, done)
             raise
         return picks

@@ -88,9 +88,26 @@ def _claim(placement: pc.PlacementClient, consumer: str,
     return ClaimOutcome(False, retries + 1, "concurrent updates kept winning")
 
 
-def unclaim(placement: pc.PlacementClient, consumer: str) -> None:
-    """Remove whatever ``claim`` wrote for ``consumer`` (a missing claim is fine)."""
-    placement.delete_allocations(consumer)
+UNCLAIM_ATTEMPTS = 5
+
+
+def unclaim(placement: pc.PlacementClient, consumer: str,
+            attempts: int = UNCLAIM_ATTEMPTS) -> None:
+    """Remove whatever ``claim`` wrote for ``consumer`` (a missing claim is fine).
+
+    An undo must not be lost to a busy database: a 409 concurrent_update (a deadlock
+    the database broke, or SQLite's write lock not had within its busy timeout;
+    nothing was written either way) is sent again, ``attempts`` times in all."""
+    for attempt in range(1, attempts + 1):
+        try:
+            placement.delete_allocations(consumer)
+            return
+        except pc.ConcurrentUpdate:
+            if attempt == attempts:
+                raise
+            LOG.warning("releasing the claim of %s met a busy database (attempt %d of %d); "
+                        "again", consumer, attempt, attempts)
+            time.sleep(random.uniform(0.05, 0.2) * attempt)
 
 
 def move_allocations(

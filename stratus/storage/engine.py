@@ -10,6 +10,7 @@ under several workers). Readers use WAL snapshots and never block writers.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import fcntl
 import os
@@ -277,13 +278,17 @@ def is_sqlite(engine: Engine | Connection) -> bool:
 
 
 # Driver error codes that mean "a concurrent transaction got in the way; run it again":
-# PostgreSQL deadlock / serialization failure, MySQL deadlock / lock wait timeout.
+# PostgreSQL deadlock / serialization failure, MySQL deadlock / lock wait timeout;
+# SQLite's write lock not had within the busy timeout (BEGIN IMMEDIATE: nothing written).
 _PG_CONTENTION = {"40P01", "40001"}
+_SQLITE_CONTENTION = ("database is locked", "database is busy")
 _MYSQL_CONTENTION = {1213, 1205}
 
 
 def is_contention(exc: BaseException) -> bool:
-    """Whether ``exc`` comes from a deadlock or lock timeout the database broke.
+    """Whether ``exc`` comes from a deadlock or lock timeout the database broke, or
+    from SQLite's write lock not had in time: in each, nothing was written and the
+    transaction may be run again.
 
     The error chain is searched too: after MariaDB ends a transaction to break a
     deadlock, leaving a savepoint fails with "SAVEPOINT ... does not exist", and
@@ -300,6 +305,9 @@ def is_contention(exc: BaseException) -> bool:
             args = getattr(orig, "args", ())
             if args and args[0] in _MYSQL_CONTENTION:
                 return True
+            if isinstance(orig, sqlite3.OperationalError) and \
+                    str(orig).startswith(_SQLITE_CONTENTION):
+                return True
         if seen.__cause__ is not None:
             seen = seen.__cause__
         elif seen.__suppress_context__:   # "raise ... from None": not part of the story
@@ -307,6 +315,57 @@ def is_contention(exc: BaseException) -> bool:
         else:
             seen = seen.__context__
     return False
+
+
+class _FairLock:
+    """A reentrant lock that hands itself to its waiters in the order they came.
+
+    ``threading.RLock`` lets whichever thread is scheduled first take a released
+    lock, so a writer that keeps coming back (the scheduler's claims, a fleet's
+    passes) could hold a file's write turn for minutes while another waited out
+    the busy timeout: at 10,000 hosts an undo's ``DELETE /allocations`` failed with
+    ``database is locked``. Here a release wakes exactly the oldest waiter and makes
+    it the owner, so a writer waits for the writers ahead of it and no longer.
+    """
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._owner: int | None = None
+        self._depth = 0
+        self._waiters: collections.deque[tuple[int, threading.Event]] = collections.deque()
+
+    def acquire(self, timeout: float) -> bool:
+        me = threading.get_ident()
+        with self._mutex:
+            if self._owner == me:
+                self._depth += 1
+                return True
+            if self._owner is None:
+                self._owner, self._depth = me, 1
+                return True
+            entry = (me, threading.Event())
+            self._waiters.append(entry)
+        if entry[1].wait(timeout):
+            return True          # handed over: we own it, depth 1
+        with self._mutex:
+            if self._owner == me:  # handed over as the wait gave up
+                return True
+            self._waiters.remove(entry)
+            return False
+
+    def release(self) -> None:
+        with self._mutex:
+            if self._owner != threading.get_ident():
+                raise RuntimeError("release of a write turn this thread does not hold")
+            self._depth -= 1
+            if self._depth:
+                return
+            if self._waiters:
+                self._owner, event_ = self._waiters.popleft()
+                self._depth = 1
+                event_.set()
+            else:
+                self._owner = None
 
 
 class _SQLiteWriters:
@@ -317,14 +376,15 @@ class _SQLiteWriters:
     past the moment it is free, and under many writers throughput fell below that
     of one writer (16 concurrent claims: 182/s where one client got 323/s). Here a
     writer waits on locks that wake it as soon as the previous one is done: a
-    thread lock among this process's threads, then an flock on a file beside the
+    first-come first-served thread lock among this process's threads (:class:`_FairLock`),
+    then an flock on a file beside the
     database among processes (workers). SQLite's own lock still decides; other
     programs writing the file meet the busy timeout as before.
     """
 
     def __init__(self, lock_path: str) -> None:
         self._path = lock_path
-        self._lock = threading.RLock()
+        self._lock = _FairLock()
         self._depth = 0          # nested turns of the thread holding _lock
         self._fd: int | None = None
 

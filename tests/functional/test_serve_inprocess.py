@@ -74,8 +74,19 @@ def test_bulk_first_pass_writes_what_the_computes_own_pass_would(tmp_path):
             for rp in http.get("resource_providers").json()["resource_providers"]:
                 generations[rp["uuid"]] = rp["generation"]
             for svc in services:
+                # Within the refresh interval (here: long) the tracker trusts the bulk pass
+                # as its own sync: a pass reads nothing. Then a real pass, reading Placement.
+                svc.tracker.verify_every = 10 ** 9
+                reads: list[str] = []
+                real = svc.tracker.sync.ensure_provider
+                svc.tracker.sync.ensure_provider = (  # type: ignore[method-assign]
+                    lambda p, real=real, reads=reads: reads.append(p.uuid) or real(p))
+                assert svc.update_available_resource().synced == [svc.host]
+                assert reads == []
+                svc.tracker.verify_every = 0
                 report = svc.update_available_resource()   # a real pass now
                 assert report.failed == {} and report.synced == [svc.host]
+                assert reads   # it did read
             after = {rp["uuid"]: rp["generation"]
                      for rp in http.get("resource_providers").json()["resource_providers"]}
         assert after == generations   # the real passes wrote nothing

@@ -150,3 +150,56 @@ def test_a_forked_child_does_not_share_the_parents_turns(tmp_path):
         _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     engine.dispose()
+
+
+def test_waiting_writers_get_the_turn_in_the_order_they_came(tmp_path):
+    """A released turn goes to the oldest waiter, not to whichever thread runs first (a
+    writer that keeps coming back could otherwise starve another past the busy timeout)."""
+    engine = _engine(tmp_path)
+    writers = db._sqlite_writers(engine)
+    assert writers is not None
+    order: list[int] = []
+
+    def take(i: int) -> None:
+        with writers.turn():
+            order.append(i)
+
+    threads = []
+    with writers.turn():
+        for i in range(6):
+            thread = threading.Thread(target=take, args=(i,))
+            thread.start()
+            threads.append(thread)
+            deadline = time.monotonic() + 10
+            while len(writers._lock._waiters) < i + 1:   # queued before the next comes
+                assert time.monotonic() < deadline
+                time.sleep(0.001)
+    for thread in threads:
+        thread.join(10)
+    assert order == list(range(6))
+    engine.dispose()
+
+
+def test_a_writer_that_gives_up_leaves_the_queue(tmp_path, monkeypatch):
+    engine = _engine(tmp_path)
+    writers = db._sqlite_writers(engine)
+    assert writers is not None
+    monkeypatch.setattr(db, "SQLITE_BUSY_TIMEOUT_MS", 50)
+    errors: list[BaseException] = []
+
+    def late() -> None:
+        try:
+            with db.write(engine):
+                pass
+        except sa.exc.OperationalError as exc:
+            errors.append(exc)
+
+    with writers.turn():
+        thread = threading.Thread(target=late)
+        thread.start()
+        thread.join(10)
+    assert len(errors) == 1 and db.is_contention(errors[0])   # nothing written: run again
+    assert list(writers._lock._waiters) == []
+    with db.write(engine) as conn:   # and the turn is free
+        conn.exec_driver_sql("UPDATE t SET v = 7 WHERE id = 1")
+    engine.dispose()
