@@ -11,6 +11,7 @@ test; a lost cast is a cast that is never delivered.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from typing import Any
 
 import pytest
@@ -45,18 +46,44 @@ def world(tmp_path, placement_app, database_url):
     w.close()
 
 
+class LostCasts(list[tuple[list[dict[str, Any]], dict[str, Any]]]):
+    """Casts from the API to the conductor that never reach a build (kept for the test).
+
+    A cast is delivered on one of the bus's worker threads, so it lands here a moment
+    after the API answered 202 (under load, after the test has moved on):
+    :meth:`wait_for` waits until the casts of the given servers are here.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._arrived = threading.Condition()
+
+    def arrive(self, instances: list[dict[str, Any]], request_spec: dict[str, Any]) -> None:
+        with self._arrived:
+            self.append((instances, request_spec))
+            self._arrived.notify_all()
+
+    def wait_for(self, uuids: list[str], seconds: float = 20.0) -> None:
+        def here() -> bool:
+            return set(uuids) <= {i["uuid"] for instances, _ in self for i in instances}
+
+        with self._arrived:
+            assert self._arrived.wait_for(here, seconds), \
+                f"the API's build casts for {uuids} never reached the conductor"
+
+
 @pytest.fixture
-def lost_casts(monkeypatch) -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
-    """Casts from the API to the conductor that never arrive (kept for the test)."""
-    lost: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
+def lost_casts(monkeypatch) -> LostCasts:
+    lost = LostCasts()
     monkeypatch.setattr(ConductorManager, "build_instances",
                         lambda self, instances, request_spec:
-                        lost.append((instances, request_spec)))
+                        lost.arrive(instances, request_spec))
     return lost
 
 
-def accept(world: World, count: int = 1, vcpus: int = 1) -> list[str]:
-    """Servers the API accepted while no conductor was there to build them."""
+def accept(world: World, lost: LostCasts, count: int = 1, vcpus: int = 1) -> list[str]:
+    """Servers the API accepted while no conductor was there to build them (their casts
+    are in ``lost`` on return)."""
     flavor = world.flavor(f"f{vcpus}", vcpus=vcpus, ram=512, disk=1)
     before = {s["id"] for s in world.client.get("/servers").json()["servers"]}
     resp = world.client.post("/servers", json={"server": {
@@ -65,6 +92,7 @@ def accept(world: World, count: int = 1, vcpus: int = 1) -> list[str]:
     found = [s["id"] for s in world.client.get("/servers").json()["servers"]
              if s["id"] not in before]
     assert len(found) == count
+    lost.wait_for(found)
     return found
 
 
@@ -97,8 +125,10 @@ def assert_books_balance(world: World, servers: list[dict[str, Any]]) -> None:
     assert world.audit() == []
 
 
-def crash_during(world: World, lost, monkeypatch, where: str) -> None:
+def crash_during(world: World, lost: LostCasts, monkeypatch: pytest.MonkeyPatch,
+                 where: str) -> None:
     """Replay the lost casts through a conductor that dies at ``where``."""
+    assert lost, "no cast to replay"
     target, name = where.split(".")
     module = {"records": records, "build": build}[target]
     real = getattr(module, name)
@@ -117,7 +147,7 @@ def crash_during(world: World, lost, monkeypatch, where: str) -> None:
 
 def test_servers_whose_cast_to_the_conductor_was_lost_are_built(world, lost_casts):
     world.add_compute("cmp1")
-    sids = accept(world, count=3)
+    sids = accept(world, lost_casts, count=3)
     assert {world.client.get(f"/servers/{s}").json()["server"]["status"]
             for s in sids} == {"BUILD"}
     outcomes = recover(world)
@@ -136,7 +166,7 @@ def test_a_conductor_that_died_mid_build_leaves_nothing_behind(world, lost_casts
                                                                monkeypatch, where):
     world.add_compute("cmp1", cell="cell1")
     world.add_compute("cmp2", cell="cell2")
-    sids = accept(world, count=2)
+    sids = accept(world, lost_casts, count=2)
     crash_during(world, lost_casts, monkeypatch, where)
     # The dead conductor claimed room for the first server (the batch is scheduled at once).
     assert held(world, sids[0]) != {}
@@ -150,7 +180,7 @@ def test_a_conductor_that_died_mid_build_leaves_nothing_behind(world, lost_casts
 def test_a_cast_to_a_compute_that_went_down_is_rescheduled(world, lost_casts, monkeypatch):
     world.add_compute("cmp1")
     world.add_compute("cmp2")
-    [sid] = accept(world)
+    [sid] = accept(world, lost_casts)
     crash_during(world, lost_casts, monkeypatch, "build.cast_build")
     [first] = [h for h in ("cmp1", "cmp2") if held(world, sid).get(world.root(h))]
     world.computes[first].stop()
@@ -166,7 +196,7 @@ def test_a_cast_to_a_compute_that_went_down_is_rescheduled(world, lost_casts, mo
 def test_with_no_host_left_the_server_ends_in_error_saying_why(world, lost_casts,
                                                                 monkeypatch):
     world.add_compute("cmp1")
-    [sid] = accept(world)
+    [sid] = accept(world, lost_casts)
     crash_during(world, lost_casts, monkeypatch, "build.cast_build")
     world.computes["cmp1"].stop()
     world.client.put(f"/os-services/{world.service_id('cmp1')}", json={"forced_down": True})
@@ -202,7 +232,7 @@ def accept_built(world: World) -> list[str]:
 
 def test_a_late_cast_after_a_recovery_builds_nothing_twice(world, lost_casts):
     world.add_compute("cmp1")
-    [sid] = accept(world)
+    [sid] = accept(world, lost_casts)
     recover(world)
     assert settled(world, [sid])[0]["status"] == "ACTIVE"
     [(instances, spec)] = lost_casts
@@ -214,7 +244,7 @@ def test_a_late_cast_after_a_recovery_builds_nothing_twice(world, lost_casts):
 
 def test_a_recovery_leaves_fresh_builds_to_their_conductor(world, lost_casts):
     world.add_compute("cmp1")
-    [sid] = accept(world)
+    [sid] = accept(world, lost_casts)
     assert build_recovery.recover_builds(world.conductor_ctx,
                                          dt.timedelta(minutes=5)) == {}
     assert world.client.get(f"/servers/{sid}").json()["server"]["status"] == "BUILD"
@@ -222,7 +252,7 @@ def test_a_recovery_leaves_fresh_builds_to_their_conductor(world, lost_casts):
 
 def test_two_recoveries_at_once_build_each_server_once(world, lost_casts):
     world.add_compute("cmp1")
-    sids = accept(world, count=4)
+    sids = accept(world, lost_casts, count=4)
     first = recover(world)
     second = recover(world)
     assert set(first) == set(sids)
@@ -239,7 +269,7 @@ def test_two_recoveries_at_once_build_each_server_once(world, lost_casts):
 # ---- a build cast delivered again: the conductor that held it died ----------------------
 
 
-def redeliver(world: World, lost, ttl: float = 1.0) -> None:
+def redeliver(world: World, lost: LostCasts, ttl: float = 1.0) -> None:
     """The broker hands the casts the dead conductor held to a conductor that renews its
     leases (every ``ttl`` / 3): no recovery pass runs."""
     from dataclasses import replace
@@ -266,7 +296,7 @@ def test_a_build_delivered_again_after_its_conductor_died_is_finished_at_once(
         world, lost_casts, monkeypatch, where):
     world.add_compute("cmp1", cell="cell1")
     world.add_compute("cmp2", cell="cell2")
-    sids = accept(world, count=2)
+    sids = accept(world, lost_casts, count=2)
     crash_during(world, lost_casts, monkeypatch, where)
     redeliver(world, lost_casts)
     servers = settled(world, sids)
@@ -286,7 +316,7 @@ def test_a_build_delivered_again_while_its_conductor_still_drives_it_is_left_to_
     from stratus.conductor.leases import BuildLeases
 
     world.add_compute("cmp1")
-    [sid] = accept(world)
+    [sid] = accept(world, lost_casts)
     alive = BuildLeases(world.cloud.api_engine, ttl=2)
     assert alive.take([sid]) == [sid]
     alive.start()
@@ -304,7 +334,7 @@ def test_a_reschedule_delivered_again_after_its_conductor_died_is_finished(
     cast to that host left: the reschedule, delivered again, sends the build there."""
     world.add_compute("cmp1")
     world.add_compute("cmp2")
-    [sid] = accept(world)
+    [sid] = accept(world, lost_casts)
     crash_during(world, lost_casts, monkeypatch, "build.cast_build")
     [first] = [h for h in ("cmp1", "cmp2") if held(world, sid).get(world.root(h))]
     [other] = {"cmp1", "cmp2"} - {first}
