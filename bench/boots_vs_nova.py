@@ -254,6 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-nova", action="store_true", help="Stratus alone")
     parser.add_argument("--no-stratus", action="store_true", help="Nova alone")
     args = parser.parse_args(argv)
+    if not args.no_stratus and not os.environ.get("STRATUS_TEST_MYSQL_URL"):
+        parser.error("Stratus's side needs a MariaDB server to make its databases under: "
+                     "set STRATUS_TEST_MYSQL_URL (e.g. mysql+pymysql://root@127.0.0.1:3306/"
+                     "test, as .ci/run does), or pass --no-stratus")
     print(f"# boots side by side; {args.clients} client threads; "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}", flush=True)
