@@ -96,11 +96,11 @@ def prepare_cell(engine: Engine, drivers: Sequence[Driver], version: int) -> Cel
             if record is None:
                 record = services.register(conn, driver.host, BINARY, version, now=stamp)
                 known[driver.host] = record
-            trees = [driver.provider_tree(node) for node in driver.get_available_nodes()]
+            node_names = driver.get_available_nodes()
+            trees = [driver.provider_tree(node) for node in node_names]
             if trees and not any(t.root.uuid in nodes for t in trees):
                 fresh.add(driver.host)
-            for node in driver.get_available_nodes():
-                tree = driver.provider_tree(node)
+            for node, tree in zip(node_names, trees, strict=True):
                 if tree.root.uuid in nodes:
                     continue
                 cell_records.save_compute_node(
