@@ -159,8 +159,10 @@ class TransitionVerifier:
                 "unsigned messages only from computes of a release before signing and "
                 "[bus] unsigned_senders)")
         with self._lock:
-            first = who not in self._warned
-            if first and len(self._warned) < 10_000:
+            # Bounded memory: past 10,000 senders, new ones are no longer logged at all
+            # (logging them on every message would flood the log instead).
+            first = who not in self._warned and len(self._warned) < 10_000
+            if first:
                 self._warned.add(who)
         if first:
             LOG.warning("bus: accepting unsigned messages from %s ([bus] signing = "
