@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import re
 import shutil
 import subprocess
@@ -49,21 +48,15 @@ PREVIOUS_RELEASE = "d935d91161cf3ae1d1effb3287071363fd2701ed"
 REPO = Path(__file__).resolve().parents[2]
 
 
-def unavailable(why: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{why} (CI is set: the rolling upgrade must run)")
-    pytest.skip(why)
-
-
 def previous_release(into: Path) -> Path:
     """The previous release's ``stratus`` package, extracted under ``into``."""
     if shutil.which("git") is None:
-        unavailable("the previous release's compute needs git (not installed)")
+        cli_helpers.unavailable("the previous release's compute needs git (not installed)")
     found = subprocess.run(["git", "-C", str(REPO), "cat-file", "-e",
                             f"{PREVIOUS_RELEASE}^{{commit}}"], capture_output=True)
     if found.returncode != 0:
-        unavailable(f"commit {PREVIOUS_RELEASE[:12]} (the release before issue 29) is not "
-                    f"in the history of {REPO} (a shallow clone?)")
+        cli_helpers.unavailable(f"commit {PREVIOUS_RELEASE[:12]} (the release before issue "
+                                f"29) is not in the history of {REPO} (a shallow clone?)")
     archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar",
                               PREVIOUS_RELEASE, "stratus", "pyproject.toml"],
                              capture_output=True, check=True, timeout=120)
@@ -71,8 +64,8 @@ def previous_release(into: Path) -> Path:
         tar.extractall(into, filter="data")
     missing = missing_dependencies(into / "pyproject.toml")
     if missing:
-        unavailable(f"the previous release needs what this environment lacks: "
-                    f"{', '.join(missing)}")
+        cli_helpers.unavailable("the previous release needs what this environment lacks: "
+                                f"{', '.join(missing)}")
     return into
 
 

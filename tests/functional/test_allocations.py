@@ -447,10 +447,6 @@ def test_delete(client, rp):
     assert client.put(url, json=body({rp: {"VCPU": 1}}, None), version="1.28").status_code == 204
 
 
-class _Deadlock(Exception):
-    sqlstate = "40P01"   # PostgreSQL's deadlock_detected
-
-
 def test_a_delete_the_database_rolled_back_for_a_deadlock_is_run_again(client, rp,
                                                                        monkeypatch):
     """Two writers' usage updates can deadlock; the DELETE that lost frees nothing and is
@@ -458,15 +454,17 @@ def test_a_delete_the_database_rolled_back_for_a_deadlock_is_run_again(client, r
     import sqlalchemy as sa
 
     from stratus.placement.http.handlers import allocation as handler
+    from tests.functional.test_contention import _PgError  # PostgreSQL's error shape
     consumer = new_uuid()
     url = f"/allocations/{consumer}"
-    client.put(url, json=body({rp: {"VCPU": 2}}, None), version="1.28")
+    assert client.put(url, json=body({rp: {"VCPU": 2}}, None), version="1.28"
+                      ).status_code == 204
     real, broken = handler.store.delete, []
 
     def deadlocked_once(conn: Any, uuid: str) -> None:
         if not broken:
             broken.append(uuid)
-            raise sa.exc.OperationalError("UPDATE usage", {}, _Deadlock())
+            raise sa.exc.OperationalError("UPDATE usage", {}, _PgError("40P01"))
         real(conn, uuid)
 
     monkeypatch.setattr(handler.store, "delete", deadlocked_once)
@@ -474,10 +472,11 @@ def test_a_delete_the_database_rolled_back_for_a_deadlock_is_run_again(client, r
     assert broken == [consumer] and usages(client, rp)["VCPU"] == 0
 
     # A database that deadlocks every time: a clean 409 to retry, the allocations kept.
-    client.put(url, json=body({rp: {"VCPU": 2}}, None), version="1.28")
+    assert client.put(url, json=body({rp: {"VCPU": 2}}, None), version="1.28"
+                      ).status_code == 204
 
     def deadlocked_always(conn: Any, uuid: str) -> None:
-        raise sa.exc.OperationalError("UPDATE usage", {}, _Deadlock())
+        raise sa.exc.OperationalError("UPDATE usage", {}, _PgError("40P01"))
 
     monkeypatch.setattr(handler.store, "delete", deadlocked_always)
     resp = client.delete(url)
