@@ -173,14 +173,12 @@ def drop_event(conn: Connection, event_id: int) -> None:
 
 def record(conn: Connection, instance_uuid: str, names: str | Sequence[str], event: str,
            *, error: str | None = None, host: str | None = None,
-           started: dt.datetime | None = None, action_id: int | None = None) -> None:
+           started: dt.datetime | None = None) -> None:
     """A step that is over already (started at ``started``, now if not given), written
-    finished in one insert. ``action_id``: the action's, when the caller has it (saves
-    looking up the newest action named ``names``)."""
+    finished in one insert."""
+    action_id = _newest(conn, instance_uuid, (names,) if isinstance(names, str) else names)
     if action_id is None:
-        action_id = _newest(conn, instance_uuid, (names,) if isinstance(names, str) else names)
-        if action_id is None:
-            return
+        return
     now = utcnow()
     reason = one_line(error) if error is not None else None
     conn.execute(sa.insert(s.instance_actions_events).values(

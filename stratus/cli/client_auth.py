@@ -215,11 +215,6 @@ def auth_body(cloud: Cloud) -> dict[str, Any]:
     return body
 
 
-def _tokens_url(auth_url: str) -> str:
-    base = auth_url.rstrip("/")
-    return base + ("/auth/tokens" if base.endswith("/v3") else "/v3/auth/tokens")
-
-
 def pick_endpoints(catalog: list[dict[str, Any]], interface: str,
                    region: str | None) -> dict[str, str]:
     """service type -> URL, for ``interface`` in ``region`` (any region if none given)."""
@@ -244,7 +239,9 @@ def authenticate(cloud: Cloud, timeout: float = 30.0) -> Identity:
     auth_url = cloud.auth.get("auth_url")
     if not auth_url:
         raise AuthError(f"{cloud.source}: no auth_url")
-    url = _tokens_url(str(auth_url))
+    from stratus.web.service_token import tokens_url
+
+    url = tokens_url(str(auth_url))
     try:
         resp = httpx.post(url, json=auth_body(cloud), timeout=timeout, verify=cloud.verify,
                           headers={"Accept": "application/json"})

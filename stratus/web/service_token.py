@@ -22,6 +22,12 @@ import httpx
 MARGIN_SECONDS = 60.0
 
 
+def tokens_url(auth_url: str) -> str:
+    """Keystone's token endpoint under ``auth_url``, with or without its ``/v3``."""
+    base = auth_url.rstrip("/")
+    return base + ("/auth/tokens" if base.endswith("/v3") else "/v3/auth/tokens")
+
+
 class ServiceTokenError(Exception):
     """The identity service cannot be reached or refused the credential."""
 
@@ -33,8 +39,7 @@ class PasswordToken:
                  user_domain_name: str = "Default", project_domain_name: str = "Default",
                  *, timeout: float = 30.0, transport: httpx.BaseTransport | None = None,
                  clock: Callable[[], float] = time.time) -> None:
-        base = auth_url.rstrip("/")
-        self.url = base + ("/auth/tokens" if base.endswith("/v3") else "/v3/auth/tokens")
+        self.url = tokens_url(auth_url)
         self.username = username
         self._body = {"auth": {
             "identity": {"methods": ["password"], "password": {"user": {
