@@ -18,6 +18,7 @@ from stratus.cli.scheduler_cmd import (
     add_service_args,
     announce_metrics,
     api_engine,
+    cell_cache,
     control_heartbeat,
     key_name,
     network_client,
@@ -47,8 +48,7 @@ def add_commands(sub: Any) -> None:
 def cmd_conductor(args: argparse.Namespace) -> int:
     from stratus import signed_bus
     from stratus.bus import Bus
-    from stratus.cells import mappings, notify
-    from stratus.cells.cache import CellCache
+    from stratus.cells import notify
     from stratus.cells.engines import CellEngines
     from stratus.cells.heartbeat import CONDUCTOR_BINARY
     from stratus.cli.compute_cmd import image_writer
@@ -60,7 +60,6 @@ def cmd_conductor(args: argparse.Namespace) -> int:
     from stratus.conductor.recovery import recover_moves
     from stratus.conductor.rpcapi import ConductorRPC
     from stratus.scheduler.rpcapi import SchedulerRPC
-    from stratus.storage import engine as db
 
     config = service_config(args)
     name = server_name(args)
@@ -78,15 +77,9 @@ def cmd_conductor(args: argparse.Namespace) -> int:
                                               engine, engines))
     leases = BuildLeases(engine, float(config.get("conductor", "build_lease_seconds")))
 
-    def load_cells() -> list[mappings.CellMapping]:
-        with db.read(engine) as conn:
-            return mappings.list_cells(conn)
-
-    # The cell mappings, cached as the scheduler caches them (a boot read its cell's
-    # from the API database each time): SIGHUP (cell_v2's commands send it to the
-    # processes registered in the run directory) or the refresh interval reloads them.
-    cells = CellCache(load_cells, config.get("scheduler", "cell_cache_refresh_interval"))
-    cells.install_sighup()
+    # The cell mappings, cached as the scheduler caches them (a boot read its cell's from
+    # the API database each time).
+    cells = cell_cache(config, engine)
     ctx = ConductorContext(api_engine=engine, engines=engines, placement=placement,
                            scheduler=bus.client(SchedulerRPC), compute=buses.compute_client,
                            max_attempts=config.get("scheduler", "max_attempts"),

@@ -17,7 +17,10 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stratus.cells.cache import CellCache
 
 from stratus import config as configuration
 from stratus import runtime
@@ -216,6 +219,23 @@ def key_name(args: argparse.Namespace) -> str:
     return args.name or socket.gethostname()
 
 
+def cell_cache(config: Any, engine: Any) -> CellCache:
+    """The API database's cell mappings, cached: reloaded every ``[scheduler]
+    cell_cache_refresh_interval`` and on SIGHUP (cell_v2's commands signal the processes
+    registered in the run directory). Schedulers and conductors hold one each."""
+    from stratus.cells import mappings
+    from stratus.cells.cache import CellCache
+    from stratus.storage import engine as db
+
+    def load_cells() -> list[mappings.CellMapping]:
+        with db.read(engine) as conn:
+            return mappings.list_cells(conn)
+
+    cache = CellCache(load_cells, config.get("scheduler", "cell_cache_refresh_interval"))
+    cache.install_sighup()
+    return cache
+
+
 def periodically(seconds: float, work: Callable[[], object]) -> Callable[[], None]:
     """A ``wait_for_stop`` tick that runs ``work`` every ``seconds``; a failing pass is
     logged and the next one still runs."""
@@ -255,14 +275,12 @@ def wait_for_stop(tick: Callable[[], object] = lambda: None,
 
 
 def cmd_scheduler(args: argparse.Namespace) -> int:
-    from stratus.cells import mappings, notify
-    from stratus.cells.cache import CellCache
+    from stratus.cells import notify
     from stratus.cells.engines import CellEngines
     from stratus.cells.heartbeat import SCHEDULER_BINARY
     from stratus.scheduler.host_manager import HostManager
     from stratus.scheduler.manager import SchedulerManager, SchedulerOptions
     from stratus.scheduler.rpcapi import SchedulerRPC
-    from stratus.storage import engine as db
 
     config = service_config(args)
     options = SchedulerOptions.from_config(config)   # a bad filter name fails here, in one line
@@ -270,12 +288,7 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     announce_metrics(f"scheduler {name}", args)
     engine = api_engine(config, args.sync_db)
 
-    def load_cells() -> list[mappings.CellMapping]:
-        with db.read(engine) as conn:
-            return mappings.list_cells(conn)
-
-    cache = CellCache(load_cells, config.get("scheduler", "cell_cache_refresh_interval"))
-    cache.install_sighup()
+    cache = cell_cache(config, engine)
     engines = CellEngines()
     hosts = HostManager.from_config(cache, engines, config)
     placement = placement_client(config)
