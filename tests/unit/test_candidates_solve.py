@@ -423,3 +423,24 @@ def test_breadth_first_takes_one_per_tree_first() -> None:
     assert first_trees == {"r0", "r1"}
     assert {index.uuids[int(index.root[next(iter(c.allocations))])]
             for c in depth.items} == {"r0"}  # type: ignore[union-attr]
+
+
+def test_a_host_whose_children_cannot_serve_is_answered_as_one_provider() -> None:
+    # Hosts with a NIC child (bandwidth only) asked for VCPU: each candidate is the
+    # whole request on the root (the compact one-per-host answer), and the summaries
+    # still list the NIC, as Placement's do. A host whose child has VCPU too is
+    # searched as a tree and offers both choices.
+    world = []
+    for h in range(3):
+        world.append(P(f"h{h}", None, {"VCPU": (4, 0, 1, 4, 1, 1.0, 0)}))
+        world.append(P(f"h{h}nic", f"h{h}", {"SRIOV_NET_VF": (8, 0, 1, 8, 1, 1.0, 0)}))
+    world.append(P("h3", None, {"VCPU": (4, 0, 1, 4, 1, 1.0, 0)}))
+    world.append(P("h3numa", "h3", {"VCPU": (4, 0, 1, 4, 1, 1.0, 0)}))
+    index = build_index(world)
+    req = CandidateRequest(groups=(RequestGroup("", {"VCPU": 1}),))
+    solution = solve(index, req, Options())
+    singles = [index.uuids[i] for i in solution.items if type(i) is int]
+    trees = [c for c in solution.items if isinstance(c, Candidate)]
+    assert singles == ["h0", "h1", "h2"]
+    assert sorted(index.uuids[c.chosen[0]] for c in trees) == ["h3", "h3numa"]
+    assert {index.uuids[s] for s in solution.summary_slots} == {p.uuid for p in world}

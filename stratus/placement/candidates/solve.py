@@ -8,11 +8,13 @@ the unsuffixed group takes one provider per resource class from the same pool.
 2. Roots are visited in slot order, a chunk of slots at a time; with a
    ``limit`` the first chunks are small and grow, so a query that finds its
    candidates early looks at only a few thousand providers.
-3. In a chunk, roots whose tree is a single provider that no sharing provider
-   lends to (the flat common case) are decided by vector operations: the whole
-   request lands on that provider, so the checks are every group's steps on
-   it, the unsuffixed group's traits, ``group_policy=isolate`` and the
-   capacity of classes several groups ask for.
+3. In a chunk, roots that no sharing provider lends to and whose tree is a
+   single provider (the flat common case), or whose other providers can serve
+   no slot of the request (a host with NIC children asked for VCPU, RAM and
+   disk), are decided by vector operations: the whole request lands on the
+   root, so the checks are every group's steps on it, the unsuffixed group's
+   traits, ``group_policy=isolate`` and the capacity of classes several
+   groups ask for.
 4. Other roots are enumerated by backtracking (:func:`tree_candidates`): one
    choice per slot (a suffixed group, or one class of the unsuffixed group),
    pruned as soon as it breaks capacity or isolation; traits and
@@ -219,9 +221,10 @@ def _anchor_streams(index: ProviderIndex, plan: Plan, options: Options
     budget = TREE_BUDGET if options.limit is not None else None
     rng = options.rng if options.randomize else None
     search = _search(index, plan)
+    alone = root_alone(index, plan)
     for at in _chunks(index, options):
         slots = np.arange(at.start, at.stop) if isinstance(at, slice) else at
-        simple_ok, complex_ = _classify(index, plan, at)
+        simple_ok, complex_ = _classify(index, plan, at, alone)
         singles = np.flatnonzero(simple_ok)
         trees = np.flatnonzero(complex_)
         tree_roots = slots[trees].tolist()
@@ -247,14 +250,33 @@ def _anchor_streams(index: ProviderIndex, plan: Plan, options: Options
             yield slots[singles[start:]].tolist()
 
 
-def _classify(index: ProviderIndex, plan: Plan, at: Slots) -> tuple[np.ndarray, np.ndarray]:
-    """For the roots among ``at``: which single-provider roots hold the whole
-    request, and which roots need a tree search."""
+def _classify(index: ProviderIndex, plan: Plan, at: Slots, alone: np.ndarray | None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """For the roots among ``at``: which roots that must take the whole request
+    themselves hold it, and which roots need a tree search."""
     roots = index.alive[at] & (index.parent[at] < 0)
     if plan.root_ok is not None:
         roots &= plan.root_ok[index.trait_sig[at]]
-    simple = roots & ~index.in_tree[at] & ~plan.lent[at]
+    single = ~index.in_tree[at] if alone is None else ~index.in_tree[at] | alone[at]
+    simple = roots & single & ~plan.lent[at]
     return simple & quick_checks(index, plan, at, simple), roots & ~simple
+
+
+def root_alone(index: ProviderIndex, plan: Plan) -> np.ndarray | None:
+    """Per slot: True for a root whose tree's other providers can serve no slot
+    of the request, so that a candidate there is the whole request on the root.
+    None when there are no trees. One vector pass over the nested providers."""
+    if not index.has_trees:
+        return None
+    n = index.n
+    nested = np.flatnonzero(index.alive[:n] & (index.parent[:n] >= 0))
+    serves = np.zeros(n, bool)
+    for g in plan.groups:
+        base = filters.base_ok(index, g, nested)
+        for key in g.choice_keys():
+            ok = filters.option_ok(index, g, key, nested, base)
+            serves[index.root[nested[ok]]] = True
+    return ~serves
 
 
 def quick_checks(index: ProviderIndex, plan: Plan, at: Slots,
@@ -382,11 +404,20 @@ def _providers_used(items: list[int | Candidate]) -> set[int]:
 
 def _whole_trees(index: ProviderIndex, items: list[int | Candidate]) -> list[int]:
     """Every provider of every tree whose providers a candidate allocates from."""
-    # A single-provider candidate's provider is a whole tree by itself.
-    out = {i for i in items if type(i) is int}
-    if len(out) < len(items):
+    singles = np.array([i for i in items if type(i) is int], np.int64)
+    # A single provider outside any tree is a whole tree by itself; one in a tree
+    # is its root (``root_alone``), which brings its tree along.
+    nested = index.in_tree[singles]
+    out = set(singles[~nested].tolist())
+    roots = set(singles[nested].tolist())
+    if len(singles) < len(items):
         used = [p for c in items if type(c) is Candidate for p in c.used()]
-        roots = set(index.root[np.array(used, np.int64)].tolist())
+        roots.update(index.root[np.array(used, np.int64)].tolist())
+    if len(roots) > 64:  # one vector pass beats a few hundred list unions
+        n = index.n
+        members = np.isin(index.root[:n], np.fromiter(roots, np.int64)) & index.alive[:n]
+        out.update(np.flatnonzero(members).tolist())
+    else:
         out = out.union(*(index.tree(r) for r in roots))
     return sorted(out)
 
