@@ -130,6 +130,67 @@ class FleetRecords:
         return finished
 
 
+class FleetPassRecords:
+    """The records of a ``stratus compute --count`` process's hosts, through their cell's
+    conductor, except the two reads of every resource-tracker pass (the service row and
+    the evacuations waiting for clean-up): one ConductorRPC 1.5 call for every host of
+    the process, at most ``max_age`` seconds old, instead of two calls per host per pass
+    (at 1,000 hosts and a 60 s pass, 33 calls a second at rest: a fifth of a core over
+    the compute, its conductor, RabbitMQ and the database). What a pass then acts on is
+    up to ``max_age`` older than a read of its own, when the pass itself comes once a
+    minute; a host the snapshot lacks (registered since) and a conductor older than 1.5
+    are asked per host, as before."""
+
+    def __init__(self, records: Any, hosts: list[str], max_age: float = 10.0) -> None:
+        self._records, self._hosts, self._max_age = records, list(hosts), max_age
+        self._lock = threading.Lock()
+        self._state: dict[str, tuple[ServiceState, list[tuple[str, str]]]] = {}
+        self._read_at = -math.inf
+        self._batched = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._records, name)
+
+    def _known(self, host: str) -> tuple[ServiceState, list[tuple[str, str]]] | None:
+        from stratus.bus.errors import NoSuchMethod, UnsupportedVersion
+
+        with self._lock:
+            if self._batched and time.monotonic() - self._read_at >= self._max_age:
+                try:
+                    self._state = self._records.hosts_state(self._hosts, BINARY)
+                except (NoSuchMethod, UnsupportedVersion) as exc:
+                    LOG.info("conductor before ConductorRPC 1.5 (%s): each host reads its "
+                             "own service row and evacuations", exc)
+                    self._batched, self._state = False, {}
+                self._read_at = time.monotonic()
+            return self._state.get(host)
+
+    def service(self, host: str, binary: str) -> ServiceState | None:
+        known = self._known(host) if binary == BINARY else None
+        return known[0] if known is not None else self._records.service(host, binary)
+
+    def evacuations_done(self, host: str) -> list[tuple[str, str]]:
+        known = self._known(host)
+        if known is None:
+            return list(self._records.evacuations_done(host))
+        return list(known[1])
+
+    def evacuation_finished(self, host: str, migration_uuid: str) -> bool:
+        finished = bool(self._records.evacuation_finished(host, migration_uuid))
+        with self._lock:
+            known = self._state.get(host)
+            if known is not None:
+                self._state[host] = (known[0], [e for e in known[1] if e[0] != migration_uuid])
+        return finished
+
+    def set_service_disabled(self, host: str, binary: str, disable: bool,
+                             reason: str | None) -> bool:
+        changed = bool(self._records.set_service_disabled(host, binary, disable, reason))
+        with self._lock:
+            self._state.pop(host, None)   # read again, per host, until the next snapshot
+        return changed
+
+
 class Heartbeats:
     """One thread writing every running service's heartbeat, one write per cell's records
     (a transaction, or one call to the cell's conductor)."""

@@ -190,9 +190,11 @@ def cmd_compute(args: argparse.Namespace) -> int:
             provider_refresh_interval=config.get("compute", "provider_refresh_interval"))]
         beats = None
     else:
-        from stratus.allinone.computes import FleetCompute, Heartbeats
+        from stratus.allinone.computes import FleetCompute, FleetPassRecords, Heartbeats
 
         beats = Heartbeats(float(config.get("compute", "report_interval")))
+        if engine is None:   # through the conductor: the passes' reads in one call
+            records = FleetPassRecords(records, hosts)
         services = [FleetCompute(
             host, driver, bus, records, placement, rpc_version=rpc_version, network=network,
             conductor=conductor,

@@ -440,6 +440,23 @@ class DatabaseRecords:
                     m.c.source_compute == host, m.c.migration_type == moves.EVACUATION,
                     m.c.status == moves.DONE))]
 
+    def hosts_state(self, hosts: Sequence[str], binary: str
+                    ) -> dict[str, tuple[ServiceState, list[tuple[str, str]]]]:
+        """For each of ``hosts`` with a service row: what :meth:`service` and
+        :meth:`evacuations_done` say, in one transaction of two reads."""
+        m = cs.migrations
+        with db.read(self.engine) as conn:
+            rows = services.list_all(conn, binary=binary, hosts=list(hosts))
+            out: dict[str, tuple[ServiceState, list[tuple[str, str]]]] = {
+                row.host: (ServiceState(row.id, row.disabled, row.disabled_reason), [])
+                for row in rows}
+            for found in conn.execute(sa.select(
+                    m.c.source_compute, m.c.uuid, m.c.instance_uuid).where(
+                    m.c.source_compute.in_(list(out)), m.c.migration_type == moves.EVACUATION,
+                    m.c.status == moves.DONE)):
+                out[found.source_compute][1].append((found.uuid, found.instance_uuid))
+        return out
+
     def evacuation_finished(self, host: str, migration_uuid: str) -> bool:
         m = cs.migrations
         with db.write(self.engine) as conn:
@@ -571,6 +588,15 @@ class ConductorRecords:
     def evacuations_done(self, host: str) -> list[tuple[str, str]]:
         return [(str(a), str(b)) for a, b in self._call("compute_evacuations_done",
                                                         host=host)]
+
+    def hosts_state(self, hosts: Sequence[str], binary: str
+                    ) -> dict[str, tuple[ServiceState, list[tuple[str, str]]]]:
+        """ConductorRPC 1.5; NoSuchMethod or UnsupportedVersion from an older conductor."""
+        found = self._call("compute_hosts_state", hosts=list(hosts), binary=binary)
+        return {host: (ServiceState(int(v["service"]["id"]), bool(v["service"]["disabled"]),
+                                    v["service"].get("disabled_reason")),
+                       [(str(a), str(b)) for a, b in v["evacuations"]])
+                for host, v in found.items()}
 
     def evacuation_finished(self, host: str, migration_uuid: str) -> bool:
         return bool(self._call("compute_evacuation_finished", host=host,

@@ -115,6 +115,21 @@ class ComputeRecordsEndpoint:
             self._hosts[host] = found
         return found
 
+    def _by_cell(self, hosts: list[str], skip_unknown: bool = False
+                 ) -> list[tuple[r.DatabaseRecords, list[str]]]:
+        """``hosts`` grouped by the cell whose records they are (``skip_unknown``: a host
+        no cell of this conductor knows yet is left out rather than refused)."""
+        by_cell: dict[int, tuple[r.DatabaseRecords, list[str]]] = {}
+        for host in hosts:
+            try:
+                records = self._records(host)
+            except NotYourRecord:
+                if skip_unknown:
+                    continue
+                raise
+            by_cell.setdefault(id(records.engine), (records, []))[1].append(host)
+        return list(by_cell.values())
+
     def _mine(self, method: str, *hosts: str) -> None:
         sender = current_sender()
         for host in hosts:
@@ -150,18 +165,22 @@ class ComputeRecordsEndpoint:
 
     def compute_heartbeat(self, hosts: list[str], binary: str, now: str) -> None:
         self._mine("compute_heartbeat", *hosts)
-        by_cell: dict[int, tuple[r.DatabaseRecords, list[str]]] = {}
-        for host in hosts:
-            records = self._records(host)
-            by_cell.setdefault(id(records.engine), (records, []))[1].append(host)
-        for records, members in by_cell.values():
+        for records, members in self._by_cell(hosts):
             records.heartbeat(members, binary, _time(now))
 
     def compute_service(self, host: str, binary: str) -> dict[str, Any] | None:
         self._mine("compute_service", host)
         found = self._records(host).service(host, binary)
-        return None if found is None else {"id": found.id, "disabled": found.disabled,
-                                           "disabled_reason": found.disabled_reason}
+        return None if found is None else _service(found)
+
+    def compute_hosts_state(self, hosts: list[str], binary: str) -> dict[str, Any]:
+        self._mine("compute_hosts_state", *hosts)
+        out: dict[str, Any] = {}
+        for records, members in self._by_cell(hosts, skip_unknown=True):
+            for host, (service, evacuations) in records.hosts_state(members, binary).items():
+                out[host] = {"service": _service(service),
+                             "evacuations": [list(e) for e in evacuations]}
+        return out
 
     def compute_set_disabled(self, host: str, binary: str, disable: bool,
                              reason: str | None) -> bool:
@@ -273,6 +292,11 @@ class ComputeRecordsEndpoint:
     def compute_evacuation_finished(self, host: str, migration_uuid: str) -> bool:
         self._mine("compute_evacuation_finished", host)
         return self._records(host).evacuation_finished(host, migration_uuid)
+
+
+def _service(found: r.ServiceState) -> dict[str, Any]:
+    return {"id": found.id, "disabled": found.disabled,
+            "disabled_reason": found.disabled_reason}
 
 
 def _time(value: str) -> Any:

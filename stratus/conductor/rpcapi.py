@@ -7,7 +7,9 @@ unshelve_instance; 1.3 rebuild_server (a rebuild in place), shelve_instance's im
 1.4 the ``compute_*`` calls: every cell record a compute reads or writes, so computes
 need no database (issue 29; :mod:`stratus.compute.records`). Each names the calling
 compute's ``host``; the conductor answers only about that host's own records and
-refuses anything else with :class:`NotYourRecord` (logged at WARNING).
+refuses anything else with :class:`NotYourRecord` (logged at WARNING). 1.5
+compute_hosts_state: the two reads of every resource-tracker pass for every host a
+process simulates, in one call.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ class NotYourRecord(Exception):
 
 class ConductorRPC(RPCInterface):
     service = "conductor"
-    version = "1.4"
+    version = "1.5"
     errors = (NotYourRecord,)
 
     @rpc_method(since="1.0", kind="cast")
@@ -193,6 +195,13 @@ class ConductorRPC(RPCInterface):
     @rpc_method(since="1.4", idempotent=True)
     def compute_evacuations_done(self, host: str) -> list[list[str]]:
         """Evacuations away from this host waiting for its clean-up: [migration, server]."""
+        raise NotImplementedError
+
+    @rpc_method(since="1.5", idempotent=True)
+    def compute_hosts_state(self, hosts: list[str], binary: str) -> dict[str, Any]:
+        """For each of ``hosts`` that has a service row: ``{"service": {"id", "disabled",
+        "disabled_reason"}, "evacuations": [[migration, server], ...]}`` (what
+        compute_service and compute_evacuations_done answer), keyed by host."""
         raise NotImplementedError
 
     @rpc_method(since="1.4", idempotent=True)

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections import Counter
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
+from stratus.allinone.computes import FleetPassRecords
 from stratus.bus import Bus
+from stratus.bus.errors import NoSuchMethod
 from stratus.cells import schema as cs
-from stratus.compute.records import ConductorRecords, NodeRecord, NodeUsage
+from stratus.compute.records import ConductorRecords, NodeRecord, NodeUsage, ServiceState
+from stratus.compute.rpcapi import BINARY
 from stratus.conductor.rpcapi import NotYourRecord
 from stratus.storage import engine as db
 from tests.functional.compute_world import World
@@ -128,3 +132,59 @@ def test_an_old_compute_with_its_database_works_beside_new_ones(world):
         assert world.client.delete(f"/servers/{server['id']}").status_code == 204
     assert world.computes["cmp-old"].driver.instances() == []
     assert world.computes["cmp-new"].driver.instances() == []
+
+
+class _Counting:
+    """A records seam that counts the calls going through it."""
+
+    def __init__(self, inner: ConductorRecords) -> None:
+        self.inner, self.calls = inner, Counter[str]()
+
+    def __getattr__(self, name: str) -> Any:
+        self.calls[name] += 1
+        return getattr(self.inner, name)
+
+
+def test_a_fleets_passes_read_every_hosts_state_in_one_call(world):
+    """``stratus compute --count``: the service rows and finished evacuations of every
+    simulated host come in one ConductorRPC 1.5 call (not two per host per pass); the
+    conductor still answers only for the process's own hosts."""
+    ready(world, ("sim0001", "sim0002"))
+    with db.write(world.cloud.cell_engine("cell1")) as conn:
+        conn.execute(sa.insert(cs.migrations).values(
+            uuid="m-1", instance_uuid="s-1", migration_type="evacuation", status="done",
+            source_compute="sim0002", dest_compute="sim0001", created_at=NOW))
+    fleet = _Counting(as_compute(world, "sim"))
+    records = FleetPassRecords(fleet, ["sim0001", "sim0002", "sim0003"], max_age=3600)
+    services = {h: records.service(h, BINARY) for h in ("sim0001", "sim0002", "sim0003")}
+    evacuations = {h: records.evacuations_done(h) for h in ("sim0001", "sim0002")}
+    assert services["sim0001"].id == world.computes["sim0001"].service_id
+    assert services["sim0002"].id == world.computes["sim0002"].service_id
+    assert services["sim0003"] is None            # never registered: asked on its own
+    assert evacuations == {"sim0001": [], "sim0002": [("m-1", "s-1")]}
+    assert fleet.calls == Counter({"hosts_state": 1, "service": 1})
+    assert records.evacuation_finished("sim0002", "m-1") is True
+    assert records.evacuations_done("sim0002") == []
+    with db.read(world.cloud.cell_engine("cell1")) as conn:
+        assert conn.execute(sa.select(cs.migrations.c.status)).scalar() == "completed"
+    with pytest.raises(NotYourRecord):
+        as_compute(world, "sim").hosts_state(["sim0001", "cmp1"], BINARY)
+
+
+def test_a_fleet_beside_an_older_conductor_asks_per_host():
+    class Before15:
+        def __init__(self) -> None:
+            self.calls = Counter[str]()
+
+        def hosts_state(self, hosts: list[str], binary: str) -> Any:
+            self.calls["hosts_state"] += 1
+            raise NoSuchMethod("conductor", "compute_hosts_state")
+
+        def service(self, host: str, binary: str) -> ServiceState:
+            self.calls["service"] += 1
+            return ServiceState(7, False, None)
+
+    old = Before15()
+    records = FleetPassRecords(old, ["sim0001", "sim0002"], max_age=0)
+    assert [records.service(h, BINARY).id for h in ("sim0001", "sim0002", "sim0001")] == [7] * 3
+    assert old.calls == Counter({"hosts_state": 1, "service": 3})
