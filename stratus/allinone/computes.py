@@ -147,6 +147,9 @@ class FleetPassRecords:
         self._state: dict[str, tuple[ServiceState, list[tuple[str, str]]]] = {}
         self._read_at = -math.inf
         self._batched = True
+        # host -> when its service row was last changed by this process's doing (a
+        # set_host_enabled): a snapshot asked for before that is stale for it.
+        self._changed: dict[str, float] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._records, name)
@@ -156,14 +159,24 @@ class FleetPassRecords:
 
         with self._lock:
             if self._batched and time.monotonic() - self._read_at >= self._max_age:
+                asked = time.monotonic()
                 try:
-                    self._state = self._records.hosts_state(self._hosts, BINARY)
+                    state = self._records.hosts_state(self._hosts, BINARY)
                 except (NoSuchMethod, UnsupportedVersion) as exc:
                     LOG.info("conductor before ConductorRPC 1.5 (%s): each host reads its "
                              "own service row and evacuations", exc)
-                    self._batched, self._state = False, {}
-                self._read_at = time.monotonic()
+                    self._batched, state = False, {}
+                self._state = {h: v for h, v in state.items()
+                               if self._changed.get(h, -math.inf) < asked}
+                self._read_at = asked
             return self._state.get(host)
+
+    def forget_service(self, host: str) -> None:
+        """The host's service row just changed (an operator's disable or enable reached
+        it): read it on its own until a snapshot asked for after now."""
+        with self._lock:
+            self._changed[host] = time.monotonic()
+            self._state.pop(host, None)
 
     def service(self, host: str, binary: str) -> ServiceState | None:
         known = self._known(host) if binary == BINARY else None
@@ -186,8 +199,7 @@ class FleetPassRecords:
     def set_service_disabled(self, host: str, binary: str, disable: bool,
                              reason: str | None) -> bool:
         changed = bool(self._records.set_service_disabled(host, binary, disable, reason))
-        with self._lock:
-            self._state.pop(host, None)   # read again, per host, until the next snapshot
+        self.forget_service(host)
         return changed
 
 

@@ -156,6 +156,11 @@ class ResourceTracker:
         """Add or remove COMPUTE_STATUS_DISABLED on this host's root providers; returns the
         roots changed. Placement errors propagate: the caller wants a synchronous answer."""
         with self._lock:
+            # The API wrote the service row before asking: records that keep a snapshot
+            # of it (a fleet's, FleetPassRecords) must not let a pass undo this.
+            forget = getattr(self.records, "forget_service", None)
+            if forget is not None:
+                forget(self.host)
             return self._set_disabled_locked(disabled, report=None)
 
     def _set_disabled_locked(self, disabled: bool, report: PassReport | None) -> list[str]:

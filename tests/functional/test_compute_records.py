@@ -188,3 +188,28 @@ def test_a_fleet_beside_an_older_conductor_asks_per_host():
     records = FleetPassRecords(old, ["sim0001", "sim0002"], max_age=0)
     assert [records.service(h, BINARY).id for h in ("sim0001", "sim0002", "sim0001")] == [7] * 3
     assert old.calls == Counter({"hosts_state": 1, "service": 3})
+
+
+def test_a_fleet_reads_a_host_disabled_since_its_snapshot_on_its_own():
+    # The API writes the service row, then asks the host (set_host_enabled): the pass
+    # that follows must see the disable, not the snapshot from before it.
+    class Conductor:
+        def __init__(self) -> None:
+            self.disabled, self.calls = False, Counter[str]()
+
+        def hosts_state(self, hosts: list[str], binary: str) -> Any:
+            self.calls["hosts_state"] += 1
+            return {h: (ServiceState(1, self.disabled, None), []) for h in hosts}
+
+        def service(self, host: str, binary: str) -> ServiceState:
+            self.calls["service"] += 1
+            return ServiceState(1, self.disabled, None)
+
+    conductor = Conductor()
+    records = FleetPassRecords(conductor, ["sim0001", "sim0002"], max_age=3600)
+    assert records.service("sim0001", BINARY).disabled is False
+    conductor.disabled = True            # the operator's disable, written by the API
+    records.forget_service("sim0001")    # ... and told to the host
+    assert records.service("sim0001", BINARY).disabled is True
+    assert records.service("sim0002", BINARY).disabled is False   # not told: snapshot
+    assert conductor.calls == Counter({"hosts_state": 1, "service": 1})
