@@ -76,19 +76,25 @@ class Round:
     errors: int = 0
     started: float = 0.0
     reasons: dict[str, int] = field(default_factory=dict)     # why, for the errors
+    # Servers seen in ERROR: settled (in ``active``, so the round can end) but neither
+    # ACTIVE per second nor time to ACTIVE count them.
+    errored: set[str] = field(default_factory=set)
 
     def failed(self, why: str) -> None:
         self.errors += 1
         self.reasons[why] = self.reasons.get(why, 0) + 1
 
     def to_active(self) -> list[float]:
-        return sorted(self.active[s] - self.sent[s] for s in self.active)
+        return sorted(self.active[s] - self.sent[s] for s in self.active
+                      if s not in self.errored)
 
     @property
     def per_second(self) -> float:
-        if not self.active:
+        """Servers that went ACTIVE, over the time to the last of them."""
+        seen = [t for s, t in self.active.items() if s not in self.errored]
+        if not seen:
             return 0.0
-        return len(self.active) / (max(self.active.values()) - self.started)
+        return len(seen) / (max(seen) - self.started)
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -166,6 +172,7 @@ def run_round(api_url: str, boots: int, clients: int,
                         result.active.setdefault(server["id"], now)
                     elif server["status"] == "ERROR" and server["id"] not in result.active:
                         result.active[server["id"]] = now
+                        result.errored.add(server["id"])
                         with lock:
                             result.failed("ERROR: " + " ".join(
                                 server.get("fault", {}).get("message", "").split())[:160])
