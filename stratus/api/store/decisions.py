@@ -8,6 +8,7 @@ The conductor writes one row per selection and keeps only the newest ``KEEP`` ro
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 from dataclasses import dataclass, field
 
@@ -41,11 +42,14 @@ def _utcnow() -> dt.datetime:
 
 
 TRIM_EVERY = 50
+# This process's decisions, counted: the trim goes by them, not by the rows' ids, which
+# need not be consecutive (Galera's auto_increment_increment, a sequence's cache).
+_recorded = itertools.count(1)
 
 
 def record(conn: Connection, decision: Decision, keep: int = KEEP) -> int:
     """Insert ``decision`` and, now and then, drop all but the newest ``keep`` rows (up to
-    TRIM_EVERY more may stay in between); its id."""
+    TRIM_EVERY more per writing process may stay in between); its id."""
     table = schema.scheduling_decisions
     result = conn.execute(sa.insert(table).values(
         created_at=decision.created_at or _utcnow(),
@@ -57,10 +61,10 @@ def record(conn: Connection, decision: Decision, keep: int = KEEP) -> int:
         reason=decision.reason))
     assert result.inserted_primary_key is not None
     new_id = int(result.inserted_primary_key[0])
-    # Ids only grow, so "older than the keep-th newest" is a range; concurrent writers
-    # leave at most a few rows fewer than ``keep``. Trimmed every TRIM_EVERY decisions,
-    # not each: a delete per boot was a statement for at most one row.
-    if new_id % TRIM_EVERY == 0:
+    # Ids only grow, so "older than the keep-th newest" is a range (with gaps in the ids,
+    # a few rows fewer than ``keep`` stay). Trimmed every TRIM_EVERY decisions of this
+    # process, not each: a delete per boot was a statement for at most one row.
+    if next(_recorded) % TRIM_EVERY == 0:
         conn.execute(sa.delete(table).where(table.c.id <= new_id - keep))
     return new_id
 
