@@ -5,8 +5,9 @@ the domains) makes a service authenticate to Keystone (or Stratus's identity API
 its own user rather than send the fixed ``token``: a compute host then reaches
 Placement as the Keystone user named after it, with the ``compute`` role, and its
 requests are held to its own providers. The token is kept until a minute before it
-expires, or until an API answers 401 (revoked, keys rotated): then a new one is
-fetched. The password stays in the service's configuration file, mode 0600.
+expires (half its life if it lives less than two minutes), or until an API answers
+401 (revoked, keys rotated): then a new one is fetched. The password stays in the
+service's configuration file, mode 0600.
 """
 
 from __future__ import annotations
@@ -56,7 +57,10 @@ class PasswordToken:
         with self._lock:
             if self._token is None or self._clock() >= self._renew_at:
                 self._token, expires = self._fetch()
-                self._renew_at = max(self._clock(), expires - MARGIN_SECONDS)
+                # A minute before it expires; a token living less than two minutes at
+                # half its life (else every call would fetch another).
+                now = self._clock()
+                self._renew_at = expires - min(MARGIN_SECONDS, max(0.0, expires - now) / 2)
             return self._token
 
     def invalidate(self) -> None:

@@ -45,7 +45,14 @@ def cloud(tmp_path, empty_database_url, database_url) -> Iterator[dict[str, Any]
         for host in ("cmp-a", "cmp-b"):
             user = store.create_user(conn, host, f"{host}-pw", service_project.id)
             store.grant(conn, user.id, service_project.id, compute.id)
-    identity = httpx.WSGITransport(app=service.make_app(deps))
+    fetches: list[str] = []
+
+    class Counted(httpx.WSGITransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            fetches.append(request.url.path)
+            return super().handle_request(request)
+
+    identity = Counted(app=service.make_app(deps))
     app = PlacementApp(make_config(database_url), db.create_engine(database_url))
     placement = accept_identity_tokens(build_wsgi(app), service.validator(deps), AUTH_URL,
                                        "placement")
@@ -54,7 +61,7 @@ def cloud(tmp_path, empty_database_url, database_url) -> Iterator[dict[str, Any]
         token = PasswordToken(AUTH_URL, user, password, "service", transport=identity)
         return PlacementClient("http://placement", token=token, wsgi_app=placement)
 
-    yield {"client": client, "deps": deps}
+    yield {"client": client, "deps": deps, "fetches": fetches}
     app.engine.dispose()
     id_engine.dispose()
 
@@ -92,8 +99,11 @@ def test_revoked_token_is_replaced_once(cloud):
         store.revoke(conn, held.audit_id, held.expires_at)
     deps.changes.bump()
     # The held token is refused (401); the client fetches another and carries on.
+    before = len(cloud["fetches"])
+    assert cmp_a.get_provider(a) is not None
     assert cmp_a.get_provider(a) is not None
     assert cmp_a._token_source() != first
+    assert len(cloud["fetches"]) == before + 1   # once, not per request
 
 
 def test_wrong_password_is_a_clear_error(cloud):
@@ -135,3 +145,22 @@ def test_token_is_kept_until_a_minute_before_it_expires():
     assert token() == "tok1"
     token.invalidate()
     assert token() == "tok2"
+
+
+def test_a_short_lived_token_is_kept_for_half_its_life():
+    issued: list[str] = []
+    now = [dt.datetime(2030, 1, 1, 0, 0, tzinfo=dt.UTC).timestamp()]
+
+    def identity(request: httpx.Request) -> httpx.Response:
+        issued.append(f"tok{len(issued)}")
+        expires = dt.datetime.fromtimestamp(now[0] + 40, dt.UTC)   # lives 40 s
+        return httpx.Response(201, headers={"X-Subject-Token": issued[-1]},
+                              json={"token": {"expires_at": expires.isoformat()}})
+
+    token = PasswordToken(AUTH_URL, "cmp-a", "pw", "service",
+                          transport=httpx.MockTransport(identity), clock=lambda: now[0])
+    assert token() == token() == "tok0"   # not fetched again on every call
+    now[0] += 19
+    assert token() == "tok0"
+    now[0] += 1                           # half its life gone: renewed
+    assert token() == "tok1"
