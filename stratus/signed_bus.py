@@ -180,6 +180,7 @@ def old_computes(api_engine: Any, engines: Any, ttl: float = 10.0,
     costs a read per name and ttl)."""
     from stratus.cells import mappings, services
     from stratus.compute.rpcapi import BINARY, SIGNED_SINCE, service_version
+    from stratus.conductor.compute_records import COMPUTE_PREFIX
     from stratus.storage import engine as db
 
     signed = service_version(SIGNED_SINCE)
@@ -187,15 +188,19 @@ def old_computes(api_engine: Any, engines: Any, ttl: float = 10.0,
     lock = threading.Lock()
 
     def is_old(sender: str) -> bool:
-        if not sender.startswith("compute:"):
+        if not sender.startswith(COMPUTE_PREFIX):
             return False
-        host, now = sender[len("compute:"):], clock()
+        host, now = sender[len(COMPUTE_PREFIX):], clock()
         with lock:
             cached = known.get(host)
         if cached is not None and now - cached[0] < ttl:
             return cached[1]
         with db.read(api_engine) as conn:
-            cells = [c for c in mappings.list_cells(conn) if not c.is_cell0]
+            # The host's mapped cell first (one read); every cell only for a host not
+            # mapped yet (a compute started before discover_hosts).
+            mapped = mappings.cell_of_host(conn, host)
+            cells = [mapped] if mapped is not None else [
+                c for c in mappings.list_cells(conn) if not c.is_cell0]
         old = False
         for cell in cells:
             with db.read(engines.get(cell)) as conn:

@@ -23,7 +23,8 @@ from stratus.placement.store import providers
 from stratus.storage import engine as db
 
 
-def _target(req: Req, root_name: str, uuid: str | None) -> dict[str, Any]:
+def target(req: Req, root_name: str, uuid: str | None) -> dict[str, Any]:
+    """The policy target of ``uuid`` (None: any) in the tree rooted at ``root_name``."""
     return {"project_id": req.ctx.project_id, "user_id": req.ctx.user_id,
             "root_provider_name": root_name, "resource_provider_uuid": uuid}
 
@@ -35,7 +36,7 @@ def refuse(req: Req, action: str, what: str) -> errors.Forbidden:
 def authorize_tree(req: Req, action: str, root_name: str, uuid: str | None) -> None:
     """Allowed on a provider (``uuid``, or one being created) in the tree rooted at
     ``root_name``, or Forbidden (logged)."""
-    if not req.allows(action, _target(req, root_name, uuid)):
+    if not req.allows(action, target(req, root_name, uuid)):
         raise refuse(req, action, f"resource provider {uuid or '(new)'} "
                                   f"in the tree of {root_name!r}")
 

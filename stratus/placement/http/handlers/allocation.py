@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 from stratus.config import Config
 from stratus.placement import errors
 from stratus.placement.http.microversion import Version
-from stratus.placement.http.ownership import authorize_provider, authorize_tree
+from stratus.placement.http.ownership import authorize_provider, authorize_tree, target
 from stratus.placement.http.query import is_uuid_like
 from stratus.placement.http.schemas import allocation as schema
 from stratus.placement.http.wsgi import Req, empty_response, json_response, latest
@@ -213,9 +213,8 @@ def _authorize_by_tree(req: Req, action: str, conn: Connection, consumer_uuid: s
     roots = {providers.root_name(conn, providers.get(conn, uuid))
              for uuid in {h.provider_uuid for h in held}}
     if len(roots) != 1:
-        if not roots and req.ctx.user_name and req.allows(action, {
-                "project_id": req.ctx.project_id, "user_id": req.ctx.user_id,
-                "root_provider_name": req.ctx.user_name, "resource_provider_uuid": None}):
+        if not roots and req.ctx.user_name and req.allows(
+                action, target(req, req.ctx.user_name, None)):
             # Someone who may free what lies in a tree of its own (a compute): as for
             # an admin, nothing held is 404, which its client reads as "none".
             raise errors.NotFound(f"No allocations for consumer '{consumer_uuid}'")
