@@ -40,7 +40,7 @@ from sqlalchemy.engine import Engine
 from stratus import config as configuration
 from stratus import deployment
 from stratus.allinone import networks, seed
-from stratus.allinone.computes import FleetCompute, FleetRecords, Heartbeats
+from stratus.allinone.computes import FleetCompute, FleetPassRecords, Heartbeats
 from stratus.allinone.http import ThreadedServer
 from stratus.allinone.identity import (
     Identity,
@@ -406,8 +406,9 @@ class AllInOne:
             # record calls: at 10,000 hosts during a fill of 1,000-server boots, calls
             # through the conductor waited past service_down_time and every host went down.
             beat_records = DatabaseRecords(self.engines.get(cell))
-            # The passes' two reads straight from the cell database (FleetRecords).
-            fleet_records = cast(CellRecords, FleetRecords(records, self.engines.get(cell)))
+            # The passes' two reads straight from the cell database, too.
+            fleet_records = cast(CellRecords, FleetPassRecords(
+                records, [d.host for d in cell_drivers], direct=beat_records))
             for driver in cell_drivers:
                 svc = FleetCompute(driver.host, driver, bus, fleet_records, placement,
                                    tracker_interval=config.get("compute",

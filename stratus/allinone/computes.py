@@ -22,16 +22,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
-
-from stratus.cells import moves, services
-from stratus.cells import schema as cs
+from stratus.cells import services
 from stratus.compute.records import CellRecords, DatabaseRecords, ServiceState
 from stratus.compute.resource_tracker import PassReport
 from stratus.compute.rpcapi import BINARY
 from stratus.compute.service import ComputeService
-from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
 
@@ -85,64 +80,27 @@ class FleetCompute(ComputeService):
         return super().update_available_resource()
 
 
-class FleetRecords:
-    """A fleet host's records in ``stratus serve``: through its cell's conductor, as a
-    compute's are, except the two reads every resource-tracker pass makes. Serve holds
-    the cell database, and at 10,000 hosts those two calls through the conductor were
-    most of the CPU serve spent at rest. The service row is read straight from the
-    cell database (as fresh as through the conductor); the evacuations finished from a
-    host come from one read of the whole cell, at most ``max_age`` seconds old (finding
-    one a pass later costs nothing: the cleanup is a compare-and-swap)."""
-
-    def __init__(self, records: CellRecords, engine: Engine, max_age: float = 10.0) -> None:
-        self._records, self._direct = records, DatabaseRecords(engine)
-        self._engine, self._max_age = engine, max_age
-        self._lock = threading.Lock()
-        self._evacuated: dict[str, list[tuple[str, str]]] = {}
-        self._read_at = -math.inf
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._records, name)
-
-    def service(self, host: str, binary: str) -> ServiceState | None:
-        return self._direct.service(host, binary)
-
-    def evacuations_done(self, host: str) -> list[tuple[str, str]]:
-        with self._lock:
-            if time.monotonic() - self._read_at >= self._max_age:
-                m = cs.migrations
-                found: dict[str, list[tuple[str, str]]] = {}
-                with db.read(self._engine) as conn:
-                    for row in conn.execute(sa.select(
-                            m.c.source_compute, m.c.uuid, m.c.instance_uuid).where(
-                            m.c.migration_type == moves.EVACUATION,
-                            m.c.status == moves.DONE)):
-                        found.setdefault(row.source_compute, []).append(
-                            (row.uuid, row.instance_uuid))
-                self._evacuated, self._read_at = found, time.monotonic()
-            return list(self._evacuated.get(host, ()))
-
-    def evacuation_finished(self, host: str, migration_uuid: str) -> bool:
-        finished = bool(self._records.evacuation_finished(host, migration_uuid))
-        with self._lock:
-            left = [e for e in self._evacuated.get(host, ()) if e[0] != migration_uuid]
-            self._evacuated[host] = left
-        return finished
-
-
 class FleetPassRecords:
-    """The records of a ``stratus compute --count`` process's hosts, through their cell's
-    conductor, except the two reads of every resource-tracker pass (the service row and
-    the evacuations waiting for clean-up): one ConductorRPC 1.5 call for every host of
-    the process, at most ``max_age`` seconds old, instead of two calls per host per pass
+    """The records of a fleet's hosts (``stratus compute --count``, ``stratus serve``),
+    through their cell's conductor, except the two reads of every resource-tracker pass
+    (the service row and the evacuations waiting for clean-up): one read for every host
+    of the fleet, at most ``max_age`` seconds old, instead of two calls per host per pass
     (at 1,000 hosts and a 60 s pass, 33 calls a second at rest: a fifth of a core over
-    the compute, its conductor, RabbitMQ and the database). What a pass then acts on is
-    up to ``max_age`` older than a read of its own, when the pass itself comes once a
-    minute; a host the snapshot lacks (registered since) and a conductor older than 1.5
-    are asked per host, as before."""
+    the compute, its conductor, RabbitMQ and the database).
 
-    def __init__(self, records: Any, hosts: list[str], max_age: float = 10.0) -> None:
+    ``direct``: the cell database's records, for serve, which holds it: the snapshot is
+    read there and each service row is read there fresh. Otherwise both come through
+    the conductor (ConductorRPC 1.5 ``compute_hosts_state``): what a pass acts on is
+    then up to ``max_age`` older than a read of its own, when the pass itself comes once
+    a minute, and a host told of an operator's disable reads its own row until a newer
+    snapshot (:meth:`forget_service`). A host the snapshot lacks (registered since) and
+    a conductor older than 1.5 are asked per host. Finding a finished evacuation a pass
+    later costs nothing: its cleanup is a compare-and-swap."""
+
+    def __init__(self, records: Any, hosts: list[str], max_age: float = 10.0, *,
+                 direct: DatabaseRecords | None = None) -> None:
         self._records, self._hosts, self._max_age = records, list(hosts), max_age
+        self._direct = direct
         self._lock = threading.Lock()
         self._state: dict[str, tuple[ServiceState, list[tuple[str, str]]]] = {}
         self._read_at = -math.inf
@@ -161,7 +119,7 @@ class FleetPassRecords:
             if self._batched and time.monotonic() - self._read_at >= self._max_age:
                 asked = time.monotonic()
                 try:
-                    state = self._records.hosts_state(self._hosts, BINARY)
+                    state = (self._direct or self._records).hosts_state(self._hosts, BINARY)
                 except (NoSuchMethod, UnsupportedVersion) as exc:
                     LOG.info("conductor before ConductorRPC 1.5 (%s): each host reads its "
                              "own service row and evacuations", exc)
@@ -179,6 +137,8 @@ class FleetPassRecords:
             self._state.pop(host, None)
 
     def service(self, host: str, binary: str) -> ServiceState | None:
+        if self._direct is not None:
+            return self._direct.service(host, binary)
         known = self._known(host) if binary == BINARY else None
         return known[0] if known is not None else self._records.service(host, binary)
 

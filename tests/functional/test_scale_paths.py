@@ -212,13 +212,13 @@ def test_bulk_registration_gives_the_services_their_records_and_a_restart_readop
 
 
 def test_a_fleet_hosts_pass_reads_see_the_cell(tmp_path):
-    """serve's FleetRecords: the service row read fresh, the finished evacuations of a
+    """serve's FleetPassRecords: the service row read fresh, the finished evacuations of a
     host from one read of the cell (a finished cleanup is not offered again), and every
     other call on the compute's own records."""
     import os
 
     import stratus.cells
-    from stratus.allinone.computes import FleetRecords
+    from stratus.allinone.computes import FleetPassRecords
     from stratus.cells import moves
     from stratus.compute.records import DatabaseRecords
     from stratus.storage import migrate
@@ -226,7 +226,7 @@ def test_a_fleet_hosts_pass_reads_see_the_cell(tmp_path):
     engine = db.create_engine(f"sqlite:///{tmp_path / 'cell1.db'}")
     migrate.upgrade(engine, os.path.join(os.path.dirname(stratus.cells.__file__), "migrations"))
     own = DatabaseRecords(engine)
-    fleet = FleetRecords(own, engine, max_age=3600)   # type: ignore[arg-type]
+    fleet = FleetPassRecords(own, ["cmp1", "cmp2"], max_age=3600, direct=own)
     sid = own.register("cmp1", BINARY, 1, services.utcnow())
     with db.write(engine) as conn:
         for uuid, host in (("m1", "cmp1"), ("m2", "cmp2")):
