@@ -72,12 +72,13 @@ class Round:
     boots: int
     sent: dict[str, float] = field(default_factory=dict)      # server id -> POST sent
     answered: list[float] = field(default_factory=list)       # POST answer times
-    active: dict[str, float] = field(default_factory=dict)    # server id -> seen ACTIVE
+    # server id -> when first seen ACTIVE or ERROR (the round ends when every one is)
+    settled: dict[str, float] = field(default_factory=dict)
     errors: int = 0
     started: float = 0.0
     reasons: dict[str, int] = field(default_factory=dict)     # why, for the errors
-    # Servers seen in ERROR: settled (in ``active``, so the round can end) but neither
-    # ACTIVE per second nor time to ACTIVE count them.
+    # Those of ``settled`` seen in ERROR: neither ACTIVE per second nor time to ACTIVE
+    # counts them.
     errored: set[str] = field(default_factory=set)
 
     def failed(self, why: str) -> None:
@@ -85,13 +86,13 @@ class Round:
         self.reasons[why] = self.reasons.get(why, 0) + 1
 
     def to_active(self) -> list[float]:
-        return sorted(self.active[s] - self.sent[s] for s in self.active
+        return sorted(self.settled[s] - self.sent[s] for s in self.settled
                       if s not in self.errored)
 
     @property
     def per_second(self) -> float:
         """Servers that went ACTIVE, over the time to the last of them."""
-        seen = [t for s, t in self.active.items() if s not in self.errored]
+        seen = [t for s, t in self.settled.items() if s not in self.errored]
         if not seen:
             return 0.0
         return len(seen) / (max(seen) - self.started)
@@ -169,16 +170,16 @@ def run_round(api_url: str, boots: int, clients: int,
                 since = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
                 for server in all_servers(http, stamp):
                     if server["status"] == "ACTIVE":
-                        result.active.setdefault(server["id"], now)
-                    elif server["status"] == "ERROR" and server["id"] not in result.active:
-                        result.active[server["id"]] = now
+                        result.settled.setdefault(server["id"], now)
+                    elif server["status"] == "ERROR" and server["id"] not in result.settled:
+                        result.settled[server["id"]] = now
                         result.errored.add(server["id"])
                         with lock:
                             result.failed("ERROR: " + " ".join(
                                 server.get("fault", {}).get("message", "").split())[:160])
                 with lock:
                     if len(result.sent) + result.errors >= boots and \
-                            set(result.sent) <= set(result.active):
+                            set(result.sent) <= set(result.settled):
                         done.set()
                 time.sleep(interval)
 
