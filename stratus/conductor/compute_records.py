@@ -133,6 +133,8 @@ class ComputeRecordsEndpoint:
     def _mine(self, method: str, *hosts: str) -> None:
         sender = current_sender()
         for host in hosts:
+            if not isinstance(host, str):   # the bus checks names, not types
+                self._refuse(method, f"a host must be a name, not {host!r}")
             if not sender_owns(sender, host):
                 self._refuse(method, f"{sender} may not speak for host {host}")
 

@@ -169,6 +169,9 @@ def test_a_fleets_passes_read_every_hosts_state_in_one_call(world):
         assert conn.execute(sa.select(cs.migrations.c.status)).scalar() == "completed"
     with pytest.raises(NotYourRecord):
         as_compute(world, "sim").hosts_state(["sim0001", "cmp1"], BINARY)
+    for malformed in ([1], "sim0001", [["sim0001"]]):   # refused, not a crash
+        with pytest.raises(NotYourRecord):
+            as_compute(world, "sim").hosts_state(malformed, BINARY)  # type: ignore[arg-type]
 
 
 def test_a_fleet_beside_an_older_conductor_asks_per_host():
