@@ -29,6 +29,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from stratus.cells import schema as s
 from stratus.storage import engine as db
+from stratus.storage import prepared
 
 LOG = logging.getLogger(__name__)
 
@@ -97,10 +98,10 @@ def start(conn: Connection, instance_uuid: str, action: str, caller: Caller,
           now: dt.datetime | None = None) -> int:
     """Record that ``action`` began on the server; its id."""
     now = now or utcnow()
-    result = conn.execute(sa.insert(s.instance_actions).values(
-        action=action, instance_uuid=instance_uuid, request_id=caller.request_id,
-        user_id=caller.user_id, project_id=caller.project_id, start_time=now,
-        created_at=now))
+    result = prepared.insert(conn, s.instance_actions, {
+        "action": action, "instance_uuid": instance_uuid, "request_id": caller.request_id,
+        "user_id": caller.user_id, "project_id": caller.project_id, "start_time": now,
+        "created_at": now})
     return _new_id(result)
 
 
@@ -110,13 +111,13 @@ def start_done(conn: Connection, instance_uuid: str, action: str, caller: Caller
     now (:func:`record`'s), in two inserts (the action written as the step leaves it);
     the action's id."""
     now = utcnow()
-    action_id = _new_id(conn.execute(sa.insert(s.instance_actions).values(
-        action=action, instance_uuid=instance_uuid, request_id=caller.request_id,
-        user_id=caller.user_id, project_id=caller.project_id, start_time=started,
-        created_at=started, updated_at=now)))
-    conn.execute(sa.insert(s.instance_actions_events).values(
-        action_id=action_id, event=event, start_time=started, finish_time=now,
-        result=SUCCESS, created_at=started, updated_at=now))
+    action_id = _new_id(prepared.insert(conn, s.instance_actions, {
+        "action": action, "instance_uuid": instance_uuid, "request_id": caller.request_id,
+        "user_id": caller.user_id, "project_id": caller.project_id, "start_time": started,
+        "created_at": started, "updated_at": now}))
+    prepared.insert(conn, s.instance_actions_events, {
+        "action_id": action_id, "event": event, "start_time": started, "finish_time": now,
+        "result": SUCCESS, "created_at": started, "updated_at": now})
     return action_id
 
 
@@ -126,11 +127,14 @@ def _new_id(result: sa.CursorResult[Any]) -> int:
     return int(key[0])
 
 
+_NEWEST = (sa.select(s.instance_actions.c.id)
+           .where(s.instance_actions.c.instance_uuid == sa.bindparam("uuid"),
+                  s.instance_actions.c.action.in_(sa.bindparam("names", expanding=True)))
+           .order_by(s.instance_actions.c.id.desc()).limit(1))
+
+
 def _newest(conn: Connection, instance_uuid: str, names: Sequence[str]) -> int | None:
-    t = s.instance_actions
-    return conn.execute(sa.select(t.c.id).where(t.c.instance_uuid == instance_uuid,
-                                                t.c.action.in_(list(names)))
-                        .order_by(t.c.id.desc()).limit(1)).scalar()
+    return conn.execute(_NEWEST, {"uuid": instance_uuid, "names": list(names)}).scalar()
 
 
 def start_event(conn: Connection, instance_uuid: str, names: str | Sequence[str],
@@ -142,10 +146,10 @@ def start_event(conn: Connection, instance_uuid: str, names: str | Sequence[str]
     if action_id is None:
         return None
     now = now or utcnow()
-    result = conn.execute(sa.insert(s.instance_actions_events).values(
-        action_id=action_id, event=event, start_time=now, host=host, created_at=now))
-    conn.execute(sa.update(s.instance_actions).where(s.instance_actions.c.id == action_id)
-                 .values(updated_at=now))
+    result = prepared.insert(conn, s.instance_actions_events, {
+        "action_id": action_id, "event": event, "start_time": now, "host": host,
+        "created_at": now})
+    prepared.update(conn, s.instance_actions, {"id": action_id}, {"updated_at": now})
     return _new_id(result)
 
 
@@ -181,15 +185,14 @@ def record(conn: Connection, instance_uuid: str, names: str | Sequence[str], eve
         return
     now = utcnow()
     reason = one_line(error) if error is not None else None
-    conn.execute(sa.insert(s.instance_actions_events).values(
-        action_id=action_id, event=event, start_time=started or now, finish_time=now,
-        result=ERROR if error is not None else SUCCESS, details=reason, host=host,
-        created_at=started or now, updated_at=now))
+    prepared.insert(conn, s.instance_actions_events, {
+        "action_id": action_id, "event": event, "start_time": started or now,
+        "finish_time": now, "result": ERROR if error is not None else SUCCESS,
+        "details": reason, "host": host, "created_at": started or now, "updated_at": now})
     values: dict[str, object] = {"updated_at": now}
     if reason is not None:
         values["message"] = reason
-    conn.execute(sa.update(s.instance_actions).where(s.instance_actions.c.id == action_id)
-                 .values(**values))
+    prepared.update(conn, s.instance_actions, {"id": action_id}, values)
 
 
 def interrupted(conn: Connection, instance_uuid: str, names: str | Sequence[str],

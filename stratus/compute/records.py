@@ -34,6 +34,7 @@ from sqlalchemy.engine import Connection, Engine
 from stratus.cells import actions, moves, services
 from stratus.cells import schema as cs
 from stratus.storage import engine as db
+from stratus.storage import prepared
 
 if TYPE_CHECKING:
     from stratus.bus import Bus
@@ -212,10 +213,19 @@ def _update_instance(conn: Connection, uuid: str, on: str, unplaced: bool = Fals
                      **values: object) -> bool:
     """Write ``values`` on server ``uuid`` if it is live and on host ``on`` (``unplaced``:
     or on no host yet)."""
+    return bool(prepared.update_by(conn, _UPDATE_ON_HOST[unplaced], cs.instances,
+                                   {"w_uuid": uuid, "w_host": on}, values))
+
+
+def _update_on_host(unplaced: bool) -> sa.Update:
     t = cs.instances
+    on: sa.BindParameter[str] = sa.bindparam("w_host")
     here = sa.or_(t.c.host == on, t.c.host.is_(None)) if unplaced else t.c.host == on
-    return bool(conn.execute(sa.update(t).where(
-        t.c.uuid == uuid, here, t.c.deleted_at.is_(None)).values(**values)).rowcount)
+    return sa.update(t).where(t.c.uuid == sa.bindparam("w_uuid"), here,
+                              t.c.deleted_at.is_(None))
+
+
+_UPDATE_ON_HOST = {unplaced: _update_on_host(unplaced) for unplaced in (False, True)}
 
 
 def advance_sql(conn: Connection, uuid: str, host: str, expect: Sequence[str | None],

@@ -9,6 +9,7 @@ reschedule for any instance; readers of the spec ignore the extra key.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 from typing import Any
 
@@ -21,6 +22,7 @@ from stratus.cells import instance_meta, moves
 from stratus.cells import schema as cs
 from stratus.cells.mappings import CellMapping, get_cell
 from stratus.scheduler.request import persistable
+from stratus.storage import prepared
 
 ACTIVE, BUILDING, ERROR = "active", "building", "error"
 SCHEDULING, SPAWNING = "scheduling", "spawning"
@@ -43,10 +45,10 @@ def save_request_spec(conn: Connection, instance_uuid: str, spec: dict[str, Any]
     sizes = flavor_sizes(data)   # what the project's quota usage sums
     # The update first: the API made the row with the server, so it is almost always
     # there, and a select before it was a round trip for nothing.
-    if conn.execute(sa.update(table).where(table.c.instance_uuid == instance_uuid)
-                    .values(spec=text, updated_at=utcnow(), **sizes)).rowcount == 0:
-        conn.execute(sa.insert(table).values(instance_uuid=instance_uuid, spec=text,
-                                             created_at=utcnow(), **sizes))
+    if prepared.update(conn, table, {"instance_uuid": instance_uuid},
+                       {"spec": text, "updated_at": utcnow(), **sizes}) == 0:
+        prepared.insert(conn, table, {"instance_uuid": instance_uuid, "spec": text,
+                                      "created_at": utcnow(), **sizes})
 
 
 def ensure_build_records(conn: Connection, instances: list[dict[str, Any]],
@@ -95,23 +97,44 @@ def map_instance(conn: Connection, instance_uuid: str, cell: CellMapping | None,
     Once a cell holds the instance its build request (the API's placeholder) goes, in
     the same transaction, so the API finds the server in exactly one place.
     """
-    table = api.instance_mappings
-    # The cell's id found by the same statement (a subquery), not by a select before it.
-    cell_id: Any = None if cell is None else sa.select(api.cell_mappings.c.id).where(
-        api.cell_mappings.c.uuid == cell.uuid).scalar_subquery()
-    query = sa.update(table).where(table.c.instance_uuid == instance_uuid)
-    if if_wanted:
-        query = query.where(table.c.queued_for_delete == sa.false())
-    if conn.execute(query.values(cell_id=cell_id, updated_at=utcnow())).rowcount == 0:
+    cell_uuid = None if cell is None else cell.uuid
+    if conn.execute(_remap(cell is not None, if_wanted),
+                    {"uuid": instance_uuid, "cell_uuid": cell_uuid, "now": utcnow()}
+                    ).rowcount == 0:
         if if_wanted:
             return False
-        conn.execute(sa.insert(table).values(instance_uuid=instance_uuid, cell_id=cell_id,
-                                             project_id=project_id, user_id=user_id,
-                                             created_at=utcnow()))
+        conn.execute(_new_mapping(cell is not None),
+                     {"instance_uuid": instance_uuid, "cell_uuid": cell_uuid,
+                      "project_id": project_id, "user_id": user_id, "created_at": utcnow()})
     if cell is not None:
-        conn.execute(sa.delete(api.build_requests)
-                     .where(api.build_requests.c.instance_uuid == instance_uuid))
+        prepared.delete(conn, api.build_requests, {"instance_uuid": instance_uuid})
     return True
+
+
+def _cell_id(placed: bool) -> Any:
+    """The cell's id found by the statement itself (a subquery), not by a select
+    before it."""
+    if not placed:
+        return None
+    return (sa.select(api.cell_mappings.c.id)
+            .where(api.cell_mappings.c.uuid == sa.bindparam("cell_uuid")).scalar_subquery())
+
+
+@functools.cache
+def _remap(placed: bool, if_wanted: bool) -> sa.Update:
+    table = api.instance_mappings
+    query = sa.update(table).where(table.c.instance_uuid == sa.bindparam("uuid"))
+    if if_wanted:
+        query = query.where(table.c.queued_for_delete == sa.false())
+    return query.values(cell_id=_cell_id(placed), updated_at=sa.bindparam("now"))
+
+
+@functools.cache
+def _new_mapping(placed: bool) -> sa.Insert:
+    return sa.insert(api.instance_mappings).values(
+        instance_uuid=sa.bindparam("instance_uuid"), cell_id=_cell_id(placed),
+        project_id=sa.bindparam("project_id"), user_id=sa.bindparam("user_id"),
+        created_at=sa.bindparam("created_at"))
 
 
 # What PUT /servers/{id} may change on a build request (the API's server_update).
@@ -124,9 +147,8 @@ def build_request_changes(conn: Connection, instance: dict[str, Any]) -> dict[st
     that hands the server to its cell (and drops the build request): the API's update
     either lands before it, and is returned here, or finds no build request and
     changes the cell's row itself."""
-    b = api.build_requests
-    row = conn.execute(sa.select(b.c.name, b.c.instance)
-                       .where(b.c.instance_uuid == instance["uuid"])).first()
+    row = prepared.select(conn, api.build_requests, {"instance_uuid": instance["uuid"]},
+                          ("name", "instance")).first()
     if row is None:
         return {}
     asked = json.loads(row.instance) if row.instance else {}
@@ -161,23 +183,31 @@ def take_build(conn: Connection, instance_uuid: str, now: dt.datetime,
     twice. A server without a build request is the caller's unless a cell already holds
     it (servers made without the API, as some tests and tools do, have none).
     """
-    b = api.build_requests
-    fresh: sa.ColumnElement[bool]
-    if stale_before is None:
-        fresh = b.c.updated_at.is_(None)
-    else:
-        fresh = sa.or_(sa.and_(b.c.updated_at.is_(None), b.c.created_at <= stale_before),
-                       b.c.updated_at <= stale_before)
-    taken = conn.execute(sa.update(b).where(b.c.instance_uuid == instance_uuid, fresh)
-                         .values(updated_at=now)).rowcount
+    taken = conn.execute(_TAKE_FRESH if stale_before is None else _TAKE_STALE,
+                         {"uuid": instance_uuid, "now": now, "before": stale_before}).rowcount
     if taken:
         return LEASED
-    if conn.execute(sa.select(b.c.id).where(b.c.instance_uuid == instance_uuid)).first():
+    if prepared.select(conn, api.build_requests, {"instance_uuid": instance_uuid},
+                       ("id",)).first():
         return None   # someone holds its lease
-    m = api.instance_mappings
-    placed = conn.execute(sa.select(m.c.id).where(m.c.instance_uuid == instance_uuid,
-                                                  m.c.cell_id.is_not(None))).first()
+    placed = conn.execute(_PLACED, {"uuid": instance_uuid}).first()
     return UNREQUESTED if placed is None else None   # a cell holds it: built already
+
+
+def _take(fresh: sa.ColumnElement[bool]) -> sa.Update:
+    b = api.build_requests
+    return (sa.update(b).where(b.c.instance_uuid == sa.bindparam("uuid"), fresh)
+            .values(updated_at=sa.bindparam("now")))
+
+
+_b = api.build_requests
+_TAKE_FRESH = _take(_b.c.updated_at.is_(None))
+_TAKE_STALE = _take(sa.or_(
+    sa.and_(_b.c.updated_at.is_(None), _b.c.created_at <= sa.bindparam("before")),
+    _b.c.updated_at <= sa.bindparam("before")))
+_PLACED = sa.select(api.instance_mappings.c.id).where(
+    api.instance_mappings.c.instance_uuid == sa.bindparam("uuid"),
+    api.instance_mappings.c.cell_id.is_not(None))
 
 
 def stale_builds(conn: Connection, before: dt.datetime) -> list[dict[str, Any]]:
@@ -235,16 +265,18 @@ def create_instance(conn: Connection, instance: dict[str, Any], flavor: dict[str
                     vm_state: str, task_state: str | None, fault: str | None = None) -> None:
     now = utcnow()
     system_metadata = instance.get("system_metadata")
-    conn.execute(sa.insert(cs.instances).values(
-        uuid=instance["uuid"], name=instance.get("name") or f"instance-{instance['uuid'][:8]}",
-        project_id=instance["project_id"], user_id=instance["user_id"], host=host, node=node,
-        availability_zone=availability_zone, flavor=flavor_text(flavor),
-        vm_state=vm_state, task_state=task_state, fault=fault, created_at=now,
-        image_ref=instance.get("image_ref"), key_name=instance.get("key_name"),
-        system_metadata=json.dumps(system_metadata, sort_keys=True)
+    prepared.insert(conn, cs.instances, {
+        "uuid": instance["uuid"],
+        "name": instance.get("name") or f"instance-{instance['uuid'][:8]}",
+        "project_id": instance["project_id"], "user_id": instance["user_id"],
+        "host": host, "node": node, "availability_zone": availability_zone,
+        "flavor": flavor_text(flavor), "vm_state": vm_state, "task_state": task_state,
+        "fault": fault, "created_at": now, "image_ref": instance.get("image_ref"),
+        "key_name": instance.get("key_name"),
+        "system_metadata": json.dumps(system_metadata, sort_keys=True)
         if system_metadata else None,
         **{k: instance.get(k) for k in _REQUESTED_COLUMNS},
-        **{k: bool(instance.get(k)) for k in _REQUESTED_FLAGS}))
+        **{k: bool(instance.get(k)) for k in _REQUESTED_FLAGS}})
     if instance.get("metadata"):
         instance_meta.update_metadata(conn, instance["uuid"], instance["metadata"])
     if instance.get("tags"):
@@ -257,15 +289,19 @@ def update_instance(conn: Connection, instance_uuid: str, *, live_only: bool = F
     being deleted (the API's delete marked it first: its record is the delete's now).
     True if a row was written."""
     values.setdefault("updated_at", utcnow())
-    query = sa.update(cs.instances).where(cs.instances.c.uuid == instance_uuid)
-    if live_only:
-        query = query.where(*_live(cs.instances))
-    return bool(conn.execute(query.values(**values)).rowcount)
+    if not live_only:
+        return bool(prepared.update(conn, cs.instances, {"uuid": instance_uuid}, values))
+    return bool(prepared.update_by(conn, _UPDATE_LIVE, cs.instances,
+                                   {prepared.WHERE + "uuid": instance_uuid}, values))
 
 
 def _live(t: sa.Table) -> tuple[sa.ColumnElement[bool], ...]:
     return (t.c.deleted_at.is_(None),
             sa.or_(t.c.task_state.is_(None), t.c.task_state != moves.DELETING))
+
+
+_UPDATE_LIVE = sa.update(cs.instances).where(
+    cs.instances.c.uuid == sa.bindparam(prepared.WHERE + "uuid"), *_live(cs.instances))
 
 
 def is_live(conn: Connection, instance_uuid: str) -> bool:

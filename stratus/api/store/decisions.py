@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stratus.api import schema
+from stratus.storage import prepared
 
 KEEP = 200
 CHOSEN, NO_VALID_HOST, ERROR = "chosen", "no_valid_host", "error"
@@ -51,14 +52,14 @@ def record(conn: Connection, decision: Decision, keep: int = KEEP) -> int:
     """Insert ``decision`` and, now and then, drop all but the newest ``keep`` rows (up to
     TRIM_EVERY more per writing process may stay in between); its id."""
     table = schema.scheduling_decisions
-    result = conn.execute(sa.insert(table).values(
-        created_at=decision.created_at or _utcnow(),
-        instance_uuid=decision.instance_uuid, num_instances=decision.num_instances,
-        action=decision.action, flavor=decision.flavor, project_id=decision.project_id,
-        outcome=decision.outcome,
-        hosts=json.dumps(decision.hosts) if decision.hosts else None,
-        alternates=decision.alternates, duration_ms=decision.duration_ms,
-        reason=decision.reason))
+    result = prepared.insert(conn, table, {
+        "created_at": decision.created_at or _utcnow(),
+        "instance_uuid": decision.instance_uuid, "num_instances": decision.num_instances,
+        "action": decision.action, "flavor": decision.flavor,
+        "project_id": decision.project_id, "outcome": decision.outcome,
+        "hosts": json.dumps(decision.hosts) if decision.hosts else None,
+        "alternates": decision.alternates, "duration_ms": decision.duration_ms,
+        "reason": decision.reason})
     assert result.inserted_primary_key is not None
     new_id = int(result.inserted_primary_key[0])
     # Ids only grow, so "older than the keep-th newest" is a range (with gaps in the ids,

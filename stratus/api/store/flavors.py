@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 
 from stratus.api import schema as s
 from stratus.api.store.errors import Conflict, NotFound
+from stratus.storage import prepared
 
 
 def utcnow() -> dt.datetime:
@@ -40,9 +41,8 @@ def _specs(conn: Connection, ids: list[int]) -> dict[int, dict[str, str]]:
     out: dict[int, dict[str, str]] = {i: {} for i in ids}
     if not ids:
         return out
-    t = s.flavor_extra_specs
-    for row in conn.execute(sa.select(t).where(t.c.flavor_id.in_(ids))
-                            .order_by(t.c.flavor_id, t.c.key)):
+    for row in prepared.select(conn, s.flavor_extra_specs, {"flavor_id": ids},
+                               order_by=("flavor_id", "key")):
         out[row.flavor_id][row.key] = row.value
     return out
 
@@ -54,7 +54,7 @@ def _from_row(row: sa.Row, specs: dict[str, str]) -> Flavor:
 
 
 def get(conn: Connection, flavorid: str) -> Flavor:
-    row = conn.execute(sa.select(s.flavors).where(s.flavors.c.flavorid == flavorid)).first()
+    row = prepared.select(conn, s.flavors, {"flavorid": flavorid}).first()
     if row is None:
         raise NotFound(f"Flavor {flavorid} could not be found.")
     return _from_row(row, _specs(conn, [row.id])[row.id])

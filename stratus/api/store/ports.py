@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 
 from stratus.api import schema as s
 from stratus.api.store.servers import utcnow
+from stratus.storage import prepared
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,8 @@ def of(conn: Connection, instance_uuids: Iterable[str]) -> dict[str, list[Server
     out: dict[str, list[ServerPort]] = {u: [] for u in uuids}
     t = s.instance_ports
     for i in range(0, len(uuids), 500):
-        rows = conn.execute(sa.select(t).where(t.c.instance_uuid.in_(uuids[i:i + 500]))
-                            .order_by(t.c.id))
+        rows = prepared.select(conn, t, {"instance_uuid": uuids[i:i + 500]},
+                               order_by=("id",))
         for row in rows:
             out[row.instance_uuid].append(_row(row))
     return out

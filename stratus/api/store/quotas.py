@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stratus.api import schema as s
+from stratus.storage import prepared
 
 
 def utcnow() -> dt.datetime:
@@ -48,16 +49,15 @@ def flavor_sizes(spec: Mapping[str, Any]) -> dict[str, int]:
 
 
 def project_limits(conn: Connection, project_id: str) -> dict[str, int]:
-    q = s.quotas
-    rows = conn.execute(sa.select(q.c.resource, q.c.hard_limit)
-                        .where(q.c.project_id == project_id))
+    rows = prepared.select(conn, s.quotas, {"project_id": project_id},
+                           ("resource", "hard_limit"))
     return {r.resource: r.hard_limit for r in rows}
 
 
 def user_limits(conn: Connection, project_id: str, user_id: str) -> dict[str, int]:
-    q = s.project_user_quotas
-    rows = conn.execute(sa.select(q.c.resource, q.c.hard_limit)
-                        .where(q.c.project_id == project_id, q.c.user_id == user_id))
+    rows = prepared.select(conn, s.project_user_quotas,
+                           {"project_id": project_id, "user_id": user_id},
+                           ("resource", "hard_limit"))
     return {r.resource: r.hard_limit for r in rows}
 
 
@@ -71,9 +71,8 @@ def users_limits(conn: Connection, project_id: str) -> dict[str, int]:
 
 
 def class_limits(conn: Connection, class_name: str) -> dict[str, int]:
-    q = s.quota_classes
-    rows = conn.execute(sa.select(q.c.resource, q.c.hard_limit)
-                        .where(q.c.class_name == class_name))
+    rows = prepared.select(conn, s.quota_classes, {"class_name": class_name},
+                           ("resource", "hard_limit"))
     return {r.resource: r.hard_limit for r in rows}
 
 

@@ -23,6 +23,7 @@ from stratus.api.store import quotas as quota_store
 from stratus.cells import instance_meta
 from stratus.cells import schema as cs
 from stratus.cells.moves import DELETING
+from stratus.storage import prepared
 
 # vm_state values as the conductor and computes write them.
 BUILDING, ACTIVE, ERROR, DELETED = "building", "active", "error", "deleted"
@@ -153,16 +154,16 @@ def create_build_requests(conn: Connection, instances: Iterable[dict[str, Any]],
     text = json.dumps(spec, sort_keys=True)
     sizes = quota_store.flavor_sizes(spec)
     for inst in instances:
-        conn.execute(sa.insert(s.instance_mappings).values(
-            instance_uuid=inst["uuid"], cell_id=None, project_id=inst["project_id"],
-            user_id=inst["user_id"], created_at=now))
+        prepared.insert(conn, s.instance_mappings, {
+            "instance_uuid": inst["uuid"], "cell_id": None, "project_id": inst["project_id"],
+            "user_id": inst["user_id"], "created_at": now})
         asked = {k: inst[k] for k in REQUESTED if inst.get(k) not in (None, {}, [], ())}
-        conn.execute(sa.insert(s.build_requests).values(
-            instance_uuid=inst["uuid"], project_id=inst["project_id"],
-            user_id=inst["user_id"], name=inst["name"], created_at=now,
-            instance=json.dumps(asked, sort_keys=True) if asked else None))
-        conn.execute(sa.insert(s.request_specs).values(
-            instance_uuid=inst["uuid"], spec=text, created_at=now, **sizes))
+        prepared.insert(conn, s.build_requests, {
+            "instance_uuid": inst["uuid"], "project_id": inst["project_id"],
+            "user_id": inst["user_id"], "name": inst["name"], "created_at": now,
+            "instance": json.dumps(asked, sort_keys=True) if asked else None})
+        prepared.insert(conn, s.request_specs, {
+            "instance_uuid": inst["uuid"], "spec": text, "created_at": now, **sizes})
 
 
 def update_build_request(conn: Connection, uuid: str, changes: dict[str, Any]) -> bool:
