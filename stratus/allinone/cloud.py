@@ -434,7 +434,7 @@ class AllInOne:
         deps = make_deps(self.config, bus=api_bus, placement=self.placement_client(),
                          network=self.network_client(),
                          image=ImageClient("http://image.allinone", wsgi_app=self.image_wsgi),
-                         images=self.image_writer())
+                         images=self.image_writer(), cells=self.cache)
         self.started.closers.append(deps.close)
         self.compute_deps = deps
         if not self.http:

@@ -14,6 +14,8 @@ import os
 import socket
 from typing import Any
 
+from sqlalchemy.engine import Engine
+
 import stratus.api
 from stratus import config as configuration
 from stratus.api.deps import ComputeAPIDeps
@@ -21,6 +23,8 @@ from stratus.api.http.app import ComputeApp, WSGIApp
 from stratus.api.ops import quotas
 from stratus.api.store.cells import CellDBs
 from stratus.bus import Bus
+from stratus.cells import mappings
+from stratus.cells.cache import CellCache
 from stratus.cells.engines import CellEngines
 from stratus.image.client import ImageClient, ImageWriter
 from stratus.metrics.wsgi import database_probe, instrument
@@ -46,8 +50,10 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
               placement: PlacementClient | None = None,
               network: NetworkClient | None = None, sync: bool = False,
               identity: str | None = None, image: ImageClient | None = None,
-              images: ImageWriter | None = None) -> ComputeAPIDeps:
-    """Everything the API needs; ``bus`` and ``placement`` may be passed in (all-in-one)."""
+              images: ImageWriter | None = None,
+              cells: CellCache | None = None) -> ComputeAPIDeps:
+    """Everything the API needs; ``bus``, ``placement`` and the cached cell mappings
+    (``cells``) may be passed in (all-in-one)."""
     engine = db.create_engine(api_db_url(config))
     if sync:
         migrate.upgrade(engine, MIGRATIONS)
@@ -96,8 +102,9 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
         reclaim_instance_interval=int(config.get("DEFAULT", "reclaim_instance_interval")),
         enable_instance_password=bool(config.get("api", "enable_instance_password")),
         password_length=int(config.get("DEFAULT", "password_length")),
-        dbs=CellDBs(engine, cell_engines, timeout=float(config.get("scheduler",
-                                                                    "cell_timeout"))),
+        dbs=CellDBs(engine, cell_engines,
+                    timeout=float(config.get("scheduler", "cell_timeout")),
+                    cache=cells or _cell_cache(engine, config)),
         placement=placement, bus=bus,
         service_down_time=int(config.get("compute", "service_down_time")),
         rpc_timeout=timeout,
@@ -109,6 +116,14 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
         max_limit=int(config.get("api", "max_limit")),
         quota_defaults={r: int(config.get("quota", r)) for r in quotas.RESOURCES},
         quota_recheck=bool(config.get("quota", "recheck_quota")))
+
+
+def _cell_cache(engine: Engine, config: configuration.Config) -> CellCache:
+    def load() -> list[mappings.CellMapping]:
+        with db.read(engine) as conn:
+            return mappings.list_cells(conn)
+
+    return CellCache(load, config.get("scheduler", "cell_cache_refresh_interval"))
 
 
 def build_wsgi(api: ComputeAPIDeps, config: configuration.Config | None = None) -> WSGIApp:

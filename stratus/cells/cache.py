@@ -13,7 +13,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from stratus.cells.mappings import CellMapping
 
@@ -58,6 +58,25 @@ class CellCache:
 
     def all(self) -> list[CellMapping]:
         return list(self._current())
+
+    def find(self, ident: str) -> CellMapping | None:
+        """The cell whose uuid or name is ``ident``; a cell the cache does not know
+        reloads it once (a cell made since: its servers' mappings may name it already)."""
+        for fresh in (False, True):
+            if fresh:
+                self.request_refresh()
+            found = next((c for c in self._current() if ident in (c.uuid, c.name)), None)
+            if found is not None:
+                return found
+        return None
+
+    def covering(self, uuids: Collection[str]) -> list[CellMapping]:
+        """The cells among ``uuids``, reloaded once if the cache lacks one of them."""
+        cells = self._current()
+        if not set(uuids) <= {c.uuid for c in cells}:
+            self.request_refresh()
+            cells = self._current()
+        return [c for c in cells if c.uuid in uuids]
 
     def enabled(self) -> list[CellMapping]:
         """Cells that take new servers: not disabled, and never cell0."""

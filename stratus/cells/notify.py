@@ -1,6 +1,7 @@
-"""Telling every running scheduler on this machine that the cell list changed.
+"""Telling every running process on this machine that caches the cell list (schedulers,
+conductors, compute APIs, ``stratus serve``) that it changed.
 
-Each scheduler process registers a pid file under the run directory; a change
+Each such process registers a pid file under the run directory; a change
 to the cell mappings (``stratus-manage cell_v2 update_cell`` etc.) sends
 SIGHUP to every registered process that is still alive and removes the pid
 files of those that are gone.

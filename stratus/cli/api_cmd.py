@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 from typing import Any
 
@@ -26,8 +27,10 @@ def add_commands(sub: Any) -> None:
         "os-services, flavors, os-server-groups, servers, os-aggregates, "
         "os-availability-zone, os-hypervisors; microversions 2.1-2.91 answered in the "
         "2.53+ shapes). It reads the API database and every cell's database, calls "
-        "computes and the conductor over the bus, and Placement over HTTP. Stops cleanly "
-        "on SIGTERM or Ctrl-C.",
+        "computes and the conductor over the bus, and Placement over HTTP. The cell "
+        "mappings are cached: reloaded every [scheduler] cell_cache_refresh_interval "
+        "seconds, on SIGHUP (stratus-manage cell_v2's changes send it), and when a server "
+        "names a cell not in the cache. Stops cleanly on SIGTERM or Ctrl-C.",
     )
     common.add_config_args(p)
     p.add_argument("--host", default="127.0.0.1",
@@ -57,6 +60,7 @@ def cmd_api(args: argparse.Namespace) -> int:
 
     from stratus.api import service
     from stratus.bus import BusError
+    from stratus.cells import notify
     from stratus.storage import engine as db
     from stratus.web.server import UVICORN_OPTIONS
 
@@ -105,11 +109,14 @@ def cmd_api(args: argparse.Namespace) -> int:
     # found: quiet ones, so that we close the bus and the engines and exit 0.
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: None)
+    if api.dbs.cache is not None:
+        api.dbs.cache.install_sighup()
     try:
         asgi = WSGIMiddleware(app, workers=16)  # type: ignore[arg-type]
-        uvicorn.run(asgi, host=args.host, port=args.port, **UVICORN_OPTIONS,
-                    log_level="info" if debug else "warning", access_log=debug,
-                    lifespan="off")
+        with notify.registered(os.path.join(config.data_dir, "run")):
+            uvicorn.run(asgi, host=args.host, port=args.port, **UVICORN_OPTIONS,
+                        log_level="info" if debug else "warning", access_log=debug,
+                        lifespan="off")
     finally:
         api.close()
     print("compute API stopped", flush=True)

@@ -78,13 +78,9 @@ class ConductorContext:
         """The mapping of the cell ``uuid`` (or name): from the cache, as the scheduler
         that chose it has it; a cell the cache does not know reloads it once."""
         if self.cells is not None:
-            for fresh in (False, True):
-                if fresh:
-                    self.cells.request_refresh()
-                found = next((c for c in self.cells.all() if uuid in (c.uuid, c.name)),
-                             None)
-                if found is not None:
-                    return found
+            found = self.cells.find(uuid)
+            if found is not None:
+                return found
         with db.read(self.api_engine) as conn:
             return get_cell(conn, uuid)
 

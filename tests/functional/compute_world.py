@@ -20,6 +20,7 @@ from stratus.api.store.cells import CellDBs
 from stratus.bus import Bus
 from stratus.cells import mappings
 from stratus.cells.aggregates import cell_aggregate_uuid
+from stratus.cells.cache import CellCache
 from stratus.compute.drivers import LibvirtDriver
 from stratus.compute.records import ConductorRecords
 from stratus.compute.service import ComputeService
@@ -127,7 +128,10 @@ class World:
         self.computes: dict[str, ComputeService] = {}
         self.now_offset = dt.timedelta(0)
         self.api = ComputeAPIDeps(
-            dbs=CellDBs(self.cloud.api_engine, self.cloud.engines),
+            # Its own cell cache, as a compute API process keeps one (reloaded only when
+            # asked for a cell it lacks, or told to).
+            dbs=CellDBs(self.cloud.api_engine, self.cloud.engines,
+                        cache=CellCache(self.cloud._load_cells, refresh_interval=0)),
             placement=self.cloud.client(), bus=self.bus, rpc_timeout=5.0,
             network=self.network_client(),
             image=ImageClient("http://image.test", wsgi_app=self.image_app),

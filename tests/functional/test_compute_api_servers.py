@@ -253,3 +253,20 @@ def test_unknown_servers_are_404(world):
     fault(world.client.get(f"/servers/{uuidlib.uuid4()}"), 404, "itemNotFound")
     fault(world.client.delete(f"/servers/{uuidlib.uuid4()}"), 404, "itemNotFound")
     fault(world.client.get("/servers/not-a-uuid"), 404, "itemNotFound")
+
+
+def test_a_server_in_a_cell_made_after_the_api_cached_the_cells_is_shown_and_listed(world):
+    """The API keeps the cell mappings cached: a cell created since (cell_v2 create_cell,
+    no signal reaching this API) is read in when a server's mapping names it."""
+    assert world.client.get("/servers").status_code == 200   # the cells are cached now
+    with db.write(world.cloud.api_engine) as conn:
+        world.cloud.cells["cell2"] = mappings.create_cell(
+            conn, "cell2", "", world.cloud._cell_db("cell2"))
+    world.cloud.cache.request_refresh()   # the scheduler's, as cell_v2's SIGHUP does
+    world.add_compute("late", cell="cell2")
+    flavor = world.flavor()
+    sid = world.boot(flavor["id"], name="new-cell").json()["server"]["id"]
+    server = world.settled(sid)
+    assert (server["status"], server[HOST]) == ("ACTIVE", "late")
+    assert [s["id"] for s in world.client.get("/servers/detail").json()["servers"]] == [sid]
+    assert world.client.delete(f"/servers/{sid}").status_code == 204

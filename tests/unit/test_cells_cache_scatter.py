@@ -57,6 +57,30 @@ def test_interval_refresh_without_signal():
     assert cache.enabled() == []
 
 
+def test_find_by_uuid_or_name_reloads_once_for_a_cell_it_lacks():
+    src = Source([cell("a")])
+    cache = CellCache(src, refresh_interval=0)
+    assert cache.find("a").uuid == "uuid-a"
+    assert cache.find("uuid-a").name == "a"
+    assert src.loads == 1                       # answered from the cache
+    src.cells = [cell("a"), cell("b")]          # a cell made since the cache loaded
+    assert cache.find("uuid-b").name == "b"
+    assert src.loads == 2
+    assert cache.find("nowhere") is None        # one reload, then not found
+    assert src.loads == 3
+
+
+def test_covering_reloads_when_a_mapping_names_an_unknown_cell():
+    src = Source([cell("a"), cell("b")])
+    cache = CellCache(src, refresh_interval=0)
+    assert [c.name for c in cache.covering({"uuid-b"})] == ["b"]
+    src.cells = [cell("a"), cell("b"), cell("c")]
+    assert [c.name for c in cache.covering({"uuid-a"})] == ["a"]
+    assert src.loads == 1
+    assert [c.name for c in cache.covering({"uuid-a", "uuid-c"})] == ["a", "c"]
+    assert src.loads == 2
+
+
 def test_sighup_marks_stale_in_a_real_process(tmp_path):
     """A separate process registered as a scheduler reloads after signal_schedulers()."""
     script = tmp_path / "sched.py"

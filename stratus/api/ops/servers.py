@@ -274,7 +274,7 @@ def _load_once(api: ComputeAPIDeps, mappings: list[Mapping], strict: bool
             unscheduled.append(m.instance_uuid)
     found: dict[str, Server] = {}
     if by_cell:
-        cells = [c for c in api.dbs.cells() if c.uuid in by_cell]
+        cells = api.dbs.cells(covering=by_cell)
         got = api.dbs.gather(lambda c: api.dbs.read(c, store.cell_servers, c.uuid,
                                                     by_cell[c.uuid]), cells)
         if strict and got.failures:

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection, Engine
 from stratus.api import schema as api_schema
 from stratus.api.store.errors import BadRequest, NotFound, ServiceUnavailable
 from stratus.cells import mappings, services
+from stratus.cells.cache import CellCache
 from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
 from stratus.cells.scatter import Gathered, scatter_gather
@@ -28,12 +29,26 @@ class CellDBs:
     api: Engine
     engines: CellEngines
     timeout: float = 10.0
+    # The cell mappings, cached as the conductors and schedulers cache them (reloaded on
+    # an interval, on SIGHUP, and when a cell is asked for that the cache lacks): read
+    # per request they were seven transactions of a server's create, listing and delete.
+    # None: read from the API database each time.
+    cache: CellCache | None = None
 
-    def cells(self) -> list[CellMapping]:
+    def cells(self, covering: Collection[str] | None = None) -> list[CellMapping]:
+        """Every cell; with ``covering``, the cells among those uuids (servers'
+        mappings name them)."""
+        if self.cache is not None:
+            return self.cache.all() if covering is None else self.cache.covering(covering)
         with db.read(self.api) as conn:
-            return mappings.list_cells(conn)
+            found = mappings.list_cells(conn)
+        return found if covering is None else [c for c in found if c.uuid in covering]
 
     def cell(self, uuid: str) -> CellMapping:
+        if self.cache is not None:
+            found = self.cache.find(uuid)
+            if found is not None:
+                return found
         with db.read(self.api) as conn:
             return mappings.get_cell(conn, uuid)
 
