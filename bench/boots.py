@@ -17,8 +17,8 @@ each N: N single-server boots (``m1.tiny``) are sent by ``--clients`` threads as
 the API answers, each thread over one kept-open connection; the ACTIVE and the ERROR
 servers that changed since the previous look (``/servers/detail?changes-since=&status=``,
 all pages) are listed every ``poll_interval(N)`` (0.1 s for 100 boots, 0.5 s for 1,000),
-and a server's time to ACTIVE is from the moment its POST was sent to the first list that shows it ACTIVE (so the
-figures carry up to one interval of polling). Reported: servers
+and a server's time to ACTIVE is from the moment its POST was sent to the first list
+that shows it ACTIVE (so the figures carry up to one interval of polling). Reported: servers
 ACTIVE per second (N over the time from the first POST to the last server ACTIVE),
 p50/p99 time to ACTIVE, and the API's own answer time for the POSTs; then, per boot,
 the CPU each process spent (``/proc``; distributed: MariaDB or PostgreSQL and RabbitMQ
