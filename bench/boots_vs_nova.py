@@ -15,7 +15,8 @@ nova-compute exposing every node, a super and a cell conductor, API and Placemen
 gunicorn with 2 workers each, noop quota driver, scheduler defaults).
 
 Each round sends K single-server boots of 1 vCPU / 512 MB / 1 GB from T client threads and
-watches ``/servers/detail``: servers ACTIVE per second (K over the time from the first POST
+watches ``/servers/detail`` (the ACTIVE and ERROR servers changed since the last look):
+servers ACTIVE per second (K over the time from the first POST
 to the last server ACTIVE), p50 and p99 time to ACTIVE, errors; CPU seconds per boot of
 each process tree (its workers included) and of MariaDB and RabbitMQ, from /proc before
 and after the round (the round's listing polls included: Nova's lists are polled every
