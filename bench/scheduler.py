@@ -39,6 +39,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 if __package__ in (None, ""):
@@ -283,6 +284,21 @@ def scrape_conflicts(ports: list[int]) -> int | None:
     return int(total)
 
 
+def bench_signing(workdir: Path) -> dict[str, Any]:
+    """The bench's own bus key, trusted in the data directory the schedulers read (their
+    bus is signed by default: an unsigned call is refused); nothing on a checkout from
+    before the signed bus."""
+    try:
+        from stratus import config as configuration
+        from stratus import signed_bus
+    except ImportError:
+        return {}
+    config = configuration.load([], environ={}, overrides={
+        ("DEFAULT", "data_dir"): str(workdir)})
+    signer, verifier = signed_bus.security(config, "bench")
+    return {"signer": signer, "verifier": verifier} if signer is not None else {}
+
+
 def separate_processes(n: int, workdir: Path, placement_url: str, rabbit: str, boots: int,
                        limit: int) -> list[Run]:
     from stratus.bus import Bus
@@ -322,7 +338,7 @@ def separate_processes(n: int, workdir: Path, placement_url: str, rabbit: str, b
                 raise RuntimeError(f"{proc.name} did not start:\n{proc.log_tail()}")
             time.sleep(0.1)
 
-    bus = Bus(bus_url, identity="bench", timeout=120)
+    bus = Bus(bus_url, identity="bench", timeout=120, **bench_signing(workdir))
     runs = []
     try:
         client = bus.client(SchedulerRPC)
