@@ -53,7 +53,7 @@ from stratus.allinone.topology import Topology
 from stratus.bus import Bus
 from stratus.cells import mappings
 from stratus.cells.aggregates import cell_aggregate_uuid
-from stratus.cells.cache import CellCache
+from stratus.cells.cache import CellCache, of_api_database
 from stratus.cells.discovery import discover_hosts
 from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
@@ -319,11 +319,8 @@ class AllInOne:
         config = self.config
         options = SchedulerOptions.from_config(config)
 
-        def load_cells() -> list[CellMapping]:
-            with db.read(self.api_engine) as conn:
-                return mappings.list_cells(conn)
-
-        self.cache = CellCache(load_cells, config.get("scheduler", "cell_cache_refresh_interval"))
+        self.cache = of_api_database(self.api_engine,
+                                     config.get("scheduler", "cell_cache_refresh_interval"))
         hosts = HostManager.from_config(self.cache, self.engines, config)
         self.started.closers.append(hosts.close)   # its pool of cell readers
         self.scheduler = SchedulerManager(self.placement_client(), self.api_engine, hosts,

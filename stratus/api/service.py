@@ -14,8 +14,6 @@ import os
 import socket
 from typing import Any
 
-from sqlalchemy.engine import Engine
-
 import stratus.api
 from stratus import config as configuration
 from stratus.api.deps import ComputeAPIDeps
@@ -23,8 +21,7 @@ from stratus.api.http.app import ComputeApp, WSGIApp
 from stratus.api.ops import quotas
 from stratus.api.store.cells import CellDBs
 from stratus.bus import Bus
-from stratus.cells import mappings
-from stratus.cells.cache import CellCache
+from stratus.cells.cache import CellCache, of_api_database
 from stratus.cells.engines import CellEngines
 from stratus.image.client import ImageClient, ImageWriter
 from stratus.metrics.wsgi import database_probe, instrument
@@ -104,7 +101,8 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
         password_length=int(config.get("DEFAULT", "password_length")),
         dbs=CellDBs(engine, cell_engines,
                     timeout=float(config.get("scheduler", "cell_timeout")),
-                    cache=cells or _cell_cache(engine, config)),
+                    cache=cells or of_api_database(
+                        engine, config.get("scheduler", "cell_cache_refresh_interval"))),
         placement=placement, bus=bus,
         service_down_time=int(config.get("compute", "service_down_time")),
         rpc_timeout=timeout,
@@ -116,14 +114,6 @@ def make_deps(config: configuration.Config, *, bus: Bus | None = None,
         max_limit=int(config.get("api", "max_limit")),
         quota_defaults={r: int(config.get("quota", r)) for r in quotas.RESOURCES},
         quota_recheck=bool(config.get("quota", "recheck_quota")))
-
-
-def _cell_cache(engine: Engine, config: configuration.Config) -> CellCache:
-    def load() -> list[mappings.CellMapping]:
-        with db.read(engine) as conn:
-            return mappings.list_cells(conn)
-
-    return CellCache(load, config.get("scheduler", "cell_cache_refresh_interval"))
 
 
 def build_wsgi(api: ComputeAPIDeps, config: configuration.Config | None = None) -> WSGIApp:

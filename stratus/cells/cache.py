@@ -15,7 +15,11 @@ import threading
 import time
 from collections.abc import Callable, Collection
 
+from sqlalchemy.engine import Engine
+
+from stratus.cells import mappings
 from stratus.cells.mappings import CellMapping
+from stratus.storage import engine as db
 
 LOG = logging.getLogger(__name__)
 
@@ -81,3 +85,13 @@ class CellCache:
     def enabled(self) -> list[CellMapping]:
         """Cells that take new servers: not disabled, and never cell0."""
         return [c for c in self._current() if not c.disabled and not c.is_cell0]
+
+
+def of_api_database(engine: Engine, refresh_interval: float) -> CellCache:
+    """The cell mappings of the API database at ``engine``, cached (``refresh_interval``:
+    ``[scheduler] cell_cache_refresh_interval``)."""
+    def load() -> list[CellMapping]:
+        with db.read(engine) as conn:
+            return mappings.list_cells(conn)
+
+    return CellCache(load, refresh_interval)

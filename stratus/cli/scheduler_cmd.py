@@ -223,15 +223,9 @@ def cell_cache(config: Any, engine: Any) -> CellCache:
     """The API database's cell mappings, cached: reloaded every ``[scheduler]
     cell_cache_refresh_interval`` and on SIGHUP (cell_v2's commands signal the processes
     registered in the run directory). Schedulers and conductors hold one each."""
-    from stratus.cells import mappings
-    from stratus.cells.cache import CellCache
-    from stratus.storage import engine as db
+    from stratus.cells.cache import of_api_database
 
-    def load_cells() -> list[mappings.CellMapping]:
-        with db.read(engine) as conn:
-            return mappings.list_cells(conn)
-
-    cache = CellCache(load_cells, config.get("scheduler", "cell_cache_refresh_interval"))
+    cache = of_api_database(engine, config.get("scheduler", "cell_cache_refresh_interval"))
     cache.install_sighup()
     return cache
 

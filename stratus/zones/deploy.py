@@ -139,8 +139,6 @@ def leaf_of_services(zone: str, config: Config, build_timeout: float) -> tuple[A
     """The leaf of a deployment run as separate services (its API database, Placement
     and bus from ``config``); returns the leaf and a function that closes it."""
     from stratus.api.service import make_deps
-    from stratus.cells import mappings
-    from stratus.cells.cache import CellCache
     from stratus.cells.engines import CellEngines
     from stratus.placement.client import PlacementClient
     from stratus.scheduler.host_manager import HostManager
@@ -151,12 +149,8 @@ def leaf_of_services(zone: str, config: Config, build_timeout: float) -> tuple[A
     placement = PlacementClient(str(config.get("placement_client", "endpoint")),
                                 token=str(config.get("placement_client", "token")))
     engine = deps.dbs.api
-
-    def load_cells() -> list[mappings.CellMapping]:
-        with db.read(engine) as conn:
-            return mappings.list_cells(conn)
-
-    cache = CellCache(load_cells, config.get("scheduler", "cell_cache_refresh_interval"))
+    cache = deps.dbs.cache   # the API's own (make_deps makes one): one cache per process
+    assert cache is not None
     engines = CellEngines()
     hosts = HostManager.from_config(cache, engines, config)
     scheduler = SchedulerManager(placement, engine, hosts,
