@@ -127,23 +127,10 @@ def _new_id(result: sa.CursorResult[Any]) -> int:
     return int(key[0])
 
 
-def _newest_of(named: sa.ColumnElement[bool]) -> sa.Select[Any]:
-    t = s.instance_actions
-    return (sa.select(t.c.id).where(t.c.instance_uuid == sa.bindparam("uuid"), named)
-            .order_by(t.c.id.desc()).limit(1))
-
-
-# One name is an equality: an IN is expanded into the SQL text at every execution.
-_NEWEST_NAMED = _newest_of(s.instance_actions.c.action == sa.bindparam("name"))
-_NEWEST_OF_NAMES = _newest_of(
-    s.instance_actions.c.action.in_(sa.bindparam("names", expanding=True)))
-
-
 def _newest(conn: Connection, instance_uuid: str, names: Sequence[str]) -> int | None:
-    if len(names) == 1:
-        return conn.execute(_NEWEST_NAMED, {"uuid": instance_uuid, "name": names[0]}).scalar()
-    return conn.execute(_NEWEST_OF_NAMES, {"uuid": instance_uuid, "names": list(names)}
-                        ).scalar()
+    return prepared.select(conn, s.instance_actions,
+                           {"instance_uuid": instance_uuid, "action": list(names)}, ("id",),
+                           order_by=("-id",), limit=1).scalar()
 
 
 def start_event(conn: Connection, instance_uuid: str, names: str | Sequence[str],

@@ -214,14 +214,15 @@ def _update_instance(conn: Connection, uuid: str, on: str, unplaced: bool = Fals
     """Write ``values`` on server ``uuid`` if it is live and on host ``on`` (``unplaced``:
     or on no host yet)."""
     return bool(prepared.update_by(conn, _UPDATE_ON_HOST[unplaced], cs.instances,
-                                   {"w_uuid": uuid, "w_host": on}, values))
+                                   {prepared.WHERE + "uuid": uuid,
+                                    prepared.WHERE + "host": on}, values))
 
 
 def _update_on_host(unplaced: bool) -> sa.Update:
     t = cs.instances
-    on: sa.BindParameter[str] = sa.bindparam("w_host")
+    on: sa.BindParameter[str] = sa.bindparam(prepared.WHERE + "host")
     here = sa.or_(t.c.host == on, t.c.host.is_(None)) if unplaced else t.c.host == on
-    return sa.update(t).where(t.c.uuid == sa.bindparam("w_uuid"), here,
+    return sa.update(t).where(t.c.uuid == sa.bindparam(prepared.WHERE + "uuid"), here,
                               t.c.deleted_at.is_(None))
 
 

@@ -95,10 +95,11 @@ def _delete(table: sa.Table, shape: _Shape) -> sa.Delete:
 
 @functools.cache
 def _select(table: sa.Table, columns: tuple[str, ...], shape: _Shape,
-            order_by: tuple[str, ...]) -> sa.Select[Any]:
+            order_by: tuple[str, ...], limit: int | None) -> sa.Select[Any]:
     chosen = [table.c[c] for c in columns] if columns else [table]
-    return (sa.select(*chosen).where(*_clauses(table, shape))
-            .order_by(*(table.c[c] for c in order_by)))
+    ordered = [table.c[c[1:]].desc() if c.startswith("-") else table.c[c] for c in order_by]
+    query = sa.select(*chosen).where(*_clauses(table, shape)).order_by(*ordered)
+    return query if limit is None else query.limit(limit)
 
 
 def insert(conn: Connection, table: sa.Table, row: Mapping[str, Any]) -> CursorResult[Any]:
@@ -135,7 +136,9 @@ def delete(conn: Connection, table: sa.Table, where: Mapping[str, Any]) -> int:
 
 
 def select(conn: Connection, table: sa.Table, where: Mapping[str, Any],
-           columns: Iterable[str] = (), order_by: Iterable[str] = ()) -> Result[Any]:
-    """SELECT ``columns`` (every column if none) of the rows matching ``where``."""
-    return conn.execute(_select(table, tuple(columns), _shape(where), tuple(order_by)),
-                        _params(where))
+           columns: Iterable[str] = (), order_by: Iterable[str] = (),
+           limit: int | None = None) -> Result[Any]:
+    """SELECT ``columns`` (every column if none) of the rows matching ``where``, in the
+    order of ``order_by`` (a column named ``-name``: descending), at most ``limit``."""
+    return conn.execute(_select(table, tuple(columns), _shape(where), tuple(order_by),
+                                limit), _params(where))

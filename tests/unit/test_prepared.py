@@ -46,9 +46,17 @@ def test_select_by_one_value_a_list_of_one_and_a_list(conn):
     assert (row.at, row.live) == (dt.datetime(2026, 1, 2), True)   # typed as the columns
 
 
+def test_descending_order_and_a_limit(conn):
+    assert names(prepared.select(conn, things, {"owner": "x"}, order_by=("-id",))) == ["b", "a"]
+    assert names(prepared.select(conn, things, {"id": [1, 2, 3]}, order_by=("-at",),
+                                 limit=2)) == ["c", "b"]
+    assert prepared.select(conn, things, {"owner": ["x"]}, ("id",), order_by=("-id",),
+                           limit=1).scalar() == 2
+
+
 def test_one_value_and_a_list_of_one_share_a_statement_not_an_in(conn):
-    one = prepared._select(things, (), prepared._shape({"id": 1}), ())
-    listed = prepared._select(things, (), prepared._shape({"id": [1]}), ())
+    one = prepared._select(things, (), prepared._shape({"id": 1}), (), None)
+    listed = prepared._select(things, (), prepared._shape({"id": [1]}), (), None)
     assert one is listed
     assert " IN " not in str(one)
 
