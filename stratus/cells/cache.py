@@ -95,3 +95,14 @@ def of_api_database(engine: Engine, refresh_interval: float) -> CellCache:
             return mappings.list_cells(conn)
 
     return CellCache(load, refresh_interval)
+
+
+def cell_named(cache: CellCache | None, engine: Engine, ident: str) -> CellMapping:
+    """The cell whose uuid or name is ``ident``: from ``cache`` (reloaded once if it lacks
+    it), else read from the API database, which says the cell is not found."""
+    if cache is not None:
+        found = cache.find(ident)
+        if found is not None:
+            return found
+    with db.read(engine) as conn:
+        return mappings.get_cell(conn, ident)

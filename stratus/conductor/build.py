@@ -23,9 +23,9 @@ from stratus.api.store import decisions
 from stratus.api.store import ports as port_store
 from stratus.bus import BusError, RPCClient
 from stratus.cells import actions, services
-from stratus.cells.cache import CellCache
+from stratus.cells.cache import CellCache, cell_named
 from stratus.cells.engines import CellEngines
-from stratus.cells.mappings import CELL0_UUID, CellMapping, get_cell
+from stratus.cells.mappings import CELL0_UUID, CellMapping
 from stratus.compute.rpcapi import BINARY as COMPUTE_BINARY
 from stratus.compute.rpcapi import PORTS_SINCE
 from stratus.conductor import leases, ports, records, selection
@@ -77,12 +77,7 @@ class ConductorContext:
     def cell(self, uuid: str) -> CellMapping:
         """The mapping of the cell ``uuid`` (or name): from the cache, as the scheduler
         that chose it has it; a cell the cache does not know reloads it once."""
-        if self.cells is not None:
-            found = self.cells.find(uuid)
-            if found is not None:
-                return found
-        with db.read(self.api_engine) as conn:
-            return get_cell(conn, uuid)
+        return cell_named(self.cells, self.api_engine, uuid)
 
     def compute_up(self, cell: CellMapping, host: str) -> bool:
         """Whether ``host``'s compute service has heartbeated lately (and is not forced

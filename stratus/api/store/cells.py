@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection, Engine
 from stratus.api import schema as api_schema
 from stratus.api.store.errors import BadRequest, NotFound, ServiceUnavailable
 from stratus.cells import mappings, services
-from stratus.cells.cache import CellCache
+from stratus.cells.cache import CellCache, cell_named
 from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
 from stratus.cells.scatter import Gathered, scatter_gather
@@ -45,12 +45,7 @@ class CellDBs:
         return found if covering is None else [c for c in found if c.uuid in covering]
 
     def cell(self, uuid: str) -> CellMapping:
-        if self.cache is not None:
-            found = self.cache.find(uuid)
-            if found is not None:
-                return found
-        with db.read(self.api) as conn:
-            return mappings.get_cell(conn, uuid)
+        return cell_named(self.cache, self.api, uuid)
 
     def engine(self, cell: CellMapping) -> Engine:
         return self.engines.get(cell)
