@@ -17,6 +17,12 @@ this call (see :mod:`stratus.bus.interfaces`). ``kind`` is inside the signed
 bytes, so a signed request cannot be replayed as a reply. The canonical form
 (:func:`canonical`) is what signatures cover: every field but ``signature``,
 keys sorted, no whitespace, ASCII only.
+
+A signed message is written as its canonical bytes with ``"signature"`` added last,
+and a message that arrives in that shape is checked against the bytes it came in
+(:func:`decode` keeps them): a signed message is encoded to JSON once on its way,
+not once to sign, once to send and once more to check. Any other spelling (an older
+sender's) is still accepted: its canonical form is computed from the fields.
 """
 
 from __future__ import annotations
@@ -123,16 +129,37 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
+# The canonical bytes a message was signed over, or arrived as: an attribute beside the
+# dataclass's fields, so that ``replace`` (a changed message) does not carry it along.
+_SIGNED_BYTES = "_signed_bytes"
+
+
+def _remember(message: Message, signed: bytes) -> Message:
+    object.__setattr__(message, _SIGNED_BYTES, signed)
+    return message
+
+
 def canonical(message: Message | dict[str, Any]) -> bytes:
     """The bytes a signature covers: everything but ``signature``, in one fixed spelling."""
+    if not isinstance(message, dict):
+        signed = getattr(message, _SIGNED_BYTES, None)
+        if signed is not None:
+            return signed
     data = dict(message) if isinstance(message, dict) else as_dict(message)
     data.pop("signature", None)
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
                       allow_nan=False, default=_plain).encode("ascii")
 
 
+def _signature_suffix(signature: str) -> bytes:
+    return b',"signature":' + json.dumps(signature).encode() + b"}"
+
+
 def encode(message: Message) -> bytes:
     """Serialise; arguments or results that JSON cannot carry are the sender's BadMessage."""
+    signed = getattr(message, _SIGNED_BYTES, None)
+    if signed is not None and message.signature is not None:
+        return signed[:-1] + _signature_suffix(message.signature)
     try:
         return json.dumps(as_dict(message), separators=(",", ":"), allow_nan=False,
                           default=_plain).encode()
@@ -156,14 +183,27 @@ def decode(payload: bytes) -> Message:
     signature = data.get("signature")
     if signature is not None and not isinstance(signature, str):
         raise errors.BadMessage(f"{kind} envelope field 'signature' is invalid")
+    message: Message
     if kind == "request":
-        return Request(**{k: data[k] for k in _REQUIRED["request"]}, signature=signature)
-    error = data.get("error")
-    if error is not None and not isinstance(error, dict):
-        raise errors.BadMessage("reply envelope field 'error' is invalid")
-    return Reply(**{k: data[k] for k in _REQUIRED["reply"]}, result=data.get("result"),
-                 error=error, signature=signature)
+        message = Request(**{k: data[k] for k in _REQUIRED["request"]}, signature=signature)
+    else:
+        error = data.get("error")
+        if error is not None and not isinstance(error, dict):
+            raise errors.BadMessage("reply envelope field 'error' is invalid")
+        message = Reply(**{k: data[k] for k in _REQUIRED["reply"]}, result=data.get("result"),
+                        error=error, signature=signature)
+    if signature is not None:
+        # Written by :func:`encode` from signed bytes: the object without its last member
+        # is what was signed. Whether it was, the signature says; if this payload is not
+        # in that shape (or not what was signed), the check fails or recomputes as before.
+        suffix = _signature_suffix(signature)
+        if payload[:1] == b"{" and payload.endswith(suffix) and len(payload) > len(suffix) + 1:
+            _remember(message, bytes(payload[:-len(suffix)]) + b"}")
+    return message
 
 
-def with_signature(message: Message, signature: str) -> Message:
-    return replace(message, signature=signature)
+def with_signature(message: Message, signature: str, signed: bytes | None = None) -> Message:
+    """``message`` with ``signature``; ``signed``, the canonical bytes it was computed over,
+    lets :func:`encode` write the message without encoding it again."""
+    out = replace(message, signature=signature)
+    return _remember(out, signed) if signed is not None else out

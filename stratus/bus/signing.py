@@ -52,7 +52,9 @@ class HmacSigner:
         self._key = key
 
     def sign(self, message: envelope.Message) -> envelope.Message:
-        return envelope.with_signature(message, _digest(self._key, message))
+        signed = envelope.canonical(message)
+        digest = hmac.new(self._key, signed, hashlib.sha256).hexdigest()
+        return envelope.with_signature(message, digest, signed)
 
 
 class HmacVerifier:

@@ -245,8 +245,9 @@ class Ed25519Signer:
         self.sender, self._key, self.key_id = sender, key, key_id
 
     def sign(self, message: envelope.Message) -> envelope.Message:
-        signature = self._key.sign(envelope.canonical(message))
-        return envelope.with_signature(message, f"{self.key_id}.{_b64(signature)}")
+        signed = envelope.canonical(message)
+        signature = self._key.sign(signed)
+        return envelope.with_signature(message, f"{self.key_id}.{_b64(signature)}", signed)
 
 
 class FileSigner:

@@ -104,3 +104,52 @@ def test_configuration_mistakes() -> None:
         bus.HmacVerifier(KEYS, window=0)
     with pytest.raises(ValueError, match="differs"):
         bus.Bus("inproc://sign-cfg", identity="x", signer=bus.HmacSigner("y", b"k"))
+
+
+# ---- on the wire: a signed message is written from the bytes it was signed over -------
+
+
+def test_a_signed_message_on_the_wire_is_its_canonical_bytes_plus_the_signature() -> None:
+    from stratus.bus import envelope
+    message = signed(args={"text": "é", "n": [1, 2.5, None], "b": {"z": 1, "a": 2}})
+    wire = envelope.encode(message)
+    unsigned = dataclasses.replace(message, signature=None)
+    assert wire == envelope.canonical(unsigned)[:-1] + \
+        f',"signature":"{message.signature}"}}'.encode()
+    arrived = envelope.decode(wire)
+    assert arrived == message
+    bus.HmacVerifier(KEYS, clock=Clock()).verify(arrived, "zones.child1")
+
+
+@pytest.mark.parametrize("old,new", [(b'"n":3', b'"n":4'), (b'"zones"', b'"compute"'),
+                                     (b'"sent_at":1000000.0', b'"sent_at":1000001.0')])
+def test_bytes_changed_on_the_wire_break_the_signature(old: bytes, new: bytes) -> None:
+    from stratus.bus import envelope
+    wire = envelope.encode(signed())
+    assert old in wire
+    with pytest.raises(bus.InvalidSignature):
+        bus.HmacVerifier(KEYS, clock=Clock()).verify(envelope.decode(wire.replace(old, new)),
+                                                     "zones.child1")
+
+
+def test_a_signed_message_in_another_spelling_still_verifies() -> None:
+    """An older sender wrote signed messages field by field (signature not last, keys in
+    the dataclass's order, spaces): the receiver computes the canonical form itself."""
+    import json
+
+    from stratus.bus import envelope
+    message = signed(args={"b": 1, "a": [1.5, "x"]})
+    fields = dataclasses.asdict(message)
+    for spelling in (json.dumps(fields), json.dumps(fields, indent=1),
+                     json.dumps(dict(reversed(list(fields.items()))))):
+        arrived = envelope.decode(spelling.encode())
+        assert arrived == message
+        bus.HmacVerifier(KEYS, clock=Clock()).verify(arrived, f"zones.{spelling[:9]}")
+
+
+def test_a_message_changed_after_it_arrived_is_checked_as_changed() -> None:
+    from stratus.bus import envelope
+    arrived = envelope.decode(envelope.encode(signed()))
+    with pytest.raises(bus.InvalidSignature):
+        bus.HmacVerifier(KEYS, clock=Clock()).verify(
+            dataclasses.replace(arrived, args={"n": 4}), "zones.child1")
