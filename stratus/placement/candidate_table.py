@@ -114,6 +114,9 @@ class CandidateTable:
 # Stratus's Placement answers with: ``CandidateTable.wire()`` as JSON. Any other
 # Placement ignores it and answers in the API's JSON, which ``from_body`` reads.
 WIRE_TYPE = "application/vnd.stratus.candidate-table+json"
+# What a Stratus scheduler sends as Accept (the table, else JSON): recognised as it is,
+# without parsing, on each of its requests.
+ASK_TABLE = f"{WIRE_TYPE}, application/json;q=0.9"
 
 
 def from_wire(body: Mapping[str, Any]) -> CandidateTable:

@@ -38,7 +38,7 @@ from stratus.web import reach
 
 CONCURRENT_UPDATE = "placement.concurrent_update"
 # Candidates as a table from Stratus's Placement; any other answers in the API's JSON.
-_ASK_TABLE = {"Accept": f"{candidate_table.WIRE_TYPE}, application/json;q=0.9"}
+_ASK_TABLE = {"Accept": candidate_table.ASK_TABLE}
 
 
 class PlacementClientError(Exception):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
+import orjson
 import webob
 
 from stratus.api.http import microversion, policy
@@ -163,7 +164,9 @@ def validate(data: Any, schema: dict[str, Any]) -> None:
 
 
 def json_response(body: Any, status: int = 200) -> webob.Response:
-    return webob.Response(status=status, body=json.dumps(body).encode(),
+    # orjson: a page of servers is the API's largest answer, several times faster to write
+    # than with json (UTF-8 rather than \u escapes: the same JSON to every client).
+    return webob.Response(status=status, body=orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS),
                           content_type="application/json", charset=None)
 
 

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 from stratus.config import Config
 from stratus.metrics.wsgi import database_probe, instrument, mark_route
 from stratus.placement import errors
-from stratus.placement.candidate_table import CandidateTable
+from stratus.placement.candidate_table import ASK_TABLE, CandidateTable
 from stratus.placement.candidates.changes import LiveIndex
 from stratus.placement.http import auth, microversion
 from stratus.placement.http.errors import HTTPError, error_response
@@ -42,7 +42,7 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 # Accept headers known to admit JSON without asking webob to parse them (what
 # clients send nearly always); anything else is parsed.
-_JSON_ACCEPTED = frozenset({None, "application/json", "*/*"})
+_JSON_ACCEPTED = frozenset({None, "application/json", "*/*", ASK_TABLE})
 
 
 

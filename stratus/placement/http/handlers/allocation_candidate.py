@@ -11,7 +11,7 @@ import sqlalchemy as sa
 import webob
 
 from stratus.placement import candidates, schema
-from stratus.placement.candidate_table import WIRE_TYPE, CandidateTable
+from stratus.placement.candidate_table import ASK_TABLE, WIRE_TYPE, CandidateTable
 from stratus.placement.candidates import explain as explaining
 from stratus.placement.candidates.render import Shape, render
 from stratus.placement.candidates.solve import solve
@@ -123,6 +123,8 @@ def _wants_table(req: Req) -> bool:
     other client get the API's JSON. The Accept header is parsed only when it names the
     type at all."""
     accept = req.webob.environ.get("HTTP_ACCEPT", "")
+    if accept == ASK_TABLE:
+        return True
     if WIRE_TYPE not in accept:
         return False
     offers = req.webob.accept.acceptable_offers(["application/json", WIRE_TYPE])
