@@ -62,13 +62,18 @@ class QuotaExceeded(Forbidden):
 
 def limits_in(conn: Connection, defaults: Mapping[str, int], project_id: str | None,
               user_id: str | None = None) -> dict[str, int]:
+    return _in_force(defaults, store.held_limits(conn, DEFAULT_CLASS, project_id, user_id),
+                     user_id is not None)
+
+
+def _in_force(defaults: Mapping[str, int], held: store.HeldLimits,
+              for_user: bool) -> dict[str, int]:
     found = dict.fromkeys(NETWORK, UNLIMITED)
     found.update(defaults)
-    found.update(store.class_limits(conn, DEFAULT_CLASS))
-    if project_id is not None:
-        found.update(store.project_limits(conn, project_id))
-        if user_id is not None:
-            found.update(store.user_limits(conn, project_id, user_id))
+    found.update(held.of_class)
+    found.update(held.of_project)
+    if for_user:
+        found.update(held.of_user)
     return found
 
 
@@ -100,7 +105,13 @@ def _read_state(conn: Connection, defaults: Mapping[str, int], project_id: str,
                 shown: bool, count_servers_here: bool, user_id: str | None
                 ) -> tuple[dict[str, int], store.Usage, bool]:
     """(limits, usage, whether the servers count) on ``conn``."""
-    found = limits_in(conn, defaults, project_id, user_id)
+    return _with_usage(conn, limits_in(conn, defaults, project_id, user_id), project_id,
+                       shown, count_servers_here, user_id)
+
+
+def _with_usage(conn: Connection, found: dict[str, int], project_id: str, shown: bool,
+                count_servers_here: bool, user_id: str | None
+                ) -> tuple[dict[str, int], store.Usage, bool]:
     if not (shown or counts_servers(found)):
         return found, store.Usage(), False   # every server limit unlimited: no count
     return found, store.usage(conn, project_id, servers=count_servers_here,
@@ -159,13 +170,13 @@ def _scopes(engine: Engine, defaults: Mapping[str, int], project_id: str,
     user's when the user has a limit of their own on servers, cores or RAM (else theirs
     are the project's, and they use no more than the project)."""
     with db.read(engine) as conn:
-        found, used, counted = _read_state(conn, defaults, project_id, False,
-                                           servers is None, None)
+        held = store.held_limits(conn, DEFAULT_CLASS, project_id, user_id)
+        found, used, counted = _with_usage(conn, _in_force(defaults, held, False), project_id,
+                                           False, servers is None, None)
         mine = None
-        if user_id is not None:
-            own = store.user_limits(conn, project_id, user_id)
-            if any(own.get(r, UNLIMITED) >= 0 for r in COUNTED):
-                mine = _read_state(conn, defaults, project_id, False, True, user_id)[:2]
+        if any(held.of_user.get(r, UNLIMITED) >= 0 for r in COUNTED):
+            mine = _with_usage(conn, _in_force(defaults, held, True), project_id, False,
+                               True, user_id)[:2]
     out = [(found, _counted_elsewhere(used, counted, servers, project_id))]
     return out if mine is None else [*out, mine]
 

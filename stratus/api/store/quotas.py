@@ -61,6 +61,41 @@ def user_limits(conn: Connection, project_id: str, user_id: str) -> dict[str, in
     return {r.resource: r.hard_limit for r in rows}
 
 
+@dataclass(frozen=True)
+class HeldLimits:
+    """The limits set for a quota class, a project and a user in it (each as set: a
+    resource missing was not set there)."""
+
+    of_class: dict[str, int]
+    of_project: dict[str, int]
+    of_user: dict[str, int]
+
+
+_q, _c, _u = s.quotas, s.quota_classes, s.project_user_quotas
+# One statement for the three, built once: a boot reads them on every create.
+_HELD = sa.union_all(
+    sa.select(sa.literal_column("0").label("scope"), _c.c.resource, _c.c.hard_limit)
+    .where(_c.c.class_name == sa.bindparam("class_name")),
+    sa.select(sa.literal_column("1"), _q.c.resource, _q.c.hard_limit)
+    .where(_q.c.project_id == sa.bindparam("project_id")),
+    sa.select(sa.literal_column("2"), _u.c.resource, _u.c.hard_limit)
+    .where(_u.c.project_id == sa.bindparam("project_id"),
+           _u.c.user_id == sa.bindparam("user_id")))
+
+
+def held_limits(conn: Connection, class_name: str, project_id: str | None,
+                user_id: str | None) -> HeldLimits:
+    """:func:`class_limits`, :func:`project_limits` and :func:`user_limits` in one
+    statement (no project: only the class's; no user: no user's)."""
+    scopes: tuple[dict[str, int], ...] = ({}, {}, {})
+    rows = conn.execute(_HELD, {"class_name": class_name, "project_id": project_id or "",
+                                "user_id": user_id or ""})
+    for scope, resource, limit in rows:
+        if scope == 0 or (project_id is not None and (scope == 1 or user_id is not None)):
+            scopes[scope][resource] = limit
+    return HeldLimits(*scopes)
+
+
 def users_limits(conn: Connection, project_id: str) -> dict[str, int]:
     """Per resource, the sum of the limits given to the project's users (Nova's part of
     the project's quota already handed out)."""
