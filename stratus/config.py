@@ -165,6 +165,11 @@ OPTIONS: list[Option] = [
     Option("DEFAULT", "rpc_response_timeout", int, 60,
            "Seconds a caller waits for the answer to an RPC call (e.g. the compute API "
            "waiting for a compute's set_host_enabled).", minimum=1),
+    Option("DEFAULT", "long_rpc_timeout", int, 1800,
+           "Seconds a conductor waits for the scheduler's answer to select_destinations "
+           "(Nova's option of the same name): a call waits its turn in the scheduler's "
+           "queue, and a cloud filling fast can queue more than rpc_response_timeout of "
+           "them; a scheduler that dies holding one hands it to the next.", minimum=1),
     Option("DEFAULT", "default_availability_zone", str, "nova",
            "Availability zone of compute hosts that are in no zone aggregate."),
     Option("DEFAULT", "internal_service_availability_zone", str, "internal",
@@ -244,8 +249,9 @@ OPTIONS: list[Option] = [
            "conductor's hold is this old.", minimum=2),
     Option("conductor", "schedule_batch_size", int, 100,
            "Servers of one multi-create (max_count) asked of the scheduler per call: a "
-           "boot of 1,000 is ten calls of 100, each well inside rpc_response_timeout, "
-           "instead of one that may outlast it. The boot stays all or nothing: if one "
+           "boot of 1,000 is ten calls of 100, each well inside long_rpc_timeout and "
+           "taking its turn with other boots' calls, instead of one that may outlast it "
+           "and hold the scheduler meanwhile. The boot stays all or nothing: if one "
            "call finds no host, the claims of the calls before it are released. A "
            "server group's boot is asked in one call (its policy spans the batch).",
            minimum=1),

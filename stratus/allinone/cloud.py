@@ -340,7 +340,8 @@ class AllInOne:
                                network=self.network_client(), image=self.image_writer(),
                                service_down_time=config.get("compute", "service_down_time"),
                                cells=self.cache,
-                               schedule_batch=config.get("conductor", "schedule_batch_size"))
+                               schedule_batch=config.get("conductor", "schedule_batch_size"),
+                               long_rpc_timeout=config.get("DEFAULT", "long_rpc_timeout"))
         api_url = self.layout.api_bus_url
         api_bus.serve(ConductorRPC, ConductorManager(ctx, api_url, api_url), server="allinone")
         for cell in self.cells.values():

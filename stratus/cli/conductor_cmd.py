@@ -87,7 +87,8 @@ def cmd_conductor(args: argparse.Namespace) -> int:
                            network=network, image=image_writer(config),
                            service_down_time=config.get("compute", "service_down_time"),
                            leases=leases, cells=cells,
-                           schedule_batch=config.get("conductor", "schedule_batch_size"))
+                           schedule_batch=config.get("conductor", "schedule_batch_size"),
+                           long_rpc_timeout=config.get("DEFAULT", "long_rpc_timeout"))
     heartbeat = control_heartbeat(config, engine, engines, CONDUCTOR_BINARY,
                                   ConductorRPC.version)
     try:

@@ -73,6 +73,9 @@ class ConductorContext:
     # Servers of a multi-create asked of the scheduler per call ([conductor]
     # schedule_batch_size): each call stays well inside the RPC timeout.
     schedule_batch: int = 100
+    # Seconds to wait for select_destinations ([DEFAULT] long_rpc_timeout): the call
+    # waits its turn behind other boots' in the scheduler's queue.
+    long_rpc_timeout: float = 1800.0
 
     def cell(self, uuid: str) -> CellMapping:
         """The mapping of the cell ``uuid`` (or name): from the cache, as the scheduler

@@ -38,9 +38,9 @@ def select_destinations(ctx: ConductorContext, spec: dict[str, Any],
     ``pending``, the decision is added there for the caller to record, not recorded."""
     started = time.monotonic()
     try:
-        picks = list(ctx.scheduler.call("select_destinations", request_spec=spec,
-                                        instance_uuids=instance_uuids,
-                                        return_alternates=True))
+        scheduler = ctx.scheduler.prepare(timeout=ctx.long_rpc_timeout)
+        picks = list(scheduler.call("select_destinations", request_spec=spec,
+                                    instance_uuids=instance_uuids, return_alternates=True))
     except (NoValidHost, BusError) as exc:
         note(ctx, spec, instance_uuids, action, started, exc=exc, pending=pending)
         raise

@@ -2,6 +2,8 @@
 
 - a multi-create larger than one scheduler call (``[conductor] schedule_batch_size``)
   completes, and one that does not fit leaves no claim behind;
+- a scheduler call that waits longer than ``rpc_response_timeout`` for its turn still
+  places its servers (``long_rpc_timeout``);
 - an undo (releasing a claim) waits out another writer holding SQLite instead of
   failing with ``database is locked``;
 - serve registers its hosts in bulk (the records are the ones the services use) and a
@@ -89,6 +91,32 @@ def test_a_multi_create_larger_than_one_scheduler_call_completes(tmp_path):
         assert calls == [2, 2, 1]   # three calls of at most two servers
         project = servers[0]["tenant_id"]
         assert usage(cloud, project)["VCPU"] == 5
+    finally:
+        cloud.stop()
+
+
+def test_a_boot_whose_scheduler_call_waits_longer_than_the_rpc_timeout_is_placed(tmp_path):
+    """A cloud filling fast queues scheduler calls for longer than rpc_response_timeout
+    (10,000 hosts in serve did); the conductor waits long_rpc_timeout for its answer,
+    as Nova does, instead of putting the servers in ERROR."""
+    cloud = make(tmp_path, hosts=1, DEFAULT__rpc_response_timeout=1,
+                 DEFAULT__long_rpc_timeout=30)
+    cloud.start()
+    try:
+        real = cloud.scheduler.select_destinations
+
+        def slow(request_spec, instance_uuids, return_alternates=True):
+            time.sleep(2.5)   # its turn came late: longer than rpc_response_timeout
+            return real(request_spec, instance_uuids, return_alternates)
+
+        cloud.scheduler.select_destinations = slow  # type: ignore[method-assign]
+        with httpx.Client(base_url=cloud.api_url, headers=HEADERS, timeout=30) as api:
+            resp = api.post("/servers", json={"server": {
+                "name": "patient", "flavorRef": flavor_id(api, "m1.tiny"),
+                "min_count": 2, "max_count": 2}})
+            assert resp.status_code == 202, resp.text
+            servers = settle(api, 2)
+        assert [s["status"] for s in servers] == ["ACTIVE"] * 2, servers
     finally:
         cloud.stop()
 
