@@ -169,7 +169,9 @@ OPTIONS: list[Option] = [
            "Seconds a conductor waits for the scheduler's answer to select_destinations "
            "(Nova's option of the same name): a call waits its turn in the scheduler's "
            "queue, and a cloud filling fast can queue more than rpc_response_timeout of "
-           "them; a scheduler that dies holding one hands it to the next.", minimum=1),
+           "them; a scheduler that dies holding one hands it to the next. With no "
+           "scheduler running at all, a boot stays in BUILD this long before ERROR "
+           "(Nova's call monitor fails it sooner; Stratus has none yet).", minimum=1),
     Option("DEFAULT", "default_availability_zone", str, "nova",
            "Availability zone of compute hosts that are in no zone aggregate."),
     Option("DEFAULT", "internal_service_availability_zone", str, "internal",
