@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid as uuidlib
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -62,6 +63,28 @@ def settle(api: httpx.Client, count: int, seconds: float = 120) -> list[dict[str
         time.sleep(0.1)
 
 
+def boot(cloud: AllInOne, name: str, flavor: str, count: int = 1) -> list[dict[str, Any]]:
+    """A multi-create of ``count`` servers of ``flavor``, once none of them is building."""
+    with httpx.Client(base_url=cloud.api_url, headers=HEADERS, timeout=30) as api:
+        server: dict[str, Any] = {"name": name, "flavorRef": flavor_id(api, flavor)}
+        if count > 1:
+            server.update(min_count=count, max_count=count)
+        resp = api.post("/servers", json={"server": server})
+        assert resp.status_code == 202, resp.text
+        return settle(api, count)
+
+
+def before_each_selection(cloud: AllInOne, step: Callable[[list[str]], None]) -> None:
+    """Run ``step`` with a call's instance uuids before the scheduler answers it."""
+    real = cloud.scheduler.select_destinations
+
+    def wrapped(request_spec, instance_uuids, return_alternates=True):
+        step(instance_uuids)
+        return real(request_spec, instance_uuids, return_alternates)
+
+    cloud.scheduler.select_destinations = wrapped  # type: ignore[method-assign]
+
+
 def usage(cloud: AllInOne, project: str) -> dict[str, int]:
     resp = httpx.get(f"{cloud.placement_url}usages?project_id={project}",
                      headers={"X-Auth-Token": "admin",
@@ -74,19 +97,8 @@ def test_a_multi_create_larger_than_one_scheduler_call_completes(tmp_path):
     cloud.start()
     try:
         calls: list[int] = []
-        real = cloud.scheduler.select_destinations
-
-        def counted(request_spec, instance_uuids, return_alternates=True):
-            calls.append(len(instance_uuids))
-            return real(request_spec, instance_uuids, return_alternates)
-
-        cloud.scheduler.select_destinations = counted  # type: ignore[method-assign]
-        with httpx.Client(base_url=cloud.api_url, headers=HEADERS, timeout=30) as api:
-            resp = api.post("/servers", json={"server": {
-                "name": "many", "flavorRef": flavor_id(api, "m1.tiny"),
-                "min_count": 5, "max_count": 5}})
-            assert resp.status_code == 202, resp.text
-            servers = settle(api, 5)
+        before_each_selection(cloud, lambda uuids: calls.append(len(uuids)))
+        servers = boot(cloud, "many", "m1.tiny", 5)
         assert [s["status"] for s in servers] == ["ACTIVE"] * 5
         assert calls == [2, 2, 1]   # three calls of at most two servers
         project = servers[0]["tenant_id"]
@@ -103,19 +115,9 @@ def test_a_boot_whose_scheduler_call_waits_longer_than_the_rpc_timeout_is_placed
                  DEFAULT__long_rpc_timeout=30)
     cloud.start()
     try:
-        real = cloud.scheduler.select_destinations
-
-        def slow(request_spec, instance_uuids, return_alternates=True):
-            time.sleep(2.5)   # its turn came late: longer than rpc_response_timeout
-            return real(request_spec, instance_uuids, return_alternates)
-
-        cloud.scheduler.select_destinations = slow  # type: ignore[method-assign]
-        with httpx.Client(base_url=cloud.api_url, headers=HEADERS, timeout=30) as api:
-            resp = api.post("/servers", json={"server": {
-                "name": "patient", "flavorRef": flavor_id(api, "m1.tiny"),
-                "min_count": 2, "max_count": 2}})
-            assert resp.status_code == 202, resp.text
-            servers = settle(api, 2)
+        # Its turn comes late: longer than rpc_response_timeout.
+        before_each_selection(cloud, lambda uuids: time.sleep(2.5))
+        servers = boot(cloud, "patient", "m1.tiny", 2)
         assert [s["status"] for s in servers] == ["ACTIVE"] * 2, servers
     finally:
         cloud.stop()
@@ -128,12 +130,7 @@ def test_a_multi_create_that_does_not_fit_holds_no_claim_from_its_earlier_calls(
     cloud = make(tmp_path, hosts=1, conductor__schedule_batch_size=4)
     cloud.start()
     try:
-        with httpx.Client(base_url=cloud.api_url, headers=HEADERS, timeout=30) as api:
-            resp = api.post("/servers", json={"server": {
-                "name": "big", "flavorRef": flavor_id(api, "m1.xlarge"),
-                "min_count": 10, "max_count": 10}})
-            assert resp.status_code == 202, resp.text
-            servers = settle(api, 10)
+        servers = boot(cloud, "big", "m1.xlarge", 10)
         assert {s["status"] for s in servers} == {"ERROR"}
         assert usage(cloud, servers[0]["tenant_id"]) == {}
     finally:
@@ -212,11 +209,7 @@ def test_bulk_registration_gives_the_services_their_records_and_a_restart_readop
         with db.read(cloud.engines.get(cell)) as conn:
             records = {s.host: s.id for s in services.list_all(conn, binary=BINARY)}
         assert records == {s.host: s.service_id for s in cloud.started.computes}
-        with httpx.Client(base_url=cloud.api_url, headers=HEADERS, timeout=30) as api:
-            resp = api.post("/servers", json={"server": {
-                "name": "vm", "flavorRef": flavor_id(api, "m1.tiny")}})
-            assert resp.status_code == 202, resp.text
-            [vm] = settle(api, 1)
+        [vm] = boot(cloud, "vm", "m1.tiny")
         assert vm["status"] == "ACTIVE"
         host = vm["OS-EXT-SRV-ATTR:host"]
     finally:
