@@ -38,8 +38,8 @@ class Verifier(Protocol):
         """Return if acceptable; raise a :class:`errors.SecurityError` otherwise."""
 
 
-def _digest(key: bytes, message: envelope.Message) -> str:
-    return hmac.new(key, envelope.canonical(message), hashlib.sha256).hexdigest()
+def _digest(key: bytes, signed: bytes) -> str:
+    return hmac.new(key, signed, hashlib.sha256).hexdigest()
 
 
 class HmacSigner:
@@ -53,8 +53,7 @@ class HmacSigner:
 
     def sign(self, message: envelope.Message) -> envelope.Message:
         signed = envelope.canonical(message)
-        digest = hmac.new(self._key, signed, hashlib.sha256).hexdigest()
-        return envelope.with_signature(message, digest, signed)
+        return envelope.with_signature(message, _digest(self._key, signed), signed)
 
 
 class HmacVerifier:
@@ -77,7 +76,7 @@ class HmacVerifier:
         key = self._keys.get(message.sender)
         if key is None:
             raise errors.UnknownSender(f"message from unknown sender '{message.sender}' refused")
-        if not hmac.compare_digest(message.signature, _digest(key, message)):
+        if not hmac.compare_digest(message.signature, _digest(key, envelope.canonical(message))):
             raise errors.InvalidSignature(
                 f"message {message.msg_id} from '{message.sender}' has an invalid signature")
         now = self._clock()

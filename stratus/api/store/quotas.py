@@ -48,12 +48,6 @@ def flavor_sizes(spec: Mapping[str, Any]) -> dict[str, int]:
             "memory_mb": int(flavor.get("memory_mb") or 0)}
 
 
-def project_limits(conn: Connection, project_id: str) -> dict[str, int]:
-    rows = prepared.select(conn, s.quotas, {"project_id": project_id},
-                           ("resource", "hard_limit"))
-    return {r.resource: r.hard_limit for r in rows}
-
-
 def user_limits(conn: Connection, project_id: str, user_id: str) -> dict[str, int]:
     rows = prepared.select(conn, s.project_user_quotas,
                            {"project_id": project_id, "user_id": user_id},
@@ -85,13 +79,15 @@ _HELD = sa.union_all(
 
 def held_limits(conn: Connection, class_name: str, project_id: str | None,
                 user_id: str | None) -> HeldLimits:
-    """:func:`class_limits`, :func:`project_limits` and :func:`user_limits` in one
-    statement (no project: only the class's; no user: no user's)."""
+    """The class's, the project's and the user's limits (:func:`class_limits`,
+    :func:`user_limits`) in one statement; no project: only the class's, no user: no
+    user's."""
     scopes: tuple[dict[str, int], ...] = ({}, {}, {})
+    asked = 1 if project_id is None else 2 if user_id is None else 3   # scopes 0..asked-1
     rows = conn.execute(_HELD, {"class_name": class_name, "project_id": project_id or "",
                                 "user_id": user_id or ""})
     for scope, resource, limit in rows:
-        if scope == 0 or (project_id is not None and (scope == 1 or user_id is not None)):
+        if scope < asked:
             scopes[scope][resource] = limit
     return HeldLimits(*scopes)
 
