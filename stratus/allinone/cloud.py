@@ -335,13 +335,8 @@ class AllInOne:
                                placement=self.placement_client(),
                                scheduler=api_bus.client(SchedulerRPC),
                                compute=buses.compute_client,
-                               max_attempts=config.get("scheduler", "max_attempts"),
-                               claim_retries=config.get("scheduler", "claim_retries"),
                                network=self.network_client(), image=self.image_writer(),
-                               service_down_time=config.get("compute", "service_down_time"),
-                               cells=self.cache,
-                               schedule_batch=config.get("conductor", "schedule_batch_size"),
-                               long_rpc_timeout=config.get("DEFAULT", "long_rpc_timeout"))
+                               cells=self.cache, **ConductorContext.options(config))
         api_url = self.layout.api_bus_url
         api_bus.serve(ConductorRPC, ConductorManager(ctx, api_url, api_url), server="allinone")
         for cell in self.cells.values():

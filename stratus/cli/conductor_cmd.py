@@ -82,13 +82,8 @@ def cmd_conductor(args: argparse.Namespace) -> int:
     cells = cell_cache(config, engine)
     ctx = ConductorContext(api_engine=engine, engines=engines, placement=placement,
                            scheduler=bus.client(SchedulerRPC), compute=buses.compute_client,
-                           max_attempts=config.get("scheduler", "max_attempts"),
-                           claim_retries=config.get("scheduler", "claim_retries"),
-                           network=network, image=image_writer(config),
-                           service_down_time=config.get("compute", "service_down_time"),
-                           leases=leases, cells=cells,
-                           schedule_batch=config.get("conductor", "schedule_batch_size"),
-                           long_rpc_timeout=config.get("DEFAULT", "long_rpc_timeout"))
+                           network=network, image=image_writer(config), leases=leases,
+                           cells=cells, **ConductorContext.options(config))
     heartbeat = control_heartbeat(config, engine, engines, CONDUCTOR_BINARY,
                                   ConductorRPC.version)
     try:

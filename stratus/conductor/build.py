@@ -77,6 +77,16 @@ class ConductorContext:
     # waits its turn behind other boots' in the scheduler's queue.
     long_rpc_timeout: float = 1800.0
 
+    @staticmethod
+    def options(config: Any) -> dict[str, Any]:
+        """The context's settings from ``config`` (a :class:`stratus.config.Config`), for
+        every process that runs a conductor."""
+        return {"max_attempts": config.get("scheduler", "max_attempts"),
+                "claim_retries": config.get("scheduler", "claim_retries"),
+                "service_down_time": config.get("compute", "service_down_time"),
+                "schedule_batch": config.get("conductor", "schedule_batch_size"),
+                "long_rpc_timeout": config.get("DEFAULT", "long_rpc_timeout")}
+
     def cell(self, uuid: str) -> CellMapping:
         """The mapping of the cell ``uuid`` (or name): from the cache, as the scheduler
         that chose it has it; a cell the cache does not know reloads it once."""
