@@ -23,9 +23,10 @@ from sqlalchemy.engine import Engine
 from stratus.config import Config
 from stratus.metrics.wsgi import database_probe, instrument, mark_route
 from stratus.placement import errors
-from stratus.placement.candidate_table import ASK_TABLE, CandidateTable
+from stratus.placement.candidate_table import CandidateTable
 from stratus.placement.candidates.changes import LiveIndex
 from stratus.placement.http import auth, microversion
+from stratus.placement.http.accept import acceptable
 from stratus.placement.http.errors import HTTPError, error_response
 from stratus.placement.http.policy import Policy
 from stratus.placement.http.routes import ROUTES
@@ -40,9 +41,8 @@ LOG = logging.getLogger(__name__)
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
-# Accept headers known to admit JSON without asking webob to parse them (what
-# clients send nearly always); anything else is parsed.
-_JSON_ACCEPTED = frozenset({None, "application/json", "*/*", ASK_TABLE})
+_JSON = ("application/json",)
+
 
 
 
@@ -182,12 +182,8 @@ class PlacementApp:
             raise HTTPError(405, f"The method {request.method} is not allowed for this "
                                  "resource.", headers={"Allow": exc.allow}) from None
         mark_route(request.environ, template)
-        if (
-            request.method == "GET"
-            and request.environ.get("HTTP_ACCEPT") not in _JSON_ACCEPTED
-            and request.accept
-            and not request.accept.acceptable_offers(["application/json"])
-        ):
+        accept = request.environ.get("HTTP_ACCEPT")
+        if request.method == "GET" and accept is not None and not acceptable(accept, _JSON):
             raise HTTPError(406, "Only application/json is provided")
         return handler(Req(request, self, want, ctx, args, query))
 

@@ -16,6 +16,7 @@ import webob
 
 from stratus.placement import errors
 from stratus.placement.http import microversion
+from stratus.placement.http.accept import acceptable
 
 
 class HTTPError(errors.PlacementError):
@@ -39,9 +40,8 @@ def _error_media_type(environ: dict[str, Any]) -> str:
     accept = environ.get("HTTP_ACCEPT")
     if not accept:
         return "application/json"
-    offers = webob.acceptparse.create_accept_header(accept).acceptable_offers(
-        ["application/json", "text/html"])
-    return offers[0][0] if offers else "text/plain"
+    offers = acceptable(accept, ("application/json", "text/html"))
+    return offers[0] if offers else "text/plain"
 
 
 def error_response(

@@ -11,11 +11,12 @@ import sqlalchemy as sa
 import webob
 
 from stratus.placement import candidates, schema
-from stratus.placement.candidate_table import ASK_TABLE, WIRE_TYPE, CandidateTable
+from stratus.placement.candidate_table import WIRE_TYPE, CandidateTable
 from stratus.placement.candidates import explain as explaining
 from stratus.placement.candidates.render import Shape, render
 from stratus.placement.candidates.solve import solve
 from stratus.placement.candidates.table import from_solution
+from stratus.placement.http.accept import acceptable
 from stratus.placement.http.microversion import Version
 from stratus.placement.http.schemas import allocation_candidate as query_schema
 from stratus.placement.http.wsgi import Req, json_response
@@ -123,12 +124,10 @@ def _wants_table(req: Req) -> bool:
     other client get the API's JSON. The Accept header is parsed only when it names the
     type at all."""
     accept = req.webob.environ.get("HTTP_ACCEPT", "")
-    if accept == ASK_TABLE:
-        return True
     if WIRE_TYPE not in accept:
         return False
-    offers = req.webob.accept.acceptable_offers(["application/json", WIRE_TYPE])
-    return bool(offers) and offers[0][0] == WIRE_TYPE
+    offers = acceptable(accept, ("application/json", WIRE_TYPE))
+    return bool(offers) and offers[0] == WIRE_TYPE
 
 
 def explain_allocation_candidates(req: Req) -> webob.Response:
