@@ -40,7 +40,7 @@ from sqlalchemy.engine import Engine
 from stratus import config as configuration
 from stratus import deployment
 from stratus.allinone import networks, seed
-from stratus.allinone.computes import FleetCompute, FleetPassRecords, Heartbeats
+from stratus.allinone.computes import PASS_WORKERS, FleetCompute, FleetPassRecords, Heartbeats
 from stratus.allinone.http import ThreadedServer
 from stratus.allinone.identity import (
     Identity,
@@ -59,6 +59,7 @@ from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
 from stratus.compute import drivers
 from stratus.compute.fleet import Fleet
+from stratus.compute.periodic import Periodic
 from stratus.compute.records import CellRecords, ConductorRecords, DatabaseRecords
 from stratus.compute.rpcapi import ComputeRPC, service_version
 from stratus.conductor.build import ConductorContext
@@ -82,6 +83,7 @@ class Started:
     servers: list[ThreadedServer] = field(default_factory=list)
     heartbeats: Heartbeats | None = None
     computes: list[FleetCompute] = field(default_factory=list)
+    passes: Periodic | None = None
     buses: list[Bus] = field(default_factory=list)
     closers: list[Callable[[], None]] = field(default_factory=list)
 
@@ -390,6 +392,7 @@ class AllInOne:
         # (it beats only for services that run).
         beats.start()
         self.started.heartbeats = beats
+        passes = self.started.passes = Periodic(PASS_WORKERS, name="compute-passes")
         for cell_uuid, cell_drivers in by_cell.items():
             cell = next(c for c in self.cells.values() if c.uuid == cell_uuid)
             bus = self._cell_bus(cell)
@@ -413,7 +416,8 @@ class AllInOne:
                                    generations=self.generations,
                                    fresh=driver.host in self.fresh,
                                    image=images, provider_refresh_interval=config.get(
-                                       "compute", "provider_refresh_interval"))
+                                       "compute", "provider_refresh_interval"),
+                                   periodic=passes)
                 svc.start()
                 self.started.computes.append(svc)
                 beats.add(beat_records, svc)
@@ -522,6 +526,8 @@ class AllInOne:
             _quietly(started.heartbeats.stop)
         for svc in reversed(started.computes):
             _quietly(svc.stop)
+        if started.passes is not None:
+            _quietly(started.passes.stop)
         for bus in reversed(started.buses):
             _quietly(bus.close)
         for close in reversed(started.closers):

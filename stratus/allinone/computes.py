@@ -6,6 +6,8 @@ economies that only matter when there are hundreds of them.
   such a service starts without repeating them. Its periodic passes are its own,
   the first one at a random point of the first interval, so that thousands of
   hosts started together do not all pass in the same second.
+- Their periodic passes share a few threads (:class:`~stratus.compute.periodic.Periodic`
+  with ``PASS_WORKERS``), not a sleeping thread per host.
 - Heartbeats are written by one thread for all of them, one transaction per
   cell per ``report_interval``, instead of a thread and a transaction per
   host. A stopped service is no longer beaten for, so it goes down as a
@@ -29,6 +31,11 @@ from stratus.compute.rpcapi import BINARY
 from stratus.compute.service import ComputeService
 
 LOG = logging.getLogger(__name__)
+
+# Threads running the resource-tracker passes of every host of a process. A pass mostly
+# waits (on Placement, the conductor, the database), so a few overlap; more would only
+# take the GIL in turn. Behind, the passes come later, not all at once.
+PASS_WORKERS = 4
 
 
 class FleetCompute(ComputeService):

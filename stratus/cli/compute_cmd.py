@@ -188,16 +188,24 @@ def cmd_compute(args: argparse.Namespace) -> int:
             network=network, image=images, report_interval=config.get("compute", "report_interval"),
             tracker_interval=config.get("compute", "resource_tracker_interval"),
             provider_refresh_interval=config.get("compute", "provider_refresh_interval"))]
-        beats = None
+        beats = periodic = None
     else:
-        from stratus.allinone.computes import FleetCompute, FleetPassRecords, Heartbeats
+        from stratus.allinone.computes import (
+            PASS_WORKERS,
+            FleetCompute,
+            FleetPassRecords,
+            Heartbeats,
+        )
+        from stratus.compute.periodic import Periodic
 
         beats = Heartbeats(float(config.get("compute", "report_interval")))
+        # Every host's resource-tracker passes on a few threads, not one thread per host.
+        periodic = Periodic(PASS_WORKERS, name="compute-passes")
         if engine is None:   # through the conductor: the passes' reads in one call
             records = FleetPassRecords(records, hosts)
         services = [FleetCompute(
             host, driver, bus, records, placement, rpc_version=rpc_version, network=network,
-            conductor=conductor,
+            conductor=conductor, periodic=periodic,
             image=images, tracker_interval=config.get("compute", "resource_tracker_interval"),
             provider_refresh_interval=config.get("compute", "provider_refresh_interval"))
             for host, driver in by_host.items()]
@@ -231,6 +239,8 @@ def cmd_compute(args: argparse.Namespace) -> int:
             beats.stop()
         for service in services:
             service.stop()
+        if periodic is not None:
+            periodic.stop()
         bus.close()
         placement.close()
         if network is not None:

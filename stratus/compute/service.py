@@ -15,16 +15,17 @@ direct path of ``--cell-db`` and of a compute of the previous version).
 Started with ``rpc_version="1.0"`` it advertises that older version on the bus
 and in its service row, as a compute not yet upgraded would.
 
-Two background threads: the heartbeat (``report_interval``; none when ``beats_itself``
-is false) and the resource tracker pass (``tracker_interval``). ``clock`` stamps
-heartbeats and records, so tests can move time without sleeping.
+Two repeating jobs: the heartbeat (``report_interval``; none when ``beats_itself`` is
+false) and the resource tracker pass (``tracker_interval``). They run on ``periodic``
+(:mod:`stratus.compute.periodic`), which the many hosts of one process share; a service
+given none has its own, of two threads. ``clock`` stamps heartbeats and records, so tests
+can move time without sleeping.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-import threading
 import time
 from collections.abc import Callable
 
@@ -35,6 +36,7 @@ from stratus.cells import services
 from stratus.compute.drivers import Driver, HypervisorEvent
 from stratus.compute.events import HypervisorEventHandler
 from stratus.compute.manager import ComputeManager, Rescheduler
+from stratus.compute.periodic import Job, Periodic
 from stratus.compute.records import CellRecords, as_records
 from stratus.compute.recovery import finish_evacuations, reap_orphans, recover_instances
 from stratus.compute.resource_tracker import PassReport, ResourceTracker
@@ -65,7 +67,8 @@ class ComputeService:
                  clock: Callable[[], dt.datetime] = services.utcnow,
                  network: NetworkClient | None = None,
                  image: ImageWriter | None = None,
-                 provider_refresh_interval: float = 0.0) -> None:
+                 provider_refresh_interval: float = 0.0,
+                 periodic: Periodic | None = None) -> None:
         self.host, self.driver, self.bus = host, driver, bus
         self.records = as_records(records)
         self.report_interval, self.tracker_interval = report_interval, tracker_interval
@@ -81,8 +84,10 @@ class ComputeService:
                                       conductor if conductor is not None else conductor_for(bus),
                                       clock=clock, network=network, image=image)
         self.events = HypervisorEventHandler(host, self.records, self.tracker)
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._own_periodic = periodic is None
+        self.periodic = periodic if periodic is not None else \
+            Periodic(workers=2, name=f"compute-{host}")
+        self._jobs: list[Job] = []
         self._server: RPCServer | None = None
         self._unsubscribe: Callable[[], None] | None = None
 
@@ -109,22 +114,26 @@ class ComputeService:
                                         "not connected at service start", time.time()))
         self._server = self.bus.serve(ComputeRPC, self.manager, server=self.host,
                                       version=self.rpc_version)
-        self._stop.clear()
-        self._threads = [
-            *([self._loop("heartbeat", self.report_interval, self.heartbeat)]
+        self._jobs = [
+            *([self.periodic.every(self.report_interval, self.heartbeat,
+                                   name=f"compute {self.host}: heartbeat")]
               if self.beats_itself else []),
-            self._loop("resource-tracker", self.tracker_interval, self.update_available_resource,
-                       first=self.first_pass_delay()),
+            self.periodic.every(self.tracker_interval, self.update_available_resource,
+                                first=self.first_pass_delay(),
+                                name=f"compute {self.host}: resource-tracker pass"),
         ]
         LOG.info("compute %s started (RPC %s, driver %s)", self.host, self.rpc_version,
                  self.driver.hypervisor)
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop answering and reporting; returns once every thread has ended."""
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout)
-        self._threads = []
+        """Stop answering and reporting; returns once a pass or heartbeat in progress has
+        ended."""
+        for job in self._jobs:
+            self.periodic.cancel(job, timeout)
+        self._jobs = []
+        if self._own_periodic:
+            self.periodic.stop(timeout)
+            self.periodic = Periodic(workers=2, name=f"compute-{self.host}")  # for a restart
         if self._server is not None:
             self._server.stop(timeout)
             self._server = None
@@ -159,18 +168,3 @@ class ComputeService:
                 LOG.exception("compute %s: reaping orphaned guests failed", self.host)
         self.last_report = self.tracker.update_available_resource()
         return self.last_report
-
-    def _loop(self, name: str, interval: float, work: Callable[[], object],
-              first: float | None = None) -> threading.Thread:
-        def run() -> None:
-            wait = interval if first is None else first
-            while not self._stop.wait(wait):
-                wait = interval
-                try:
-                    work()
-                except Exception:  # one failed round must not end the service
-                    LOG.exception("compute %s: %s failed", self.host, name)
-
-        thread = threading.Thread(target=run, name=f"compute-{self.host}-{name}", daemon=True)
-        thread.start()
-        return thread

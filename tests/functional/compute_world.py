@@ -6,7 +6,6 @@ conductor, real compute services on simulated libvirt hosts, and the compute API
 from __future__ import annotations
 
 import datetime as dt
-import time
 import uuid as uuidlib
 from collections.abc import Callable
 from typing import Any
@@ -38,17 +37,9 @@ from stratus.placement.client import PlacementClient
 from stratus.scheduler.rpcapi import SchedulerRPC
 from stratus.storage import engine as db
 from tests.scheduler_world import Cloud
+from tests.waiting import eventually
 
 DISABLED = "COMPUTE_STATUS_DISABLED"
-
-
-def eventually(check: Callable[[], Any], seconds: float = 20.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        result = check()
-        if result or time.monotonic() > deadline:
-            return result
-        time.sleep(0.01)
 
 
 class ComputeClient:

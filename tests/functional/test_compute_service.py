@@ -42,6 +42,7 @@ from stratus.placement.client import PlacementClient
 from stratus.placement.http.app import build_wsgi
 from stratus.storage import engine as db
 from stratus.storage import migrate
+from tests import waiting
 from tests.functional import cli_helpers
 
 CELL = os.path.join(os.path.dirname(stratus.cells.__file__), "migrations")
@@ -83,12 +84,7 @@ class Conductor:
 
 
 def eventually(check: Callable[[], Any], seconds: float = 5.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        result = check()
-        if result or time.monotonic() > deadline:
-            return result
-        time.sleep(0.005)
+    return waiting.eventually(check, seconds, poll=0.005)
 
 
 @pytest.fixture
@@ -459,25 +455,39 @@ def test_ironic_one_service_many_node_providers_each_gets_the_trait(
 # -- heartbeats and stopping -----------------------------------------------------------
 
 
-def test_a_fleet_host_keeps_no_heartbeat_thread_of_its_own(bus, cell_engine, placement,
-                                                          conductor, clock):
-    """Many hosts in one process share one heartbeat writer: ten thousand of them hold
-    ten thousand threads fewer, and their heartbeats still arrive."""
+def test_fleet_hosts_keep_no_thread_of_their_own(bus, cell_engine, placement, conductor,
+                                                clock):
+    """Many hosts in one process share one heartbeat writer and one pool for their
+    passes: ten thousand of them hold no thread each, and their heartbeats and passes
+    still come."""
     from stratus.allinone.computes import FleetCompute, Heartbeats
+    from stratus.compute.periodic import Periodic
 
-    svc = FleetCompute("cmp1", LibvirtDriver("cmp1", FLAT), bus, cell_engine, placement,
-                       clock=clock, conductor=conductor, tracker_interval=3600)
+    before = set(threading.enumerate())
+    passes = Periodic(workers=1, name="fleet-passes")
+    hosts = [FleetCompute(host, LibvirtDriver(host, FLAT), bus, cell_engine, placement,
+                          clock=clock, conductor=conductor, tracker_interval=0.01,
+                          periodic=passes) for host in ("cmp1", "cmp2", "cmp3")]
     beats = Heartbeats(0.005, clock=clock)
-    svc.start()
+    for svc in hosts:
+        svc.start()
+        svc.last_report = None
     try:
-        beats.add(svc.records, svc)
+        for svc in hosts:
+            beats.add(svc.records, svc)
         beats.start()
-        names = [t.name for t in threading.enumerate() if t.name.startswith("compute-cmp1-")]
-        assert names == ["compute-cmp1-resource-tracker"]
-        assert eventually(lambda: service_row(cell_engine, "cmp1").report_count >= 2)
+        assert eventually(lambda: all(svc.last_report is not None for svc in hosts))
+        assert eventually(lambda: all(service_row(cell_engine, svc.host).report_count >= 2
+                                      for svc in hosts))
+        started = sorted(t.name for t in set(threading.enumerate()) - before
+                         if not t.name.startswith("inproc-"))
+        assert started == ["compute-heartbeats", "fleet-passes-1"]
     finally:
         beats.stop()
-        svc.stop()
+        for svc in hosts:
+            svc.stop()
+        passes.stop()
+    assert not [t for t in threading.enumerate() if t.name == "fleet-passes-1"]
 
 
 def test_heartbeats_keep_it_up_and_a_stopped_service_goes_down(start, cell_engine, clock):
@@ -491,7 +501,7 @@ def test_heartbeats_keep_it_up_and_a_stopped_service_goes_down(start, cell_engin
     assert service_row(cell_engine, "cmp1").is_up(clock(), DOWN_TIME)
 
     svc.stop()
-    assert not [t for t in threading.enumerate() if t.name.startswith("compute-cmp1-")]
+    assert not [t for t in threading.enumerate() if t.name.startswith("compute-cmp1")]
     stopped = service_row(cell_engine, "cmp1").report_count
     time.sleep(0.02)
     assert service_row(cell_engine, "cmp1").report_count == stopped

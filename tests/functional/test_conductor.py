@@ -5,9 +5,7 @@ Placement, the scheduler service, and real compute services on simulated libvirt
 from __future__ import annotations
 
 import collections
-import time
 import uuid as uuidlib
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -30,15 +28,7 @@ from stratus.conductor.rpcapi import ConductorRPC
 from stratus.scheduler.rpcapi import SchedulerRPC
 from stratus.storage import engine as db
 from tests.scheduler_world import Cloud, spec
-
-
-def eventually(check: Callable[[], Any], seconds: float = 20.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        result = check()
-        if result or time.monotonic() > deadline:
-            return result
-        time.sleep(0.01)
+from tests.waiting import eventually
 
 
 class Plane:
