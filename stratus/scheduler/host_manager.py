@@ -12,7 +12,9 @@ answer is skipped with a warning and reported; the others still schedule.
 Each cell's rows are kept between requests (``host_cache``): a copy older than
 ``max_age`` seconds is refreshed behind the request that finds it so (which decides
 on the copy), one older than twice that before deciding, and by one request at a time
-(the others decide on the copy meanwhile); a refresh reads the flagged services only,
+(the others decide on the copy meanwhile, or, when it was read whole half the service
+down time ago or more and its heartbeats could make live hosts look down, wait for
+that read); a refresh reads the flagged services only,
 unless the copy was last read whole ``whole_age`` seconds ago or more. A host not seen
 before is looked up at once. ``max_age`` 0 reads the candidates' rows on every request
 instead.
@@ -129,6 +131,8 @@ class HostManager:
         self._copies_lock = threading.Lock()
         # cells some request is re-reading now -> when it started (monotonic clock)
         self._refreshing: dict[str, float] = {}
+        # Told when a re-read ends (its mark removed), for requests waiting on it.
+        self._read_ended = threading.Condition(self._copies_lock)
         # One pool for the life of the manager: starting threads per request cost
         # more than the cells' queries themselves (and far more on a busy machine).
         # A cell that hangs keeps its worker; when too many are held, a request gets
@@ -277,6 +281,7 @@ class HostManager:
         clock = self._clock()
         stale: list[CellMapping] = []
         behind: list[CellMapping] = []
+        awaited: list[tuple[CellMapping, float]] = []   # re-read by another request
         with self._copies_lock:
             copies = dict(self._copies)
             for c in cells:
@@ -291,6 +296,11 @@ class HostManager:
                         # requests in flight, every one of them used to re-read every
                         # cell at once each max_age: the p99 was that pile-up). A read
                         # older than cell_timeout is taken for hung: read again.
+                        if not self._tells_liveness(last, clock):
+                            # ... unless the copy's heartbeats are too old to tell who is
+                            # up (after an idle spell): wait for that read instead. Deciding
+                            # on it failed a burst of boots with every host "down".
+                            awaited.append((c, since))
                         continue
                     self._refreshing[c.uuid] = clock
                     if (last.fresh(c.database_connection, clock, 2 * self.max_age)
@@ -309,6 +319,9 @@ class HostManager:
                 for c in stale:
                     if self._refreshing.get(c.uuid) == clock:
                         del self._refreshing[c.uuid]
+                self._read_ended.notify_all()
+        if awaited:
+            self._await_reads(awaited, copies)
         # Cells read whole just now (or that could not be read: they keep their last copy
         # as it is) are not asked about hosts their copy lacks; a cell whose flags alone
         # were read may lack a host added since its last whole read: that one is.
@@ -339,6 +352,7 @@ class HostManager:
             with self._copies_lock:
                 if self._refreshing.get(cell.uuid) == marked:
                     del self._refreshing[cell.uuid]
+                self._read_ended.notify_all()
             with self._busy_lock:
                 self._busy -= 1
 
@@ -363,6 +377,28 @@ class HostManager:
             self._pool.submit(read)
         except RuntimeError:   # the pool is shut down (closing): nothing to refresh for
             unmark()
+
+    def _tells_liveness(self, copy: CellCopy, clock: float) -> bool:
+        """Whether ``copy`` is recent enough to judge liveness by: read whole less than
+        half the service down time ago. A live host's heartbeat in it is then at most that
+        plus one report interval old; in an older copy live hosts may look down."""
+        return clock - copy.whole_at < self.service_down_time / 2
+
+    def _await_reads(self, awaited: list[tuple[CellMapping, float]],
+                     copies: dict[str, CellCopy]) -> None:
+        """Wait (up to ``cell_timeout``) for the re-reads other requests started at the
+        marks given, and take their copies into ``copies``. A read that fails or hangs
+        leaves the old copy, as for a cell that cannot be re-read."""
+        deadline = time.monotonic() + self.cell_timeout
+        with self._read_ended:
+            for cell, mark in awaited:
+                while self._refreshing.get(cell.uuid) == mark:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._read_ended.wait(left)
+                if cell.uuid in self._copies:
+                    copies[cell.uuid] = self._copies[cell.uuid]
 
     def _reload(self, stale: list[CellMapping], copies: dict[str, CellCopy], clock: float,
                 skipped: dict[str, str]) -> None:

@@ -7,6 +7,7 @@ with 0; liveness is judged at decision time."""
 from __future__ import annotations
 
 import datetime as dt
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -253,6 +254,61 @@ def test_one_request_re_reads_a_stale_cell_while_the_others_use_the_copy(cloud, 
     clock.t += 0.5                          # the re-read copy is fresh: nobody reads
     boot(s)
     assert len(reads) == 1
+
+
+def test_after_an_idle_minute_a_burst_waits_for_the_re_read_not_for_every_host_down(
+        cloud, monkeypatch):
+    """The copy left from before an idle spell holds heartbeats older than the service
+    down time: the requests that come while one of them re-reads the cell wait for that
+    read instead of deciding on the copy (a burst of boots after an idle minute used to
+    fail NoValidHost, 'compute service down' for every host)."""
+    import threading
+
+    from stratus.scheduler import host_cache
+
+    clock = Clock()
+    s = scheduler(cloud, clock, max_age=1.0)
+    for host in ("a", "b"):
+        set_service(cloud, host, last_seen_up=clock.now())
+    assert boot(s) in ("a", "b")            # the copy is read
+    clock.t += 90                           # idle; the hosts kept beating meanwhile
+    for host in ("a", "b"):
+        set_service(cloud, host, last_seen_up=clock.now())
+    real = host_cache.read_all
+    reading, release = threading.Event(), threading.Event()
+    reads = []
+
+    def held(conn):
+        reads.append(1)
+        reading.set()
+        release.wait(10)
+        return real(conn)
+
+    monkeypatch.setattr(host_cache, "read_all", held)
+    first: list[str] = []
+    reader = threading.Thread(target=lambda: first.append(boot(s)))
+    reader.start()
+    assert reading.wait(10)
+    others: list[object] = []
+
+    def another() -> None:
+        try:
+            others.append(boot(s))
+        except NoValidHost as exc:
+            others.append(exc)
+
+    waiters = [threading.Thread(target=another) for _ in range(3)]
+    for w in waiters:
+        w.start()
+    time.sleep(0.2)
+    assert others == []                     # waiting for the read, not deciding
+    release.set()
+    reader.join(10)
+    for w in waiters:
+        w.join(10)
+    assert first and first[0] in ("a", "b")
+    assert len(others) == 3 and all(o in ("a", "b") for o in others), others
+    assert len(reads) == 1                  # they waited for the one read, not read again
 
 
 def test_a_just_stale_copy_is_re_read_behind_the_request(cloud, monkeypatch):
