@@ -480,7 +480,7 @@ def test_fleet_hosts_keep_no_thread_of_their_own(bus, cell_engine, placement, co
         assert eventually(lambda: all(service_row(cell_engine, svc.host).report_count >= 2
                                       for svc in hosts))
         started = sorted(t.name for t in set(threading.enumerate()) - before
-                         if not t.name.startswith("inproc-"))
+                         if t.name.startswith(("compute", "fleet")))
         assert started == ["compute-heartbeats", "fleet-passes-1"]
     finally:
         beats.stop()
