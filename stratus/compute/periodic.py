@@ -15,8 +15,9 @@ first idle worker takes the earliest job that is due and runs it. ::
 
 The next run of a job is due ``interval`` seconds after its run *ends*, as in a thread
 that sleeps between rounds: a job never runs twice at once, and when the workers fall
-behind (passes slower than the hosts need) every pass comes later instead of piling up.
-A run that raises is logged and the job keeps its schedule.
+behind (passes slower than the hosts need) every pass comes later instead of piling up,
+and the pool says so: a WARNING when a run starts more than its interval late (at most
+one a minute). A run that raises is logged and the job keeps its schedule.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 LOG = logging.getLogger(__name__)
+
+LATE_WARNING_EVERY = 60.0   # seconds between two warnings that runs start late
 
 
 @dataclass(eq=False)
@@ -54,6 +57,7 @@ class Periodic:
         self._changed = threading.Condition()
         self._workers: list[threading.Thread] = []
         self._stopped = False
+        self._warned_at = -float("inf")
 
     def every(self, interval: float, work: Callable[[], object], *,
               first: float | None = None, name: str = "") -> Job:
@@ -132,10 +136,20 @@ class Periodic:
                     continue
                 heapq.heappop(self._due)
                 job.runner = threading.current_thread()
+                self._say_if_late(job, -wait)
                 if self._due:   # another worker may take the next one now
                     self._changed.notify()
                 return job
             return None
+
+    def _say_if_late(self, job: Job, late: float) -> None:
+        now = self._clock()
+        if late > job.interval and now - self._warned_at >= LATE_WARNING_EVERY:
+            self._warned_at = now
+            LOG.warning("%s: %s starts %.0f s late (its interval is %.0f s): %d workers do "
+                        "not keep up with %d jobs; give the process fewer hosts or more "
+                        "CPU", self.name, job.name, late, job.interval, self._size,
+                        len(self._due) + 1)
 
     def _work(self) -> None:
         while (job := self._next()) is not None:

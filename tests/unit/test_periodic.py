@@ -137,3 +137,30 @@ def test_a_pool_needs_a_worker(kwargs, message):
 def test_an_interval_must_be_positive(periodic):
     with pytest.raises(ValueError, match="interval must be positive"):
         periodic.every(0, lambda: None)
+
+
+def test_runs_that_start_later_than_their_interval_are_reported_once_a_minute(caplog):
+    """One worker, a job that takes longer than the others' interval: they start late,
+    and the operator is told once (not once per run)."""
+    periodic = Periodic(workers=1, name="busy")
+    runs = [0]
+
+    def quick():
+        runs[0] += 1
+
+    try:
+        periodic.every(3600, lambda: time.sleep(0.1), first=0.0, name="slow pass")
+        periodic.every(0.01, quick, first=0.0, name="cmp1 pass")
+        assert eventually(lambda: runs[0] >= 5)
+    finally:
+        periodic.stop()
+    late = [r.getMessage() for r in caplog.records if "late" in r.getMessage()]
+    assert len(late) == 1
+    assert "busy: cmp1 pass starts" in late[0] and "1 workers do not keep up" in late[0]
+
+
+def test_runs_on_time_are_not_reported(periodic, caplog):
+    runs = [0]
+    periodic.every(0.3, lambda: runs.__setitem__(0, runs[0] + 1), first=0.0)
+    assert eventually(lambda: runs[0] >= 3)
+    assert not [r for r in caplog.records if "late" in r.getMessage()]
