@@ -196,6 +196,20 @@ def write_all(directory: Path) -> list[Path]:
     return written
 
 
-if __name__ == "__main__":
-    for path in write_all(Path(sys.argv[1] if len(sys.argv) > 1 else "etc/stratus")):
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m stratus.config_samples",
+        description="Write the sample configuration file of each role of a distributed "
+                    "deployment, from the option list (stratus/config.py).")
+    parser.add_argument("directory", nargs="?", default="etc/stratus", type=Path,
+                        help="where to write them (default: etc/stratus)")
+    args = parser.parse_args(argv)
+    for path in write_all(args.directory):
         print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -71,3 +71,20 @@ def test_no_secret_is_put_on_a_command_line():
         commands.append(parsed["Service"]["ExecStart"])
     for command in commands:
         assert "PASSWORD" not in command and "://" not in command, command
+
+
+def test_help_is_help_not_a_directory(tmp_path, monkeypatch, capsys):
+    """``python -m stratus.config_samples --help`` once wrote the samples into a directory
+    named ``--help``."""
+    import pytest
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as done:
+        config_samples.main(["--help"])
+    assert done.value.code == 0
+    assert "sample configuration file" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
+    written = config_samples.main([str(tmp_path / "out")])
+    assert written == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        role.file for role in config_samples.ROLES)
