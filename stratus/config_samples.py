@@ -206,7 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("directory", nargs="?", default="etc/stratus", type=Path,
                         help="where to write them (default: etc/stratus)")
     args = parser.parse_args(argv)
-    for path in write_all(args.directory):
+    try:
+        written = write_all(args.directory)
+    except OSError as exc:
+        parser.error(f"cannot write the samples in {args.directory}: "
+                     f"{exc.strerror or exc}")
+    for path in written:
         print(path)
     return 0
 

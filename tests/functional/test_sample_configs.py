@@ -88,3 +88,16 @@ def test_help_is_help_not_a_directory(tmp_path, monkeypatch, capsys):
     assert written == 0
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
         role.file for role in config_samples.ROLES)
+
+
+def test_a_directory_that_cannot_be_made_is_one_line_and_exit_2(tmp_path, capsys):
+    import pytest
+
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    with pytest.raises(SystemExit) as done:
+        config_samples.main([str(taken)])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert f"cannot write the samples in {taken}: File exists" in err
+    assert "Traceback" not in err
