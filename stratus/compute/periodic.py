@@ -40,7 +40,6 @@ class Job:
     interval: float
     work: Callable[[], object]
     name: str
-    due: float = 0.0
     cancelled: bool = False
     # The worker running it now, if any (cancel waits for it, unless called from it).
     runner: threading.Thread | None = field(default=None, repr=False)
@@ -107,7 +106,6 @@ class Periodic:
             return sum(1 for _, _, job in self._due if not job.cancelled)
 
     def _queue(self, job: Job, due: float) -> None:
-        job.due = due
         heapq.heappush(self._due, (due, next(self._order), job))
         if self._due[0][2] is job:   # sooner than what the workers wait for
             self._changed.notify()
@@ -130,20 +128,19 @@ class Periodic:
                 if job.cancelled:
                     heapq.heappop(self._due)
                     continue
-                wait = due - self._clock()
-                if wait > 0:
-                    self._changed.wait(wait)
+                now = self._clock()
+                if due > now:
+                    self._changed.wait(due - now)
                     continue
                 heapq.heappop(self._due)
                 job.runner = threading.current_thread()
-                self._say_if_late(job, -wait)
+                self._say_if_late(job, now - due, now)
                 if self._due:   # another worker may take the next one now
                     self._changed.notify()
                 return job
             return None
 
-    def _say_if_late(self, job: Job, late: float) -> None:
-        now = self._clock()
+    def _say_if_late(self, job: Job, late: float, now: float) -> None:
         if late > job.interval and now - self._warned_at >= LATE_WARNING_EVERY:
             self._warned_at = now
             LOG.warning("%s: %s starts %.0f s late (its interval is %.0f s): %d workers do "

@@ -84,9 +84,10 @@ class ComputeService:
                                       conductor if conductor is not None else conductor_for(bus),
                                       clock=clock, network=network, image=image)
         self.events = HypervisorEventHandler(host, self.records, self.tracker)
-        self._own_periodic = periodic is None
-        self.periodic = periodic if periodic is not None else \
-            Periodic(workers=2, name=f"compute-{host}")
+        # The pool its jobs run on: shared by the hosts of a process, or else its own,
+        # made at each start (a stopped pool does not start again).
+        self._shared_periodic = periodic
+        self._own_periodic: Periodic | None = None
         self._jobs: list[Job] = []
         self._server: RPCServer | None = None
         self._unsubscribe: Callable[[], None] | None = None
@@ -114,13 +115,16 @@ class ComputeService:
                                         "not connected at service start", time.time()))
         self._server = self.bus.serve(ComputeRPC, self.manager, server=self.host,
                                       version=self.rpc_version)
+        periodic = self._shared_periodic
+        if periodic is None:
+            periodic = self._own_periodic = Periodic(workers=2, name=f"compute-{self.host}")
         self._jobs = [
-            *([self.periodic.every(self.report_interval, self.heartbeat,
-                                   name=f"compute {self.host}: heartbeat")]
+            *([periodic.every(self.report_interval, self.heartbeat,
+                              name=f"compute {self.host}: heartbeat")]
               if self.beats_itself else []),
-            self.periodic.every(self.tracker_interval, self.update_available_resource,
-                                first=self.first_pass_delay(),
-                                name=f"compute {self.host}: resource-tracker pass"),
+            periodic.every(self.tracker_interval, self.update_available_resource,
+                           first=self.first_pass_delay(),
+                           name=f"compute {self.host}: resource-tracker pass"),
         ]
         LOG.info("compute %s started (RPC %s, driver %s)", self.host, self.rpc_version,
                  self.driver.hypervisor)
@@ -128,12 +132,14 @@ class ComputeService:
     def stop(self, timeout: float = 10.0) -> None:
         """Stop answering and reporting; returns once a pass or heartbeat in progress has
         ended."""
-        for job in self._jobs:
-            self.periodic.cancel(job, timeout)
+        periodic = self._shared_periodic or self._own_periodic
+        if periodic is not None:
+            for job in self._jobs:
+                periodic.cancel(job, timeout)
         self._jobs = []
-        if self._own_periodic:
-            self.periodic.stop(timeout)
-            self.periodic = Periodic(workers=2, name=f"compute-{self.host}")  # for a restart
+        if self._own_periodic is not None:
+            self._own_periodic.stop(timeout)
+            self._own_periodic = None
         if self._server is not None:
             self._server.stop(timeout)
             self._server = None

@@ -319,7 +319,8 @@ class HostManager:
                 for c in stale:
                     if self._refreshing.get(c.uuid) == clock:
                         del self._refreshing[c.uuid]
-                self._read_ended.notify_all()
+                if stale:
+                    self._read_ended.notify_all()
         if awaited:
             self._await_reads(awaited, copies)
         # Cells read whole just now (or that could not be read: they keep their last copy

@@ -44,8 +44,6 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 _JSON = ("application/json",)
 
 
-
-
 @contextlib.contextmanager
 def _as_answered(what: str) -> Iterator[None]:
     """A database error raised to an in-process caller as the HTTP answer would carry it:
