@@ -7,6 +7,7 @@ with 0; liveness is judged at decision time."""
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import time
 
 import pytest
@@ -85,6 +86,26 @@ def add_host(cloud: Cloud, host: Host) -> None:
 def set_service(cloud: Cloud, host: str, **values: object) -> None:
     with db.write(cloud.cell_engine("cell1")) as conn:
         conn.execute(sa.update(cs.services).where(cs.services.c.host == host).values(**values))
+
+
+def hold_whole_reads(monkeypatch: pytest.MonkeyPatch
+                     ) -> tuple[list[int], threading.Event, threading.Event]:
+    """Whole reads of a cell counted and held until ``release`` is set; ``reading`` is
+    set when one has begun. Returns (reads, reading, release)."""
+    from stratus.scheduler import host_cache
+
+    real = host_cache.read_all
+    reading, release = threading.Event(), threading.Event()
+    reads: list[int] = []
+
+    def held(conn):
+        reads.append(1)
+        reading.set()
+        release.wait(10)
+        return real(conn)
+
+    monkeypatch.setattr(host_cache, "read_all", held)
+    return reads, reading, release
 
 
 def test_a_host_added_after_the_copy_was_read_is_used_at_once(cloud):
@@ -223,24 +244,10 @@ def test_one_request_re_reads_a_stale_cell_while_the_others_use_the_copy(cloud, 
     """With many requests in flight, a stale cell is re-read by one of them; the rest
     decide on the copy they have instead of all reading the cell at once (that pile-up,
     every max_age, was the p99 of concurrent scheduling)."""
-    import threading
-
-    from stratus.scheduler import host_cache
-
     clock = Clock()
     s = scheduler(cloud, clock, max_age=1.0)
     assert boot(s) in ("a", "b")            # the copy is read
-    real = host_cache.read_all
-    reading, release = threading.Event(), threading.Event()
-    reads = []
-
-    def held(conn):
-        reads.append(1)
-        reading.set()
-        release.wait(10)
-        return real(conn)
-
-    monkeypatch.setattr(host_cache, "read_all", held)
+    reads, reading, release = hold_whole_reads(monkeypatch)
     clock.t += 5                            # stale now
     first = []
     slow = threading.Thread(target=lambda: first.append(boot(s)))
@@ -262,10 +269,6 @@ def test_after_an_idle_minute_a_burst_waits_for_the_re_read_not_for_every_host_d
     down time: the requests that come while one of them re-reads the cell wait for that
     read instead of deciding on the copy (a burst of boots after an idle minute used to
     fail NoValidHost, 'compute service down' for every host)."""
-    import threading
-
-    from stratus.scheduler import host_cache
-
     clock = Clock()
     s = scheduler(cloud, clock, max_age=1.0)
     for host in ("a", "b"):
@@ -274,17 +277,7 @@ def test_after_an_idle_minute_a_burst_waits_for_the_re_read_not_for_every_host_d
     clock.t += 90                           # idle; the hosts kept beating meanwhile
     for host in ("a", "b"):
         set_service(cloud, host, last_seen_up=clock.now())
-    real = host_cache.read_all
-    reading, release = threading.Event(), threading.Event()
-    reads = []
-
-    def held(conn):
-        reads.append(1)
-        reading.set()
-        release.wait(10)
-        return real(conn)
-
-    monkeypatch.setattr(host_cache, "read_all", held)
+    reads, reading, release = hold_whole_reads(monkeypatch)
     first: list[str] = []
     reader = threading.Thread(target=lambda: first.append(boot(s)))
     reader.start()
@@ -314,8 +307,6 @@ def test_after_an_idle_minute_a_burst_waits_for_the_re_read_not_for_every_host_d
 def test_a_just_stale_copy_is_re_read_behind_the_request(cloud, monkeypatch):
     """A copy older than max_age (but not twice) is re-read behind the request that finds
     it so: that request decides on the copy at once, the next ones on the new copy."""
-    import threading
-
     from stratus.scheduler import host_cache
 
     clock = Clock()
@@ -348,8 +339,6 @@ def test_a_just_stale_copy_is_re_read_behind_the_request(cloud, monkeypatch):
 def test_a_re_read_that_hangs_holds_nobody_back_past_the_cell_timeout(cloud, monkeypatch):
     """A background re-read that never returns must not freeze the copy: once it is older
     than cell_timeout, the next request reads the cell itself."""
-    import threading
-
     from stratus.scheduler import host_cache
 
     clock = Clock()
