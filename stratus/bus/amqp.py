@@ -59,6 +59,15 @@ FALSE = {"0", "false", "no", "off"}
 Command = Callable[[Any], Any]  # run on the consuming thread with its channel
 
 
+def _body(message: Any) -> bytes:
+    """A delivery's payload as the bytes that were sent. py-amqp hands over a body whose
+    ``content_encoding`` is set (ours: utf-8) decoded to ``str``; as ``str`` a signed
+    message could not be checked against the bytes it came in, and was written out as
+    JSON again at every receiver to check its signature."""
+    body = message.body
+    return body.encode("utf-8") if isinstance(body, str) else bytes(body)
+
+
 @dataclass(frozen=True)
 class _Delivery:
     message: Any            # kombu's Message: acknowledged on the consuming thread
@@ -97,7 +106,7 @@ class _Subscription(Listener):
 
     def on_message(self, message: Any) -> None:  # on the consuming thread
         props = message.properties
-        delivery = _Delivery(message, self.transport.epoch, message.body,
+        delivery = _Delivery(message, self.transport.epoch, _body(message),
                              props.get("reply_to"), props.get("correlation_id"),
                              bool(message.delivery_info.get("redelivered")))
         with self.cond:
@@ -261,7 +270,7 @@ class AmqpTransport(Transport):
         with self._pending_lock:
             box = self._pending.get(correlation_id)
             if box is not None and not box:
-                box.append(message.body)
+                box.append(_body(message))
                 self._pending_events[correlation_id].set()
                 return
         # Its caller gave up (timed out) or already had an answer (a call handled

@@ -34,6 +34,8 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from functools import total_ordering
 from typing import Any
 
+import orjson
+
 from stratus.bus import errors
 
 
@@ -168,10 +170,20 @@ def encode(message: Message) -> bytes:
         raise errors.BadMessage(f"cannot encode {what}: {exc}") from None
 
 
+def _parse(payload: bytes) -> Any:
+    """The payload's JSON: orjson reads it in a third of the standard library's time; what
+    orjson refuses and the standard library takes (an integer beyond 64 bits, ``NaN``
+    from a foreign sender, UTF-16) is read as before, so both read the same messages."""
+    try:
+        return orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return json.loads(payload)
+
+
 def decode(payload: bytes) -> Message:
     """Parse and check field types; anything malformed is BadMessage."""
     try:
-        data = json.loads(payload)
+        data = _parse(payload)
     except (UnicodeDecodeError, ValueError) as exc:
         raise errors.BadMessage(f"message is not JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("kind") not in _REQUIRED:

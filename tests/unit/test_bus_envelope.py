@@ -47,6 +47,23 @@ def test_the_envelope_carries_the_documented_fields() -> None:
     assert signed["signature"] == "ab"
 
 
+@pytest.mark.parametrize("args", [
+    {"big": 2 ** 70, "small": -(2 ** 64)},       # beyond 64 bits: orjson refuses, json reads
+    {"ratio": float("1e-05"), "huge": 1e300, "text": "\u00e9\u4e2d\U0001f600"},
+    {"nested": [{"a": [1, 2.5, None, True]}, "x" * 5000]},
+])
+def test_every_message_the_standard_library_reads_decodes_the_same(
+        args: dict[str, object]) -> None:
+    request = Request("echo", "echo", args, "1.0", "me")
+    payload = json.dumps({**envelope.as_dict(request)}).encode()
+    assert envelope.decode(payload) == request
+    # A foreign sender's NaN is read as the standard library reads it (orjson refuses it).
+    nan = payload.replace(b'"args": {', b'"args": {"nan": NaN, ', 1)
+    decoded = envelope.decode(nan)
+    assert isinstance(decoded, Request) and decoded.args["nan"] != decoded.args["nan"]
+    assert {k: v for k, v in decoded.args.items() if k != "nan"} == args
+
+
 @pytest.mark.parametrize("payload", [
     b"not json", b"\xff\xfe", b"[]", b'{"kind": "request"}', b'{"kind": "gossip"}',
     b'{"kind":"request","service":"s","method":"m","args":[],"version":"1.0","sender":"a",'
