@@ -404,6 +404,9 @@ def _providers_used(items: list[int | Candidate]) -> set[int]:
 
 def _whole_trees(index: ProviderIndex, items: list[int | Candidate]) -> list[int]:
     """Every provider of every tree whose providers a candidate allocates from."""
+    singles = as_slots(items)
+    if singles is not None:
+        return _whole_trees_of_singles(index, singles)
     singles = np.array([i for i in items if type(i) is int], np.int64)
     # A single provider outside any tree is a whole tree by itself; one in a tree
     # is its root (``root_alone``), which brings its tree along.
@@ -420,6 +423,30 @@ def _whole_trees(index: ProviderIndex, items: list[int | Candidate]) -> list[int
     else:
         out = out.union(*(index.tree(r) for r in roots))
     return sorted(out)
+
+
+def as_slots(items: list[int | Candidate]) -> np.ndarray | None:
+    """``items`` as an array of slots when every one is a whole request on one provider
+    (the common answer), else None; one pass in C instead of a type test per item."""
+    try:
+        return np.fromiter(items, np.int64, len(items))
+    except (TypeError, ValueError):   # a Candidate among them
+        return None
+
+
+def _whole_trees_of_singles(index: ProviderIndex, singles: np.ndarray) -> list[int]:
+    """:func:`_whole_trees` of single-provider items, in vector passes over masks of the
+    index's slots (Python sets of a thousand hosts' answer, or numpy's ``unique``, cost
+    more than the solve)."""
+    n = index.n
+    out = np.zeros(n, bool)
+    nested = index.in_tree[singles]
+    out[singles[~nested]] = True
+    if nested.any():
+        is_root = np.zeros(n, bool)
+        is_root[index.root[singles[nested]]] = True
+        out |= is_root[index.root[:n]] & index.alive[:n]
+    return np.flatnonzero(out).tolist()
 
 
 def _shares_a_tree(index: ProviderIndex, item: int | Candidate) -> bool:

@@ -27,7 +27,7 @@ from stratus.placement.candidate_table import (
 )
 from stratus.placement.candidates.index import ProviderIndex
 from stratus.placement.candidates.render import Shape, request_dict_from
-from stratus.placement.candidates.solve import Solution
+from stratus.placement.candidates.solve import Solution, as_slots
 from stratus.placement.candidates.tree import Candidate
 
 
@@ -37,15 +37,24 @@ def from_solution(index: ProviderIndex, solution: Solution, shape: Shape,
     # A tree's candidate that takes everything from one provider (a host with NIC
     # children asked only for VCPU, RAM and disk) is that provider's plain request:
     # sent as one shape for every host instead of a request built per host.
-    items = [item if type(item) is int or len(set(item.chosen)) != 1  # type: ignore[union-attr]
-             else item.chosen[0] for item in solution.items]  # type: ignore[union-attr]
+    singles = as_slots(solution.items)   # every item a whole request on one provider
+    items: list[int | Candidate]
+    if singles is not None:
+        items = solution.items
+    else:
+        items = [item if type(item) is int or len(set(item.chosen)) != 1  # type: ignore[union-attr]
+                 else item.chosen[0] for item in solution.items]  # type: ignore[union-attr]
+        if all(type(item) is int for item in items):
+            singles = np.asarray(items, np.int64)
     # Before 1.29 the JSON names no roots: a reader files each request under its provider.
     root_of_slot = index.root if shape.nested else np.arange(len(index.root), dtype=np.int32)
-    if items and all(type(item) is int for item in items):
-        roots = root_of_slot[np.asarray(items, np.int64)]
-        if len(np.unique(roots)) == len(roots):
+    if singles is not None and len(singles):
+        roots = root_of_slot[singles]
+        once = np.zeros(len(root_of_slot), bool)
+        once[roots] = True
+        if np.count_nonzero(once) == len(roots):
             # The common answer: each host once, the whole request on one provider.
-            return _one_per_host(index, solution, items, shape,  # type: ignore[arg-type]
+            return _one_per_host(index, solution, singles.tolist(), shape,
                                  requested_classes, roots.tolist(), root_of_slot)
     rows: dict[int, int] = {}             # root slot -> row
     held: list[list[int | Candidate]] = []
