@@ -293,7 +293,10 @@ class SchedulerManager:
         except InvalidRequest as exc:
             raise _plain(f"The request cannot be scheduled: {exc}", Category.INVALID,
                          servers) from None
-        with db.read(self.api_engine) as conn:
+        # Outside a transaction, as Placement reads its index: at READ COMMITTED a
+        # transaction's second read (the zones' hosts) sees the same as this, and its
+        # COMMIT was a round trip per decision.
+        with db.read_latest(self.api_engine) as conn:
             view = context.load(conn, self.host_manager.cells.all(), self.options.default_zone)
         try:
             notes = request_filters.apply(spec, query, view.filters, self.options.request_filters)

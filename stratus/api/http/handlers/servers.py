@@ -31,7 +31,9 @@ def _flavor(req: Req, ref: str | int) -> flavor_store.Flavor:
     # A flavorRef may be a link to the flavor: its last path segment is the id.
     flavor_id = str(ref).rstrip("/").rsplit("/", 1)[-1]
     try:
-        with db.read(req.api.dbs.api) as conn:
+        # Outside a transaction (no COMMIT to wait for): a flavor's sizes never change,
+        # and its extra specs read a moment later are as current as a snapshot's.
+        with db.read_latest(req.api.dbs.api) as conn:
             flavor = flavor_store.get(conn, flavor_id)
             usable = req.is_admin or flavor_store.has_access(conn, flavor, req.project_id)
     except NotFound:
