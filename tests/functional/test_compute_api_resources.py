@@ -113,6 +113,24 @@ def test_extra_specs_are_set_shown_validated_and_deleted(world):
     fault(c.get("/flavors/nope/os-extra_specs"), 404, "itemNotFound")
 
 
+def test_a_server_carries_every_extra_spec_of_its_flavor(world):
+    """The boot reads its flavor and the flavor's extra specs in one statement (a row per
+    spec): every spec reaches the server's flavor (2.47+), and a flavor with none boots."""
+    world.add_compute("cmp1")
+    world.flavor("specs", id="specs")
+    world.flavor("plain", id="plain")
+    specs = {"hw:cpu_policy": "shared", "aggregate_instance_extra_specs:x": "1",
+             "trait:HW_CPU_X86_SSE": "forbidden"}
+    assert world.client.post("/flavors/specs/os-extra_specs",
+                             json={"extra_specs": specs}).status_code == 200
+    for flavor, expected in (("specs", specs), ("plain", {})):
+        server = world.settled(world.boot(flavor).json()["server"]["id"])
+        assert server["status"] == "ACTIVE", server
+        shown = world.client.get(f"/servers/{server['id']}",
+                                 headers={"OpenStack-API-Version": "compute 2.47"})
+        assert shown.json()["server"]["flavor"]["extra_specs"] == expected
+
+
 def test_a_flavor_requiring_a_trait_no_host_has_ends_in_error(world):
     world.add_compute("cmp1")
     for fid, trait in (("avx", "HW_CPU_X86_AVX512F"), ("gold", "CUSTOM_GOLD")):
