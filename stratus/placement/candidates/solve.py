@@ -109,6 +109,9 @@ class Solution:
     totals: dict[int, int]
     suffixes: list[str]
     summary_slots: list[int]
+    # ``items`` as an array of slots when every one is an ``int`` (the common answer),
+    # else None: found once, read by the summary and by the scheduler's table.
+    singles: np.ndarray | None = None
 
 
 # ---- planning -------------------------------------------------------------------------
@@ -167,10 +170,12 @@ def solve(index: ProviderIndex, request: CandidateRequest, options: Options) -> 
         items = _limited(items, cap, options)
         roots = {int(index.root[p]) for p in _providers_used(items)}
         summary = sorted(p for p in used if int(index.root[p]) in roots)
+        singles = _as_slots(items)
     else:
         items = _take(index, plan, options, cap)
-        summary = _whole_trees(index, items)
-    return Solution(items, totals, suffixes, summary)
+        singles = _as_slots(items)
+        summary = _whole_trees(index, items, singles)
+    return Solution(items, totals, suffixes, summary, singles)
 
 
 def _take(index: ProviderIndex, plan: Plan, options: Options, cap: int | None
@@ -402,11 +407,12 @@ def _providers_used(items: list[int | Candidate]) -> set[int]:
     return used
 
 
-def _whole_trees(index: ProviderIndex, items: list[int | Candidate]) -> list[int]:
-    """Every provider of every tree whose providers a candidate allocates from."""
-    singles = as_slots(items)
-    if singles is not None:
-        return _whole_trees_of_singles(index, singles)
+def _whole_trees(index: ProviderIndex, items: list[int | Candidate],
+                 all_single: np.ndarray | None) -> list[int]:
+    """Every provider of every tree whose providers a candidate allocates from
+    (``all_single``: the items as slots, when every one is a single provider)."""
+    if all_single is not None:
+        return _whole_trees_of_singles(index, all_single)
     singles = np.array([i for i in items if type(i) is int], np.int64)
     # A single provider outside any tree is a whole tree by itself; one in a tree
     # is its root (``root_alone``), which brings its tree along.
@@ -425,7 +431,7 @@ def _whole_trees(index: ProviderIndex, items: list[int | Candidate]) -> list[int
     return sorted(out)
 
 
-def as_slots(items: list[int | Candidate]) -> np.ndarray | None:
+def _as_slots(items: list[int | Candidate]) -> np.ndarray | None:
     """``items`` as an array of slots when every one is a whole request on one provider
     (the common answer), else None; one pass in C instead of a type test per item."""
     try:

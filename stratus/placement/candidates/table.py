@@ -27,7 +27,7 @@ from stratus.placement.candidate_table import (
 )
 from stratus.placement.candidates.index import ProviderIndex
 from stratus.placement.candidates.render import Shape, request_dict_from
-from stratus.placement.candidates.solve import Solution, as_slots
+from stratus.placement.candidates.solve import Solution
 from stratus.placement.candidates.tree import Candidate
 
 
@@ -37,7 +37,7 @@ def from_solution(index: ProviderIndex, solution: Solution, shape: Shape,
     # A tree's candidate that takes everything from one provider (a host with NIC
     # children asked only for VCPU, RAM and disk) is that provider's plain request:
     # sent as one shape for every host instead of a request built per host.
-    singles = as_slots(solution.items)   # every item a whole request on one provider
+    singles = solution.singles   # every item a whole request on one provider, or None
     items: list[int | Candidate]
     if singles is not None:
         items = solution.items
