@@ -60,10 +60,10 @@ Command = Callable[[Any], Any]  # run on the consuming thread with its channel
 
 
 def _body(message: Any) -> bytes:
-    """A delivery's payload as the bytes that were sent. py-amqp hands over a body whose
-    ``content_encoding`` is set (ours: utf-8) decoded to ``str``; as ``str`` a signed
-    message could not be checked against the bytes it came in, and was written out as
-    JSON again at every receiver to check its signature."""
+    """A delivery's payload as the bytes that were sent. The consuming channel does not
+    decode bodies (``auto_decode``); one that did would hand over ``str``, and as ``str``
+    a signed message cannot be checked against the bytes it came in (every receiver then
+    wrote it out as JSON again to check its signature)."""
     body = message.body
     return body.encode("utf-8") if isinstance(body, str) else bytes(body)
 
@@ -350,6 +350,9 @@ class AmqpTransport(Transport):
                 self._consuming = conn
                 self.epoch += 1
                 channel = conn.channel()
+                # Bodies as the bytes sent: py-amqp would decode each to str (its
+                # content_encoding), and a signature is checked over the bytes.
+                channel.auto_decode = False
                 replies = kombu.Queue(self._reply_queue, exclusive=True, auto_delete=True)
                 kombu.Consumer(channel, queues=[replies], no_ack=True,
                                on_message=self._on_reply).consume()
