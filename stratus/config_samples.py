@@ -11,6 +11,7 @@ what this module writes; after adding an option, give it a role here and run
 
 from __future__ import annotations
 
+import argparse
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -197,8 +198,6 @@ def write_all(directory: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
     parser = argparse.ArgumentParser(
         prog="python -m stratus.config_samples",
         description="Write the sample configuration file of each role of a distributed "

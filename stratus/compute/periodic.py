@@ -143,10 +143,10 @@ class Periodic:
     def _say_if_late(self, job: Job, late: float, now: float) -> None:
         if late > job.interval and now - self._warned_at >= LATE_WARNING_EVERY:
             self._warned_at = now
-            LOG.warning("%s: %s starts %.0f s late (its interval is %.0f s): %d workers do "
-                        "not keep up with %d jobs; give the process fewer hosts or more "
+            LOG.warning("%s: %s starts %.0f s late (its interval is %.0f s): %d worker(s) "
+                        "do not keep up with %d jobs; give the process fewer hosts or more "
                         "CPU", self.name, job.name, late, job.interval, self._size,
-                        len(self._due) + 1)
+                        self.pending() + 1)   # the waiting ones and this one
 
     def _work(self) -> None:
         while (job := self._next()) is not None:
