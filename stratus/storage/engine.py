@@ -509,8 +509,14 @@ def _autocommit_twin(engine: Engine) -> Engine:
         twin = getattr(engine, "_stratus_twin", None)
         if twin is not None:
             return twin
+        # Kept as the engine's own pool keeps them (POOL_SIZE): with a pool of two, every
+        # burst of concurrent reads (a compute API reading flavors for eight clients)
+        # opened connections and closed them on return, a handshake and three session
+        # statements per read. Uncapped beyond it: a twin's read may run while its
+        # caller holds a connection of the engine's own.
         twin = sa.create_engine(engine.url, isolation_level="AUTOCOMMIT",
-                                pool_reset_on_return=None, pool_size=2, max_overflow=-1,
+                                pool_reset_on_return=None, pool_size=POOL_SIZE,
+                                max_overflow=-1,
                                 pool_recycle=getattr(engine.pool, "_recycle", -1),
                                 hide_parameters=engine.hide_parameters)
         # A connection in autocommit mode has no transaction to end; the drivers'

@@ -8,6 +8,7 @@ transaction some other code left open is still rolled back on return.
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
@@ -152,3 +153,22 @@ def test_read_latest_connections_close_with_their_engine_and_reopen(database_url
         assert _backend_id(conn) != backend
     engine.dispose()
 
+
+
+def test_concurrent_read_latest_keeps_its_connections_for_the_next_burst(database_url):
+    # Eight clients' boots each read their flavor through read_latest at once: the
+    # connections opened for one burst serve the next, instead of a new connection
+    # (handshake and session set-up) per read beyond the first two.
+    engine = db.create_engine(database_url)
+
+    def burst(n: int) -> set[int]:
+        with contextlib.ExitStack() as held:
+            return {_backend_id(held.enter_context(db.read_latest(engine)))
+                    for _ in range(n)}
+
+    try:
+        first = burst(6)
+        assert len(first) == 6
+        assert burst(6) == first
+    finally:
+        engine.dispose()
