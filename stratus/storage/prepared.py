@@ -19,11 +19,13 @@ Filter parameters are named ``w_<column>``, so an update may set the column it f
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, CursorResult, Result
+
+from stratus.storage.batch import Batch
 
 WHERE = "w_"
 
@@ -106,6 +108,20 @@ def insert(conn: Connection, table: sa.Table, row: Mapping[str, Any]) -> CursorR
     """INSERT one row (its keys are the columns written)."""
     _known(table, row)
     return conn.execute(_insert(table), dict(row))
+
+
+def queue_insert(batch: Batch, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Queue in ``batch`` one INSERT of ``rows`` (every row has the same keys, the
+    columns written): sent with the batch's other statements in one round trip where
+    the driver allows it (storage.batch)."""
+    if not rows:
+        raise ValueError("an insert needs rows")
+    keys = rows[0].keys()
+    for row in rows:
+        _known(table, row)
+        if row.keys() != keys:
+            raise ValueError(f"rows for {table.name} name different columns")
+    batch.add(_insert(table), dict(rows[0]) if len(rows) == 1 else [dict(r) for r in rows])
 
 
 def update(conn: Connection, table: sa.Table, where: Mapping[str, Any],

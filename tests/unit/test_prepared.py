@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from stratus.storage import prepared
+from stratus.storage.batch import Batch
 
 md = sa.MetaData()
 things = sa.Table(
@@ -101,3 +102,24 @@ def test_a_filter_by_none_is_refused(conn):
         prepared.select(conn, things, {"owner": None})
     with pytest.raises(ValueError, match="needs values"):
         prepared.update(conn, things, {"id": 1}, {})
+
+
+def test_queued_inserts_write_every_row_when_the_batch_is_flushed(conn):
+    batch = Batch(conn)
+    prepared.queue_insert(batch, things, [{"id": 10, "name": "d", "owner": "z"}])
+    prepared.queue_insert(batch, things, [{"id": 11, "name": "e", "owner": "z"},
+                                          {"id": 12, "name": "f", "owner": "z"}])
+    assert names(prepared.select(conn, things, {"owner": "z"})) == []   # queued only
+    batch.flush()
+    assert names(prepared.select(conn, things, {"owner": "z"}, order_by=("id",))) == \
+        ["d", "e", "f"]
+
+
+def test_queued_rows_must_name_the_same_known_columns(conn):
+    batch = Batch(conn)
+    with pytest.raises(ValueError, match="different columns"):
+        prepared.queue_insert(batch, things, [{"id": 20, "name": "g"}, {"id": 21}])
+    with pytest.raises(sa.exc.ArgumentError, match="no column colour"):
+        prepared.queue_insert(batch, things, [{"id": 22, "colour": "red"}])
+    with pytest.raises(ValueError, match="needs rows"):
+        prepared.queue_insert(batch, things, [])

@@ -24,6 +24,7 @@ from stratus.cells import instance_meta
 from stratus.cells import schema as cs
 from stratus.cells.moves import DELETING
 from stratus.storage import prepared
+from stratus.storage.batch import Batch
 
 # vm_state values as the conductor and computes write them.
 BUILDING, ACTIVE, ERROR, DELETED = "building", "active", "error", "deleted"
@@ -149,21 +150,32 @@ def count_live(conn: Connection) -> int:
 def create_build_requests(conn: Connection, instances: Iterable[dict[str, Any]],
                           spec: dict[str, Any]) -> None:
     """Record accepted servers (``{uuid, name, project_id, user_id}`` and what of
-    :data:`REQUESTED` they asked for) before any cell has them."""
+    :data:`REQUESTED` they asked for) before any cell has them: a mapping, a build
+    request and a spec each, the three tables' rows sent in one round trip where the
+    driver allows it."""
     now = utcnow()
     text = json.dumps(spec, sort_keys=True)
     sizes = quota_store.flavor_sizes(spec)
-    for inst in instances:
-        prepared.insert(conn, s.instance_mappings, {
-            "instance_uuid": inst["uuid"], "cell_id": None, "project_id": inst["project_id"],
-            "user_id": inst["user_id"], "created_at": now})
-        asked = {k: inst[k] for k in REQUESTED if inst.get(k) not in (None, {}, [], ())}
-        prepared.insert(conn, s.build_requests, {
-            "instance_uuid": inst["uuid"], "project_id": inst["project_id"],
-            "user_id": inst["user_id"], "name": inst["name"], "created_at": now,
-            "instance": json.dumps(asked, sort_keys=True) if asked else None})
-        prepared.insert(conn, s.request_specs, {
-            "instance_uuid": inst["uuid"], "spec": text, "created_at": now, **sizes})
+    accepted = list(instances)
+    if not accepted:
+        return
+    batch = Batch(conn)
+    prepared.queue_insert(batch, s.instance_mappings, [
+        {"instance_uuid": inst["uuid"], "cell_id": None, "project_id": inst["project_id"],
+         "user_id": inst["user_id"], "created_at": now} for inst in accepted])
+    prepared.queue_insert(batch, s.build_requests, [
+        {"instance_uuid": inst["uuid"], "project_id": inst["project_id"],
+         "user_id": inst["user_id"], "name": inst["name"], "created_at": now,
+         "instance": _requested_text(inst)} for inst in accepted])
+    prepared.queue_insert(batch, s.request_specs, [
+        {"instance_uuid": inst["uuid"], "spec": text, "created_at": now, **sizes}
+        for inst in accepted])
+    batch.flush()
+
+
+def _requested_text(inst: dict[str, Any]) -> str | None:
+    asked = {k: inst[k] for k in REQUESTED if inst.get(k) not in (None, {}, [], ())}
+    return json.dumps(asked, sort_keys=True) if asked else None
 
 
 def update_build_request(conn: Connection, uuid: str, changes: dict[str, Any]) -> bool:
