@@ -30,6 +30,7 @@ from sqlalchemy.engine import Connection, Engine
 from stratus.cells import schema as s
 from stratus.storage import engine as db
 from stratus.storage import prepared
+from stratus.storage.batch import Batch
 
 LOG = logging.getLogger(__name__)
 
@@ -119,6 +120,30 @@ def start_done(conn: Connection, instance_uuid: str, action: str, caller: Caller
         "action_id": action_id, "event": event, "start_time": started, "finish_time": now,
         "result": SUCCESS, "created_at": started, "updated_at": now})
     return action_id
+
+
+# A step of the action inserted just before it in one batch (MariaDB/MySQL only).
+_EVENT_OF_NEW_ACTION = sa.insert(s.instance_actions_events).values(
+    action_id=sa.func.last_insert_id())
+
+
+def queue_start_done(batch: Batch, instance_uuid: str, action: str, caller: Caller,
+                     event: str, started: dt.datetime) -> None:
+    """:func:`start_done` as part of ``batch``: sent with it in one round trip where the
+    batch goes as one query (the step then takes its action's id from LAST_INSERT_ID());
+    elsewhere what is queued runs first, then the two inserts."""
+    if not batch.pipelined:
+        batch.flush()
+        start_done(batch.conn, instance_uuid, action, caller, event, started)
+        return
+    now = utcnow()
+    prepared.queue_insert(batch, s.instance_actions, [{
+        "action": action, "instance_uuid": instance_uuid, "request_id": caller.request_id,
+        "user_id": caller.user_id, "project_id": caller.project_id, "start_time": started,
+        "created_at": started, "updated_at": now}])
+    batch.add(_EVENT_OF_NEW_ACTION, {
+        "event": event, "start_time": started, "finish_time": now, "result": SUCCESS,
+        "created_at": started, "updated_at": now})
 
 
 def _new_id(result: sa.CursorResult[Any]) -> int:

@@ -40,6 +40,7 @@ from stratus.scheduler import claims
 from stratus.scheduler.errors import NoValidHost
 from stratus.scheduler.rpcapi import SchedulerRPC
 from stratus.storage import engine as db
+from stratus.storage.batch import Batch
 from stratus.undo import Undo
 
 LOG = logging.getLogger(__name__)
@@ -276,12 +277,16 @@ class BuildTask:
         uuid = instance["uuid"]
         cell = self.ctx.cell(selected["cell_uuid"])
         with db.write(self.ctx.engines.get(cell)) as conn:
-            records.create_instance(conn, instance, self.spec["flavor"], host=selected["host"],
-                                    node=selected["nodename"],
-                                    availability_zone=self.spec.get("availability_zone"),
-                                    vm_state=records.BUILDING, task_state=records.SPAWNING)
-            actions.start_done(conn, uuid, actions.CREATE, caller_of(instance),
-                               "conductor_schedule_and_build_instances", self.started)
+            # The record, its create action and the action's first step: one round trip
+            # on MariaDB.
+            batch = Batch(conn)
+            records.queue_create_instance(
+                batch, instance, self.spec["flavor"], host=selected["host"],
+                node=selected["nodename"], availability_zone=self.spec.get("availability_zone"),
+                vm_state=records.BUILDING, task_state=records.SPAWNING)
+            actions.queue_start_done(batch, uuid, actions.CREATE, caller_of(instance),
+                                     "conductor_schedule_and_build_instances", self.started)
+            batch.flush()
         self._undo.push("delete the instance record", lambda: self._delete_record(cell, uuid))
         with db.write(self.ctx.api_engine) as conn:
             # Read before the build request goes with the hand-over below.

@@ -23,6 +23,7 @@ from stratus.cells import schema as cs
 from stratus.cells.mappings import CellMapping, get_cell
 from stratus.scheduler.request import persistable
 from stratus.storage import prepared
+from stratus.storage.batch import Batch
 
 ACTIVE, BUILDING, ERROR = "active", "building", "error"
 SCHEDULING, SPAWNING = "scheduling", "spawning"
@@ -263,24 +264,38 @@ _REQUESTED_FLAGS = ("auto_disk_config",)
 def create_instance(conn: Connection, instance: dict[str, Any], flavor: dict[str, Any], *,
                     host: str | None, node: str | None, availability_zone: str | None,
                     vm_state: str, task_state: str | None, fault: str | None = None) -> None:
-    now = utcnow()
+    batch = Batch(conn)
+    queue_create_instance(batch, instance, flavor, host=host, node=node,
+                          availability_zone=availability_zone, vm_state=vm_state,
+                          task_state=task_state, fault=fault)
+    batch.flush()
+
+
+def queue_create_instance(batch: Batch, instance: dict[str, Any], flavor: dict[str, Any], *,
+                          host: str | None, node: str | None, availability_zone: str | None,
+                          vm_state: str, task_state: str | None, fault: str | None = None
+                          ) -> None:
+    """:func:`create_instance` as part of ``batch`` (a server with metadata or tags has
+    them written at once, after what is queued: their writes read first)."""
     system_metadata = instance.get("system_metadata")
-    prepared.insert(conn, cs.instances, {
+    prepared.queue_insert(batch, cs.instances, [{
         "uuid": instance["uuid"],
         "name": instance.get("name") or f"instance-{instance['uuid'][:8]}",
         "project_id": instance["project_id"], "user_id": instance["user_id"],
         "host": host, "node": node, "availability_zone": availability_zone,
         "flavor": flavor_text(flavor), "vm_state": vm_state, "task_state": task_state,
-        "fault": fault, "created_at": now, "image_ref": instance.get("image_ref"),
+        "fault": fault, "created_at": utcnow(), "image_ref": instance.get("image_ref"),
         "key_name": instance.get("key_name"),
         "system_metadata": json.dumps(system_metadata, sort_keys=True)
         if system_metadata else None,
         **{k: instance.get(k) for k in _REQUESTED_COLUMNS},
-        **{k: bool(instance.get(k)) for k in _REQUESTED_FLAGS}})
+        **{k: bool(instance.get(k)) for k in _REQUESTED_FLAGS}}])
+    if instance.get("metadata") or instance.get("tags"):
+        batch.flush()
     if instance.get("metadata"):
-        instance_meta.update_metadata(conn, instance["uuid"], instance["metadata"])
+        instance_meta.update_metadata(batch.conn, instance["uuid"], instance["metadata"])
     if instance.get("tags"):
-        instance_meta.add_tags(conn, instance["uuid"], instance["tags"])
+        instance_meta.add_tags(batch.conn, instance["uuid"], instance["tags"])
 
 
 def update_instance(conn: Connection, instance_uuid: str, *, live_only: bool = False,

@@ -158,7 +158,7 @@ def test_servers_whose_cast_to_the_conductor_was_lost_are_built(world, lost_cast
 
 
 @pytest.mark.parametrize("where", [
-    "records.create_instance",     # claimed, not yet written into a cell
+    "records.queue_create_instance",   # claimed, not yet written into a cell
     "records.map_instance",        # written into a cell, not mapped there
     "build.cast_build",            # mapped, the compute never told
 ])
@@ -288,7 +288,7 @@ def redeliver(world: World, lost: LostCasts, ttl: float = 1.0) -> None:
 
 @pytest.mark.parametrize("where", [
     "build.select_destinations",   # leased, not scheduled
-    "records.create_instance",     # claimed, not yet written into a cell
+    "records.queue_create_instance",   # claimed, not yet written into a cell
     "records.map_instance",        # written into a cell, not mapped there
     "build.cast_build",            # mapped, the compute never told
 ])

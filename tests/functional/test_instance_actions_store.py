@@ -12,6 +12,7 @@ import stratus.cells
 from stratus.cells import actions
 from stratus.storage import engine as db
 from stratus.storage import migrate
+from stratus.storage.batch import Batch
 
 pytestmark = pytest.mark.all_backends
 
@@ -76,3 +77,28 @@ def test_a_recovery_closes_the_steps_a_stopped_conductor_left_open(cell):
     assert [(e.event, e.result) for e in steps] == [
         ("conductor_live_migrate_instance", "Error"), ("conductor_recovery", "Error")]
     assert action.message == "interrupted (its conductor stopped); rolled back"
+
+
+def test_a_queued_create_action_carries_its_first_step_among_other_actions(cell):
+    # The conductor's hand-over queues the action and its step with the server's record
+    # (one round trip on MariaDB, the step taking the action's id from the database):
+    # each step must land on its own action, whatever else was written before.
+    t0 = dt.datetime(2026, 11, 29, 5, 0, 0)
+    other = "5e7a1c2e-0000-4000-8000-000000000002"
+    with db.write(cell) as conn:
+        actions.start(conn, other, actions.CREATE, actions.Caller("req-0", "u", "p"), now=t0)
+    for server, request in ((SERVER, "req-1"), (other, "req-2")):
+        with db.write(cell) as conn:
+            batch = Batch(conn)
+            actions.queue_start_done(batch, server, actions.CREATE,
+                                     actions.Caller(request, "u", "p"), "conductor_build", t0)
+            batch.flush()
+    with db.read(cell) as conn:
+        for server, request in ((SERVER, "req-1"), (other, "req-2")):
+            action = actions.get(conn, server, request)
+            assert action is not None and action.start_time == t0
+            steps = actions.events(conn, action.id)
+            assert [(e.event, e.result, e.start_time) for e in steps] == [
+                ("conductor_build", "Success", t0)]
+            assert steps[0].finish_time is not None
+        assert actions.events(conn, actions.get(conn, other, "req-0").id) == []
