@@ -216,6 +216,45 @@ def record(conn: Connection, instance_uuid: str, names: str | Sequence[str], eve
     prepared.update(conn, s.instance_actions, {"id": action_id}, values)
 
 
+def queue_record(batch: Batch, instance_uuid: str, name: str, event: str, *,
+                 host: str | None = None, started: dt.datetime | None = None) -> None:
+    """:func:`record` (a step that succeeded) as part of ``batch``. Where the batch goes
+    as one query (MariaDB/MySQL), the step is inserted from a SELECT of the newest action
+    and the action is touched through the step's id (LAST_INSERT_ID()), so the three
+    statements of :func:`record` go with the rest; elsewhere what is queued runs first,
+    then :func:`record`."""
+    if not batch.pipelined:
+        batch.flush()
+        record(batch.conn, instance_uuid, name, event, host=host, started=started)
+        return
+    now = utcnow()
+    insert, touch = _RECORD_IN_BATCH
+    batch.add(insert, {"w_uuid": instance_uuid, "w_action": name, "event": event,
+                       "start_time": started or now, "finish_time": now, "result": SUCCESS,
+                       "host": host, "created_at": started or now, "updated_at": now})
+    batch.add(touch, {"w_uuid": instance_uuid, "w_action": name, "updated_at": now})
+
+
+def _record_in_batch() -> tuple[sa.Insert, sa.Update]:
+    a, e = s.instance_actions, s.instance_actions_events
+    mine = (a.c.instance_uuid == sa.bindparam("w_uuid"),
+            a.c.action == sa.bindparam("w_action"))
+    columns = ("event", "start_time", "finish_time", "result", "host", "created_at",
+               "updated_at")
+    newest = (sa.select(a.c.id, *(sa.bindparam(c, type_=e.c[c].type) for c in columns))
+              .where(*mine).order_by(a.c.id.desc()).limit(1))
+    insert = sa.insert(e).from_select(["action_id", *columns], newest)
+    # The step's id is LAST_INSERT_ID() only if the SELECT found an action; when it
+    # found none, the id is an older insert's, and the action's own filter (this
+    # server, this action: none exists) leaves every row alone.
+    of_step = sa.select(e.c.action_id).where(e.c.id == sa.func.last_insert_id())
+    touch = sa.update(a).where(a.c.id == of_step.scalar_subquery(), *mine)
+    return insert, touch
+
+
+_RECORD_IN_BATCH = _record_in_batch()
+
+
 def interrupted(conn: Connection, instance_uuid: str, names: str | Sequence[str],
                 reason: str, now: dt.datetime | None = None) -> None:
     """A recovery ended what a stopped service left half done: the steps it left open

@@ -35,6 +35,7 @@ from stratus.cells import actions, moves, services
 from stratus.cells import schema as cs
 from stratus.storage import engine as db
 from stratus.storage import prepared
+from stratus.storage.batch import Batch, Outcome
 
 if TYPE_CHECKING:
     from stratus.bus import Bus
@@ -209,6 +210,15 @@ def on_host(conn: Connection, uuid: str, host: str) -> bool | None:
         is not None
 
 
+class _NotFound(Exception):
+    """The server has no live row on this host: what was written with it is undone."""
+
+
+def _found(outcome: Outcome) -> None:
+    if not outcome.rowcount:
+        raise _NotFound
+
+
 def _update_instance(conn: Connection, uuid: str, on: str, unplaced: bool = False,
                      **values: object) -> bool:
     """Write ``values`` on server ``uuid`` if it is live and on host ``on`` (``unplaced``:
@@ -337,16 +347,25 @@ class DatabaseRecords:
                         started: dt.datetime | None = None) -> bool:
         """The server built here runs on ``node``; False if it has no live row here. With
         ``started``, the build's step is recorded in the same transaction."""
-        with db.write(self.engine) as conn:
-            # A server the conductor has placed here (the direct path of an old compute
-            # also takes one on no host yet; the conductor's check refuses that).
-            found = _update_instance(conn, uuid, host, self.adopt_unplaced, vm_state=ACTIVE,
-                                     task_state=None, power_state=RUNNING, host=host,
-                                     node=node, launched_at=now, updated_at=now)
-            if found and started is not None:
-                actions.record(conn, uuid, actions.CREATE, BUILD_EVENT, host=host,
-                               started=started)
-        return found
+        try:
+            with db.write(self.engine) as conn:
+                # One round trip on MariaDB for the record and the step.
+                batch = Batch(conn)
+                # A server the conductor has placed here (the direct path of an old
+                # compute also takes one on no host yet; the conductor's check refuses
+                # that). Not found: the step is not recorded either (rolled back).
+                batch.add(_UPDATE_ON_HOST[self.adopt_unplaced], {
+                    prepared.WHERE + "uuid": uuid, prepared.WHERE + "host": host,
+                    "vm_state": ACTIVE, "task_state": None, "power_state": RUNNING,
+                    "host": host, "node": node, "launched_at": now, "updated_at": now},
+                    then=_found)
+                if started is not None:
+                    actions.queue_record(batch, uuid, actions.CREATE, BUILD_EVENT,
+                                         host=host, started=started)
+                batch.flush()
+        except _NotFound:
+            return False
+        return True
 
     def instance_rescheduling(self, uuid: str, host: str, now: dt.datetime, reason: str,
                               started: dt.datetime) -> bool:

@@ -7,9 +7,13 @@ import datetime as dt
 import os
 
 import pytest
+import sqlalchemy as sa
 
 import stratus.cells
 from stratus.cells import actions
+from stratus.cells import schema as cs
+from stratus.compute import records as compute_records
+from stratus.conductor import records as conductor_records
 from stratus.storage import engine as db
 from stratus.storage import migrate
 from stratus.storage.batch import Batch
@@ -102,3 +106,51 @@ def test_a_queued_create_action_carries_its_first_step_among_other_actions(cell)
                 ("conductor_build", "Success", t0)]
             assert steps[0].finish_time is not None
         assert actions.events(conn, actions.get(conn, other, "req-0").id) == []
+
+
+def _placed(cell, server: str, host: str) -> None:
+    with db.write(cell) as conn:
+        conductor_records.create_instance(
+            conn, {"uuid": server, "project_id": "p", "user_id": "u"}, {"vcpus": 1},
+            host=host, node=host, availability_zone=None, vm_state="building",
+            task_state="spawning")
+        actions.start(conn, server, actions.CREATE, actions.Caller("req-" + server[-1], "u", "p"))
+
+
+def test_a_server_built_here_is_active_with_its_step_and_one_elsewhere_is_not(cell):
+    t0 = dt.datetime(2026, 11, 29, 6, 0, 0)
+    mine, theirs = SERVER, "5e7a1c2e-0000-4000-8000-000000000003"
+    _placed(cell, mine, "cmp1")
+    _placed(cell, theirs, "cmp2")
+    records = compute_records.DatabaseRecords(cell)
+    assert records.instance_active(mine, "cmp1", "cmp1", t0, started=t0)
+    # Another host's server: nothing written, not even the step.
+    assert not records.instance_active(theirs, "cmp1", "cmp1", t0, started=t0)
+    with db.read(cell) as conn:
+        built = actions.get(conn, mine, "req-1")
+        assert [(e.event, e.host, e.start_time) for e in actions.events(conn, built.id)] == \
+            [(compute_records.BUILD_EVENT, "cmp1", t0)]
+        assert actions.events(conn, actions.get(conn, theirs, "req-3").id) == []
+        state = conn.execute(sa.select(cs.instances.c.uuid, cs.instances.c.vm_state)).all()
+        assert dict(state) == {mine: "active", theirs: "building"}
+
+
+def test_a_step_for_a_server_without_that_action_touches_no_other_action(cell):
+    # Where the step goes in one query with other writes, the action is found through
+    # the id the step's insert made; with no action to attach to, the id the database
+    # holds is an earlier insert's (here another server's step) and must not be used.
+    t0 = dt.datetime(2026, 11, 29, 6, 0, 0)
+    other = "5e7a1c2e-0000-4000-8000-000000000004"
+    with db.write(cell) as conn:
+        actions.start(conn, other, actions.CREATE, actions.Caller("req-4", "u", "p"), now=t0)
+    with db.write(cell) as conn:
+        actions.start_event(conn, other, actions.CREATE, "conductor_build", now=t0)
+        batch = Batch(conn)
+        actions.queue_record(batch, SERVER, actions.CREATE, "compute_build",
+                             started=t0 + dt.timedelta(hours=1))
+        batch.flush()
+    with db.read(cell) as conn:
+        action = actions.get(conn, other, "req-4")
+        assert action.updated_at == t0
+        assert [e.event for e in actions.events(conn, action.id)] == ["conductor_build"]
+        assert actions.listed(conn, SERVER) == []
