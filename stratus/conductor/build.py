@@ -289,18 +289,14 @@ class BuildTask:
             batch.flush()
         self._undo.push("delete the instance record", lambda: self._delete_record(cell, uuid))
         with db.write(self.ctx.api_engine) as conn:
-            # Read before the build request goes with the hand-over below.
-            changed = records.build_request_changes(conn, instance)
-            if not records.map_instance(conn, uuid, cell, instance["project_id"],
-                                        instance.get("user_id"), if_wanted=True):
+            # The scheduler's answer is recorded with the server it placed.
+            changed = records.hand_over(conn, instance, cell, self.spec, {
+                "instance": instance, "host": selected["host"], "selected": selected,
+                "alternates": alternates, "failures": []}, self._decisions)
+            if changed is None:   # raised inside: the transaction rolls back
                 raise BuildAborted(f"server {uuid} was deleted during its build; "
                                    "releasing its claim")
-            records.save_request_spec(conn, uuid, self.spec, {
-                "instance": instance, "host": selected["host"], "selected": selected,
-                "alternates": alternates, "failures": []})
-            # The scheduler's answer, recorded with the server it placed.
-            done = selection.record_pending(conn, self._decisions)
-        del self._decisions[:done]
+        del self._decisions[:]
         if changed:   # updated through the API while it was a build request
             with db.write(self.ctx.engines.get(cell)) as conn:
                 records.update_instance(conn, uuid, **changed)

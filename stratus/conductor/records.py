@@ -11,19 +11,21 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stratus.api import schema as api
+from stratus.api.store import decisions
 from stratus.api.store.quotas import flavor_sizes
 from stratus.cells import instance_meta, moves
 from stratus.cells import schema as cs
 from stratus.cells.mappings import CellMapping, get_cell
 from stratus.scheduler.request import persistable
 from stratus.storage import prepared
-from stratus.storage.batch import Batch
+from stratus.storage.batch import Batch, Outcome
 
 ACTIVE, BUILDING, ERROR = "active", "building", "error"
 SCHEDULING, SPAWNING = "scheduling", "spawning"
@@ -39,17 +41,66 @@ def utcnow() -> dt.datetime:
 def save_request_spec(conn: Connection, instance_uuid: str, spec: dict[str, Any],
                       build: dict[str, Any] | None = None) -> None:
     table = api.request_specs
-    data = persistable(dict(spec))   # what the ports ask for is re-read, never kept
-    if build is not None:
-        data["build"] = build
-    text = json.dumps(data, sort_keys=True)
-    sizes = flavor_sizes(data)   # what the project's quota usage sums
+    text, sizes = _spec_text(spec, build)
     # The update first: the API made the row with the server, so it is almost always
     # there, and a select before it was a round trip for nothing.
     if prepared.update(conn, table, {"instance_uuid": instance_uuid},
                        {"spec": text, "updated_at": utcnow(), **sizes}) == 0:
         prepared.insert(conn, table, {"instance_uuid": instance_uuid, "spec": text,
                                       "created_at": utcnow(), **sizes})
+
+
+def _spec_text(spec: dict[str, Any], build: dict[str, Any] | None
+               ) -> tuple[str, dict[str, int]]:
+    """The spec row's text and the sizes the project's quota usage sums."""
+    data = persistable(dict(spec))   # what the ports ask for is re-read, never kept
+    if build is not None:
+        data["build"] = build
+    return json.dumps(data, sort_keys=True), flavor_sizes(data)
+
+
+def hand_over(conn: Connection, instance: dict[str, Any], cell: CellMapping,
+              spec: dict[str, Any], build: dict[str, Any],
+              pending: list[decisions.Decision]) -> dict[str, Any] | None:
+    """The API database's half of handing a built server to ``cell``: its mapping points
+    there and its build request goes (:func:`map_instance`), its spec keeps the build
+    (:func:`save_request_spec`), the scheduler's ``pending`` decisions are recorded.
+    What the API changed on the build request meanwhile (:func:`build_request_changes`),
+    or None when the server was deleted meanwhile: the caller must then roll back (the
+    writes may have been sent). One round trip after the read on MariaDB."""
+    uuid = instance["uuid"]
+    changed = build_request_changes(conn, instance)
+    batch = Batch(conn)
+    if not batch.pipelined:
+        if not map_instance(conn, uuid, cell, instance["project_id"], instance.get("user_id"),
+                            if_wanted=True):
+            return None
+        save_request_spec(conn, uuid, spec, build)
+        for decision in pending:
+            decisions.record(conn, decision)
+        return changed
+    outcomes: dict[str, int] = {}
+
+    def count(what: str) -> Callable[[Outcome], None]:
+        return lambda outcome: outcomes.__setitem__(what, outcome.rowcount)
+
+    batch.add(_remap(True, True), {"uuid": uuid, "cell_uuid": cell.uuid, "now": utcnow()},
+              then=count("mapped"))
+    batch.add(prepared._delete(api.build_requests, (("instance_uuid", False),)),
+              {prepared.WHERE + "instance_uuid": uuid})
+    text, sizes = _spec_text(spec, build)
+    batch.add(prepared._update(api.request_specs, (("instance_uuid", False),)),
+              {prepared.WHERE + "instance_uuid": uuid, "spec": text, "updated_at": utcnow(),
+               **sizes}, then=count("specced"))
+    for decision in pending:
+        decisions.queue_record(batch, decision)
+    batch.flush()
+    if not outcomes["mapped"]:
+        return None
+    if not outcomes["specced"]:   # a server made without one (tools, some tests)
+        prepared.insert(conn, api.request_specs, {"instance_uuid": uuid, "spec": text,
+                                                  "created_at": utcnow(), **sizes})
+    return changed
 
 
 def ensure_build_records(conn: Connection, instances: list[dict[str, Any]],

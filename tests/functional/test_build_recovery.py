@@ -159,7 +159,7 @@ def test_servers_whose_cast_to_the_conductor_was_lost_are_built(world, lost_cast
 
 @pytest.mark.parametrize("where", [
     "records.queue_create_instance",   # claimed, not yet written into a cell
-    "records.map_instance",        # written into a cell, not mapped there
+    "records.hand_over",           # written into a cell, not mapped there
     "build.cast_build",            # mapped, the compute never told
 ])
 def test_a_conductor_that_died_mid_build_leaves_nothing_behind(world, lost_casts,
@@ -289,7 +289,7 @@ def redeliver(world: World, lost: LostCasts, ttl: float = 1.0) -> None:
 @pytest.mark.parametrize("where", [
     "build.select_destinations",   # leased, not scheduled
     "records.queue_create_instance",   # claimed, not yet written into a cell
-    "records.map_instance",        # written into a cell, not mapped there
+    "records.hand_over",           # written into a cell, not mapped there
     "build.cast_build",            # mapped, the compute never told
 ])
 def test_a_build_delivered_again_after_its_conductor_died_is_finished_at_once(

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from stratus.api import schema
 from stratus.storage import prepared
+from stratus.storage.batch import Batch
 
 KEEP = 200
 CHOSEN, NO_VALID_HOST, ERROR = "chosen", "no_valid_host", "error"
@@ -48,18 +49,42 @@ TRIM_EVERY = 50
 _recorded = itertools.count(1)
 
 
-def record(conn: Connection, decision: Decision, keep: int = KEEP) -> int:
-    """Insert ``decision`` and, now and then, drop all but the newest ``keep`` rows (up to
-    TRIM_EVERY more per writing process may stay in between); its id."""
-    table = schema.scheduling_decisions
-    result = prepared.insert(conn, table, {
+def _row(decision: Decision) -> dict[str, object]:
+    return {
         "created_at": decision.created_at or _utcnow(),
         "instance_uuid": decision.instance_uuid, "num_instances": decision.num_instances,
         "action": decision.action, "flavor": decision.flavor,
         "project_id": decision.project_id, "outcome": decision.outcome,
         "hosts": json.dumps(decision.hosts) if decision.hosts else None,
         "alternates": decision.alternates, "duration_ms": decision.duration_ms,
-        "reason": decision.reason})
+        "reason": decision.reason}
+
+
+def queue_record(batch: Batch, decision: Decision, keep: int = KEEP) -> None:
+    """:func:`record` as part of ``batch`` (its id not returned): where the batch goes as
+    one query (MariaDB/MySQL) the trim, when due, counts back from LAST_INSERT_ID();
+    elsewhere what is queued runs first, then :func:`record`."""
+    if not batch.pipelined:
+        batch.flush()
+        record(batch.conn, decision, keep)
+        return
+    table = schema.scheduling_decisions
+    prepared.queue_insert(batch, table, [_row(decision)])
+    if next(_recorded) % TRIM_EVERY == 0:
+        batch.add(_TRIM_AFTER_INSERT, {"keep": keep})
+
+
+# (Not ``id <= LAST_INSERT_ID() - keep``: LAST_INSERT_ID() is unsigned, and below
+# ``keep`` the subtraction is an out-of-range error, not a negative number.)
+_TRIM_AFTER_INSERT = sa.delete(schema.scheduling_decisions).where(
+    schema.scheduling_decisions.c.id + sa.bindparam("keep") <= sa.func.last_insert_id())
+
+
+def record(conn: Connection, decision: Decision, keep: int = KEEP) -> int:
+    """Insert ``decision`` and, now and then, drop all but the newest ``keep`` rows (up to
+    TRIM_EVERY more per writing process may stay in between); its id."""
+    table = schema.scheduling_decisions
+    result = prepared.insert(conn, table, _row(decision))
     assert result.inserted_primary_key is not None
     new_id = int(result.inserted_primary_key[0])
     # Ids only grow, so "older than the keep-th newest" is a range (with gaps in the ids,
