@@ -166,10 +166,12 @@ def _overs(limit: Mapping[str, int], used: store.Usage, need: Mapping[str, int],
 def _scopes(engine: Engine, defaults: Mapping[str, int], project_id: str,
             user_id: str | None, servers: ServerCounter | None
             ) -> list[tuple[dict[str, int], store.Usage]]:
-    """(limits, usage) to check against, read in one transaction: the project's, then the
+    """(limits, usage) to check against: the project's, then the
     user's when the user has a limit of their own on servers, cores or RAM (else theirs
-    are the project's, and they use no more than the project)."""
-    with db.read(engine) as conn:
+    are the project's, and they use no more than the project). Read without a COMMIT
+    (db.read_latest): a boot racing this one is caught by the recheck after the boot's
+    records are written, not by a snapshot."""
+    with db.read_latest(engine) as conn:
         held = store.held_limits(conn, DEFAULT_CLASS, project_id, user_id)
         found, used, counted = _with_usage(conn, _in_force(defaults, held, False), project_id,
                                            False, servers is None, None)

@@ -113,7 +113,7 @@ def page(api: ComputeAPIDeps, listing: Listing) -> list[Server]:
     # Build requests first, cells then: a server moving meanwhile is then seen twice (and
     # shown once) rather than in neither.
     try:
-        with db.read(api.dbs.api) as conn:
+        with db.read_latest(api.dbs.api) as conn:
             building = q.build_request_page(conn, f, keys, after, ask)
     except sa.exc.DBAPIError as exc:
         # A regular expression Python reads but the database's own engine does not

@@ -56,7 +56,9 @@ class CellDBs:
                               timeout=self.timeout)
 
     def read(self, cell: CellMapping, fn: Callable[..., T], *args: object, **kw: object) -> T:
-        with db.read(self.engine(cell)) as conn:
+        """``fn(conn, ...)`` on the cell's database: reads only, each statement seeing
+        what was committed when it ran (db.read_latest: no COMMIT round trip)."""
+        with db.read_latest(self.engine(cell)) as conn:
             return fn(conn, *args, **kw)
 
 
