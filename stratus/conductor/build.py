@@ -293,7 +293,7 @@ class BuildTask:
             changed = records.hand_over(conn, instance, cell, self.spec, {
                 "instance": instance, "host": selected["host"], "selected": selected,
                 "alternates": alternates, "failures": []}, self._decisions)
-            if changed is None:   # raised inside: the transaction rolls back
+            if changed is None:   # deleted meanwhile: raising rolls the hand-over back
                 raise BuildAborted(f"server {uuid} was deleted during its build; "
                                    "releasing its claim")
         del self._decisions[:]

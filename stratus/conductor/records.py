@@ -86,12 +86,11 @@ def hand_over(conn: Connection, instance: dict[str, Any], cell: CellMapping,
 
     batch.add(_remap(True, True), {"uuid": uuid, "cell_uuid": cell.uuid, "now": utcnow()},
               then=count("mapped"))
-    batch.add(prepared._delete(api.build_requests, (("instance_uuid", False),)),
-              {prepared.WHERE + "instance_uuid": uuid})
+    prepared.queue_delete(batch, api.build_requests, {"instance_uuid": uuid})
     text, sizes = _spec_text(spec, build)
-    batch.add(prepared._update(api.request_specs, (("instance_uuid", False),)),
-              {prepared.WHERE + "instance_uuid": uuid, "spec": text, "updated_at": utcnow(),
-               **sizes}, then=count("specced"))
+    prepared.queue_update(batch, api.request_specs, {"instance_uuid": uuid},
+                          {"spec": text, "updated_at": utcnow(), **sizes},
+                          then=count("specced"))
     for decision in pending:
         decisions.queue_record(batch, decision)
     batch.flush()

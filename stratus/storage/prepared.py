@@ -25,7 +25,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, CursorResult, Result
 
-from stratus.storage.batch import Batch
+from stratus.storage.batch import Batch, Check
 
 WHERE = "w_"
 
@@ -122,6 +122,21 @@ def queue_insert(batch: Batch, table: sa.Table, rows: Sequence[Mapping[str, Any]
         if row.keys() != keys:
             raise ValueError(f"rows for {table.name} name different columns")
     batch.add(_insert(table), dict(rows[0]) if len(rows) == 1 else [dict(r) for r in rows])
+
+
+def queue_update(batch: Batch, table: sa.Table, where: Mapping[str, Any],
+                 values: Mapping[str, Any], then: Check | None = None) -> None:
+    """Queue in ``batch`` an UPDATE of the rows matching ``where`` with ``values``;
+    ``then`` is called with its outcome (the rows matched)."""
+    if not values:
+        raise ValueError("an update needs values")
+    _known(table, values)
+    batch.add(_update(table, _shape(where)), {**_params(where), **values}, then=then)
+
+
+def queue_delete(batch: Batch, table: sa.Table, where: Mapping[str, Any]) -> None:
+    """Queue in ``batch`` a DELETE of the rows matching ``where``."""
+    batch.add(_delete(table, _shape(where)), _params(where))
 
 
 def update(conn: Connection, table: sa.Table, where: Mapping[str, Any],
