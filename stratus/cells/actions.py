@@ -223,6 +223,8 @@ def queue_record(batch: Batch, instance_uuid: str, name: str, event: str, *,
     and the action is touched through the step's id (LAST_INSERT_ID()), so the three
     statements of :func:`record` go with the rest; elsewhere what is queued runs first,
     then :func:`record`."""
+    if not isinstance(name, str):
+        raise TypeError("queue_record takes one action name (record takes several)")
     if not batch.pipelined:
         batch.flush()
         record(batch.conn, instance_uuid, name, event, host=host, started=started)

@@ -278,7 +278,7 @@ class BuildTask:
         cell = self.ctx.cell(selected["cell_uuid"])
         with db.write(self.ctx.engines.get(cell)) as conn:
             # The record, its create action and the action's first step: one round trip
-            # on MariaDB.
+            # on MariaDB (two when the server has metadata or tags).
             batch = Batch(conn)
             records.queue_create_instance(
                 batch, instance, self.spec["flavor"], host=selected["host"],
@@ -288,14 +288,15 @@ class BuildTask:
                                      "conductor_schedule_and_build_instances", self.started)
             batch.flush()
         self._undo.push("delete the instance record", lambda: self._delete_record(cell, uuid))
-        with db.write(self.ctx.api_engine) as conn:
-            # The scheduler's answer is recorded with the server it placed.
-            changed = records.hand_over(conn, instance, cell, self.spec, {
-                "instance": instance, "host": selected["host"], "selected": selected,
-                "alternates": alternates, "failures": []}, self._decisions)
-            if changed is None:   # deleted meanwhile: raising rolls the hand-over back
-                raise BuildAborted(f"server {uuid} was deleted during its build; "
-                                   "releasing its claim")
+        try:
+            with db.write(self.ctx.api_engine) as conn:
+                # The scheduler's answer is recorded with the server it placed.
+                changed = records.hand_over(conn, instance, cell, self.spec, {
+                    "instance": instance, "host": selected["host"], "selected": selected,
+                    "alternates": alternates, "failures": []}, self._decisions)
+        except records.ServerGone:
+            raise BuildAborted(f"server {uuid} was deleted during its build; "
+                               "releasing its claim") from None
         del self._decisions[:]
         if changed:   # updated through the API while it was a build request
             with db.write(self.ctx.engines.get(cell)) as conn:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
-from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -59,44 +58,49 @@ def _spec_text(spec: dict[str, Any], build: dict[str, Any] | None
     return json.dumps(data, sort_keys=True), flavor_sizes(data)
 
 
+class ServerGone(Exception):
+    """The server was deleted while it was being built: its mapping is queued for
+    delete (or gone), so it is not handed over. Raised inside the caller's transaction,
+    which then rolls back whatever was sent with the check."""
+
+
+def _still_wanted(outcome: Outcome) -> None:
+    if not outcome.rowcount:
+        raise ServerGone
+
+
 def hand_over(conn: Connection, instance: dict[str, Any], cell: CellMapping,
               spec: dict[str, Any], build: dict[str, Any],
-              pending: list[decisions.Decision]) -> dict[str, Any] | None:
+              pending: list[decisions.Decision]) -> dict[str, Any]:
     """The API database's half of handing a built server to ``cell``: its mapping points
     there and its build request goes (:func:`map_instance`), its spec keeps the build
     (:func:`save_request_spec`), the scheduler's ``pending`` decisions are recorded.
-    What the API changed on the build request meanwhile (:func:`build_request_changes`),
-    or None when the server was deleted meanwhile: the caller must then roll back (the
-    writes may have been sent). One round trip after the read on MariaDB."""
+    What the API changed on the build request meanwhile (:func:`build_request_changes`);
+    :class:`ServerGone` if the server was deleted meanwhile. On MariaDB one round trip
+    after the read."""
     uuid = instance["uuid"]
     changed = build_request_changes(conn, instance)
     batch = Batch(conn)
     if not batch.pipelined:
         if not map_instance(conn, uuid, cell, instance["project_id"], instance.get("user_id"),
                             if_wanted=True):
-            return None
+            raise ServerGone
         save_request_spec(conn, uuid, spec, build)
         for decision in pending:
             decisions.record(conn, decision)
         return changed
-    outcomes: dict[str, int] = {}
-
-    def count(what: str) -> Callable[[Outcome], None]:
-        return lambda outcome: outcomes.__setitem__(what, outcome.rowcount)
-
+    specced: list[int] = []
     batch.add(_remap(True, True), {"uuid": uuid, "cell_uuid": cell.uuid, "now": utcnow()},
-              then=count("mapped"))
+              then=_still_wanted)
     prepared.queue_delete(batch, api.build_requests, {"instance_uuid": uuid})
     text, sizes = _spec_text(spec, build)
     prepared.queue_update(batch, api.request_specs, {"instance_uuid": uuid},
                           {"spec": text, "updated_at": utcnow(), **sizes},
-                          then=count("specced"))
+                          then=lambda outcome: specced.append(outcome.rowcount))
     for decision in pending:
         decisions.queue_record(batch, decision)
     batch.flush()
-    if not outcomes["mapped"]:
-        return None
-    if not outcomes["specced"]:   # a server made without one (tools, some tests)
+    if not specced[0]:   # a server made without one (tools, some tests)
         prepared.insert(conn, api.request_specs, {"instance_uuid": uuid, "spec": text,
                                                   "created_at": utcnow(), **sizes})
     return changed

@@ -12,9 +12,10 @@ Each queued statement may carry a check, called with its :class:`Outcome`. Run
 one at a time, a check runs right after its statement, so a failing check stops
 the statements after it; sent together, every statement has run when the checks
 run. Either way a failing check raises and the caller's transaction rolls back,
-so a write never commits past a failed check. (On MySQL the claim takes its row
-locks before queueing, so the checks there are guards that never fire in
-practice: see ``store.allocations``.)
+so a write never commits past a failed check. (On MySQL Placement's claim takes its
+row locks before queueing, so its checks are guards that never fire in practice: see
+``store.allocations``. Others are expected to fire: a build handed over for a server
+deleted meanwhile, ``conductor.records.hand_over``.)
 
 Pipelined statements bypass SQLAlchemy's execution events and logging; a driver
 error is still raised as SQLAlchemy's wrapped error (``IntegrityError``,

@@ -1,6 +1,6 @@
-"""The conductor's hand-over of a built server to its cell, in the API database, on
-SQLite, PostgreSQL and MariaDB (where its writes go in one round trip after the read):
-all of it or, for a server deleted meanwhile, none of it."""
+"""A boot's records in the API database, as the compute API accepts it and as the
+conductor hands the built server to its cell, on SQLite, PostgreSQL and MariaDB (where
+each goes in one round trip): every row, and for a server deleted meanwhile none."""
 
 from __future__ import annotations
 
@@ -70,10 +70,8 @@ def test_a_server_deleted_during_its_build_is_not_handed_over(api):
     with db.write(engine) as conn:
         server_store.forget(conn, SERVER)   # the API's delete
     before = _state(engine)
-    with pytest.raises(RuntimeError), db.write(engine) as conn:
-        assert records.hand_over(conn, INSTANCE, cell, SPEC, {"host": "cmp1"},
-                                 [_decision(1)]) is None
-        raise RuntimeError("the conductor aborts the build")
+    with pytest.raises(records.ServerGone), db.write(engine) as conn:
+        records.hand_over(conn, INSTANCE, cell, SPEC, {"host": "cmp1"}, [_decision(1)])
     assert _state(engine) == before == (None, 0, False, [])
 
 
@@ -100,3 +98,21 @@ def test_queued_decisions_keep_only_the_newest(api, monkeypatch):
             batch.flush()
     with db.read(engine) as conn:
         assert [d.hosts for d in decisions.recent(conn)] == [["cmp4"], ["cmp3"], ["cmp2"]]
+
+
+def test_a_boot_of_many_servers_records_each_of_them(api, monkeypatch):
+    # Sent in parts (a query must stay under the server's packet limit): every part's
+    # rows, in every table.
+    engine, _cell = api
+    monkeypatch.setattr(server_store, "_ROWS_PER_QUERY", 2)
+    many = [dict(INSTANCE, uuid=f"7a1c2e5e-0000-4000-8000-00000000010{i}", name=f"vm-{i}",
+                 user_data="x" * 100) for i in range(5)]
+    with db.write(engine) as conn:
+        server_store.create_build_requests(conn, many, SPEC)
+    with db.read(engine) as conn:
+        shown = server_store.build_request_servers(conn, [m["uuid"] for m in many])
+        for table in (s.instance_mappings, s.build_requests, s.request_specs):
+            assert conn.execute(sa.select(sa.func.count()).select_from(table)
+                                ).scalar_one() == 6   # the fixture's server too
+    assert sorted((srv.name, srv.user_data) for srv in shown.values()) == \
+        [(f"vm-{i}", "x" * 100) for i in range(5)]

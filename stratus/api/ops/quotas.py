@@ -169,8 +169,8 @@ def _scopes(engine: Engine, defaults: Mapping[str, int], project_id: str,
     """(limits, usage) to check against: the project's, then the
     user's when the user has a limit of their own on servers, cores or RAM (else theirs
     are the project's, and they use no more than the project). Read without a COMMIT
-    (db.read_latest): a boot racing this one is caught by the recheck after the boot's
-    records are written, not by a snapshot."""
+    (db.read_latest): at READ COMMITTED a read transaction's statements each saw the
+    latest commits too, so nothing a check sees changes."""
     with db.read_latest(engine) as conn:
         held = store.held_limits(conn, DEFAULT_CLASS, project_id, user_id)
         found, used, counted = _with_usage(conn, _in_force(defaults, held, False), project_id,

@@ -74,10 +74,12 @@ def queue_record(batch: Batch, decision: Decision, keep: int = KEEP) -> None:
         batch.add(_TRIM_AFTER_INSERT, {"keep": keep})
 
 
-# (Not ``id <= LAST_INSERT_ID() - keep``: LAST_INSERT_ID() is unsigned, and below
-# ``keep`` the subtraction is an out-of-range error, not a negative number.)
+# LAST_INSERT_ID() is unsigned: cast, or below ``keep`` the subtraction is an
+# out-of-range error, not a negative number. (``id + keep <= LAST_INSERT_ID()`` reads
+# the whole table, locking every row it reads; this is a range of the primary key.)
 _TRIM_AFTER_INSERT = sa.delete(schema.scheduling_decisions).where(
-    schema.scheduling_decisions.c.id + sa.bindparam("keep") <= sa.func.last_insert_id())
+    schema.scheduling_decisions.c.id
+    <= sa.cast(sa.func.last_insert_id(), sa.BigInteger) - sa.bindparam("keep"))
 
 
 def record(conn: Connection, decision: Decision, keep: int = KEEP) -> int:

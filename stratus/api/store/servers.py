@@ -157,20 +157,26 @@ def create_build_requests(conn: Connection, instances: Iterable[dict[str, Any]],
     text = json.dumps(spec, sort_keys=True)
     sizes = quota_store.flavor_sizes(spec)
     accepted = list(instances)
-    if not accepted:
-        return
     batch = Batch(conn)
-    prepared.queue_insert(batch, s.instance_mappings, [
-        {"instance_uuid": inst["uuid"], "cell_id": None, "project_id": inst["project_id"],
-         "user_id": inst["user_id"], "created_at": now} for inst in accepted])
-    prepared.queue_insert(batch, s.build_requests, [
-        {"instance_uuid": inst["uuid"], "project_id": inst["project_id"],
-         "user_id": inst["user_id"], "name": inst["name"], "created_at": now,
-         "instance": _requested_text(inst)} for inst in accepted])
-    prepared.queue_insert(batch, s.request_specs, [
-        {"instance_uuid": inst["uuid"], "spec": text, "created_at": now, **sizes}
-        for inst in accepted])
-    batch.flush()
+    # In parts, so that one query stays well under the server's packet limit (MariaDB's
+    # max_allowed_packet, 16 MiB by default) with each build request's user data (up to
+    # 64 KiB) in it.
+    for i in range(0, len(accepted), _ROWS_PER_QUERY):
+        part = accepted[i:i + _ROWS_PER_QUERY]
+        prepared.queue_insert(batch, s.instance_mappings, [
+            {"instance_uuid": inst["uuid"], "cell_id": None, "project_id": inst["project_id"],
+             "user_id": inst["user_id"], "created_at": now} for inst in part])
+        prepared.queue_insert(batch, s.build_requests, [
+            {"instance_uuid": inst["uuid"], "project_id": inst["project_id"],
+             "user_id": inst["user_id"], "name": inst["name"], "created_at": now,
+             "instance": _requested_text(inst)} for inst in part])
+        prepared.queue_insert(batch, s.request_specs, [
+            {"instance_uuid": inst["uuid"], "spec": text, "created_at": now, **sizes}
+            for inst in part])
+        batch.flush()
+
+
+_ROWS_PER_QUERY = 50
 
 
 def _requested_text(inst: dict[str, Any]) -> str | None:
