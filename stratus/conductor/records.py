@@ -77,19 +77,15 @@ def hand_over(conn: Connection, instance: dict[str, Any], cell: CellMapping,
     (:func:`save_request_spec`), the scheduler's ``pending`` decisions are recorded.
     What the API changed on the build request meanwhile (:func:`build_request_changes`);
     :class:`ServerGone` if the server was deleted meanwhile. On MariaDB one round trip
-    after the read."""
+    after the read; elsewhere the batch runs its statements one by one, each check right
+    after its statement."""
     uuid = instance["uuid"]
     changed = build_request_changes(conn, instance)
     batch = Batch(conn)
-    if not batch.pipelined:
-        if not map_instance(conn, uuid, cell, instance["project_id"], instance.get("user_id"),
-                            if_wanted=True):
-            raise ServerGone
-        save_request_spec(conn, uuid, spec, build)
-        for decision in pending:
-            decisions.record(conn, decision)
-        return changed
     specced: list[int] = []
+    # Only a mapping still there and not queued for delete (the API deleted the server);
+    # the update locks the mapping row, so an API delete and this hand-over serialise
+    # (one of them sees the other's write), as a select before it would.
     batch.add(_remap(True, True), {"uuid": uuid, "cell_uuid": cell.uuid, "now": utcnow()},
               then=_still_wanted)
     prepared.queue_delete(batch, api.build_requests, {"instance_uuid": uuid})
@@ -142,28 +138,20 @@ def load_request_spec(conn: Connection, instance_uuid: str
 
 
 def map_instance(conn: Connection, instance_uuid: str, cell: CellMapping | None,
-                 project_id: str, user_id: str | None, *, if_wanted: bool = False) -> bool:
-    """Point the instance's mapping at ``cell`` (None: not scheduled yet), creating it;
-    True. ``if_wanted``: only if the mapping is there and not queued for delete (the
-    API deleted the server), else False and nothing changes; the update locks the
-    mapping row, so an API delete and this hand-over serialise (one of them sees the
-    other's write), as :func:`still_wanted` would with a select before it.
-
+                 project_id: str, user_id: str | None) -> None:
+    """Point the instance's mapping at ``cell`` (None: not scheduled yet), creating it.
     Once a cell holds the instance its build request (the API's placeholder) goes, in
-    the same transaction, so the API finds the server in exactly one place.
-    """
+    the same transaction, so the API finds the server in exactly one place. (A build's
+    hand-over, which must not map a server deleted meanwhile, is :func:`hand_over`.)"""
     cell_uuid = None if cell is None else cell.uuid
-    if conn.execute(_remap(cell is not None, if_wanted),
+    if conn.execute(_remap(cell is not None, False),
                     {"uuid": instance_uuid, "cell_uuid": cell_uuid, "now": utcnow()}
                     ).rowcount == 0:
-        if if_wanted:
-            return False
         conn.execute(_new_mapping(cell is not None),
                      {"instance_uuid": instance_uuid, "cell_uuid": cell_uuid,
                       "project_id": project_id, "user_id": user_id, "created_at": utcnow()})
     if cell is not None:
         prepared.delete(conn, api.build_requests, {"instance_uuid": instance_uuid})
-    return True
 
 
 def _cell_id(placed: bool) -> Any:
