@@ -224,10 +224,11 @@ class StratusTarget:
 
     def __init__(self, workdir: str, server_url: str | None = None) -> None:
         import uvicorn
-        from a2wsgi import WSGIMiddleware
 
+        from stratus.allinone.http import DEFAULT_MAX_BODY_BYTES
         from stratus.placement import db as placement_db
         from stratus.storage import engine as db
+        from stratus.web.wsgi_bridge import WSGIBridge
 
         self.workdir = workdir
         self.server_url = server_url
@@ -242,7 +243,9 @@ class StratusTarget:
         self._engine: Any = None
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(WSGIMiddleware(self._dispatch, workers=8), host="127.0.0.1",
+        config = uvicorn.Config(WSGIBridge(self._dispatch, threads=8,
+                                           max_body_bytes=DEFAULT_MAX_BODY_BYTES),
+                                host="127.0.0.1",
                                 port=self.port, log_level="error", lifespan="off")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

@@ -66,6 +66,7 @@ from stratus.conductor.build import ConductorContext
 from stratus.conductor.build_recovery import recover_builds
 from stratus.conductor.recovery import recover_moves
 from stratus.identity import service as identity_service
+from stratus.identity.http.app import MAX_BODY_BYTES as IDENTITY_MAX_BODY_BYTES
 from stratus.image.client import ImageClient, ImageWriter
 from stratus.network.client import NetworkClient
 from stratus.placement.client import PlacementClient
@@ -449,11 +450,13 @@ class AllInOne:
             guard = self.identity.guard
         self.deployment_id = deployment.record(self.layout.data_dir, {}, by="stratus serve")
 
+        max_body = int(self.config.get("api_server", "max_body_bytes"))
+
         def serve(name: str, app: Any, port: int, streams_bodies: bool = False) -> str:
             server = ThreadedServer(name, deployment.tag(guard(app, name.removesuffix("-api")),
                                                          self.deployment_id),
                                     self.listen, port, log_level=level,
-                                    streams_bodies=streams_bodies)
+                                    streams_bodies=streams_bodies, max_body_bytes=max_body)
             self.started.servers.append(server)
             server.start()
             return server.url
@@ -473,7 +476,8 @@ class AllInOne:
             return
         identity = ThreadedServer("identity-api", deployment.tag(identity_service.make_app(
             self.identity.deps, metrics=bool(self.config.get("metrics", "enabled"))),
-            self.deployment_id), self.listen, self.identity_port, log_level=level)
+            self.deployment_id), self.listen, self.identity_port, log_level=level,
+            max_body_bytes=IDENTITY_MAX_BODY_BYTES)
         self.started.servers.append(identity)
         identity.start()
         self.identity.url = self.identity_url = identity.url + "/v3"

@@ -12,6 +12,9 @@ import threading
 import time
 from typing import Any
 
+# [api_server] max_body_bytes's default: the APIs' own limit unless the caller says.
+DEFAULT_MAX_BODY_BYTES = 1_048_576
+
 
 class ServerError(RuntimeError):
     """The server could not start (the message says where it tried to listen)."""
@@ -20,20 +23,34 @@ class ServerError(RuntimeError):
 class ThreadedServer:
     def __init__(self, name: str, wsgi_app: Any, host: str, port: int,
                  threads: int = 16, log_level: str = "warning",
-                 streams_bodies: bool = False) -> None:
+                 streams_bodies: bool = False,
+                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
         """``streams_bodies``: the app reads large bodies in pieces (image data), so a
-        client going away mid-body must show as an error, not as the body's end."""
+        client going away mid-body must show as an error, not as the body's end; every
+        other app is given its whole body, read up to ``max_body_bytes`` (the app's own
+        limit: a larger body reaches it with a Content-Length over that limit, which it
+        answers with 413), with one thread hop per request (``WSGIBridge``)."""
         import uvicorn
-        from a2wsgi import WSGIMiddleware
 
-        from stratus.web.bodies import guard_disconnects
-        from stratus.web.disconnect import tolerate_disconnects
         from stratus.web.server import UVICORN_OPTIONS
 
         self.name, self.host, self.port = name, host, port
-        self._asgi = WSGIMiddleware(tolerate_disconnects(wsgi_app),  # type: ignore[arg-type]
-                                    workers=threads)
-        app: Any = guard_disconnects(self._asgi) if streams_bodies else self._asgi
+        self._executor: Any
+        app: Any
+        if streams_bodies:
+            from a2wsgi import WSGIMiddleware
+
+            from stratus.web.bodies import guard_disconnects
+            from stratus.web.disconnect import tolerate_disconnects
+
+            streamed = WSGIMiddleware(tolerate_disconnects(wsgi_app),  # type: ignore[arg-type]
+                                      workers=threads)
+            app, self._executor = guard_disconnects(streamed), streamed.executor
+        else:
+            from stratus.web.wsgi_bridge import WSGIBridge
+
+            bridge = WSGIBridge(wsgi_app, threads=threads, max_body_bytes=max_body_bytes)
+            app, self._executor = bridge, bridge.executor
         config = uvicorn.Config(app, host=host, **UVICORN_OPTIONS,
                                 port=port, log_level=log_level,
                                 access_log=log_level == "debug", lifespan="off")
@@ -70,5 +87,5 @@ class ThreadedServer:
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join(timeout)
-        # a2wsgi's request threads: uvicorn has finished its requests, so they are idle.
-        self._asgi.executor.shutdown(wait=True)
+        # The request threads: uvicorn has finished its requests, so they are idle.
+        self._executor.shutdown(wait=True)

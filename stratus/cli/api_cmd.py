@@ -56,13 +56,13 @@ def add_commands(sub: Any) -> None:
 
 def cmd_api(args: argparse.Namespace) -> int:
     import uvicorn
-    from a2wsgi import WSGIMiddleware
 
     from stratus.api import service
     from stratus.bus import BusError
     from stratus.cells import notify
     from stratus.storage import engine as db
     from stratus.web.server import UVICORN_OPTIONS
+    from stratus.web.wsgi_bridge import WSGIBridge
 
     config = common.load_config(args, {
         ("DEFAULT", "transport_url"): args.transport_url,
@@ -112,7 +112,8 @@ def cmd_api(args: argparse.Namespace) -> int:
     if api.dbs.cache is not None:
         api.dbs.cache.install_sighup()
     try:
-        asgi = WSGIMiddleware(app, workers=16)  # type: ignore[arg-type]
+        asgi = WSGIBridge(app, threads=16,
+                          max_body_bytes=int(config.get("api_server", "max_body_bytes")))
         with notify.registered(os.path.join(config.data_dir, "run")):
             uvicorn.run(asgi, host=args.host, port=args.port, **UVICORN_OPTIONS,
                         log_level="info" if debug else "warning", access_log=debug,

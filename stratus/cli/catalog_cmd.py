@@ -115,6 +115,7 @@ def _open(args: argparse.Namespace, service: Any, section: str, what: str
 
 def cmd_identity_api(args: argparse.Namespace) -> int:
     from stratus.identity import service
+    from stratus.identity.http.app import MAX_BODY_BYTES
 
     config, debug, engine, deps, shown = _open(args, service, "identity_database",
                                                "identity")
@@ -123,7 +124,7 @@ def cmd_identity_api(args: argparse.Namespace) -> int:
           f"{services})", flush=True)
     try:
         _run(service.make_app(deps, metrics=bool(config.get("metrics", "enabled"))),
-             args, debug, 65_536, config.data_dir, "identity", "/v3")
+             args, debug, MAX_BODY_BYTES, config.data_dir, "identity", "/v3")
     finally:
         engine.dispose()
     print("Identity API stopped", flush=True)

@@ -264,7 +264,8 @@ def _serve_api(config: configuration.Config, zone: str, port: int,
         common.fail(f"cannot open the top's API database {shown}: {common.db_error(exc)}")
     closers.append(top.close)
     server = ThreadedServer("compute-api", build_wsgi(top), "127.0.0.1", port,
-                            log_level="warning")
+                            log_level="warning",
+                            max_body_bytes=int(config.get("api_server", "max_body_bytes")))
     server.start()
     closers.append(server.stop)
     return f"; compute API {server.url}/v2.1"

@@ -1,15 +1,16 @@
 """A client that goes away while sending its body is nobody's error.
 
-Behind an ASGI server whose WSGI bridge streams the body (a2wsgi, as ``stratus serve``'s
-threaded servers use), a client that disconnects mid-body leaves the application a body
-shorter than its ``Content-Length``; webob then raises ``DisconnectionError`` inside the
-handler, and each API's catch-all logged it as an unexpected ERROR with a traceback.
-:func:`tolerate_disconnects` wraps ``wsgi.input`` so that a body ending early raises
-:class:`ClientDisconnected`, a ``BaseException``: it passes the APIs' ``except
-Exception`` catch-alls (cleanups written as ``except BaseException``/``finally``, such as
-the image upload's, still run; transactions roll back), and is answered here with a log
-line at INFO and an empty 400 that nobody reads. (``WSGIBridge`` reads the whole body
-first and does not call the application at all when the client has gone.)
+Behind an ASGI server whose WSGI bridge streams the body (a2wsgi, as the image API's
+servers use, so that uploads go to disk in pieces), a client that disconnects mid-body
+leaves the application a body shorter than its ``Content-Length``; webob then raises
+``DisconnectionError`` inside the handler, and each API's catch-all logged it as an
+unexpected ERROR with a traceback. :func:`tolerate_disconnects` wraps ``wsgi.input`` so
+that a body ending early raises :class:`ClientDisconnected`, a ``BaseException``: it
+passes the APIs' ``except Exception`` catch-alls (cleanups written as ``except
+BaseException``/``finally``, such as the image upload's, still run; transactions roll
+back), and is answered here with a log line at INFO and an empty 400 that nobody reads.
+(``WSGIBridge`` reads the whole body first and does not call the application at all when
+the client has gone.)
 """
 
 from __future__ import annotations

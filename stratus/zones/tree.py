@@ -179,7 +179,9 @@ class LocalTree:
         if self.api_port < 0:
             return   # tests call the app directly
         server = ThreadedServer("compute-api", build_wsgi(self.top_zone), self.listen,
-                                self.api_port, log_level="warning")
+                                self.api_port, log_level="warning",
+                                max_body_bytes=int(self.config.get("api_server",
+                                                                   "max_body_bytes")))
         server.start()
         self._closers.append(server.stop)
         self.api_url = server.url + "/v2.1"
@@ -190,11 +192,12 @@ class LocalTree:
             return
         from stratus.allinone.http import ThreadedServer
         from stratus.bus.transport import get_transport
-        from stratus.zones.gateway import Gateway, bus_file, write_bus_file
+        from stratus.zones.gateway import MAX_BODY, Gateway, bus_file, write_bus_file
 
         transport = get_transport(self.transport_url)
         self._closers.append(transport.close)
-        server = ThreadedServer("zones-bus", Gateway(transport), "127.0.0.1", 0, threads=4)
+        server = ThreadedServer("zones-bus", Gateway(transport), "127.0.0.1", 0, threads=4,
+                                max_body_bytes=MAX_BODY)
         server.start()
         self._closers.append(server.stop)
         write_bus_file(self.config, server.url, self.spec.top)

@@ -1,7 +1,8 @@
 """A client that disconnects in the middle of its request body is not an error of the
 service: no ERROR, no traceback, and the next request is served. Over real sockets, for
 the network, identity and image APIs (and Placement), as ``stratus serve`` serves them
-(a2wsgi behind uvicorn threads) and as their own processes do (``WSGIBridge``)."""
+(uvicorn threads: ``WSGIBridge``, a2wsgi for the image API's streamed uploads) and as
+their own processes do (``WSGIBridge``)."""
 
 from __future__ import annotations
 
