@@ -91,5 +91,6 @@ class ComputeAPIDeps:
             self.image.close()
         if self.images is not None:
             self.images.close()
+        self.dbs.pool.close()
         self.dbs.engines.dispose()
         self.dbs.api.dispose()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -57,3 +58,67 @@ def scatter_gather(
         if own:
             pool.shutdown(wait=False, cancel_futures=True)
     return gathered
+
+
+class CellPool:
+    """Threads kept for a process's life to ask cells with (``scatter_gather``'s
+    ``executor``), and to run background reads of a cell.
+
+    Starting a pool per question cost more than the cells' queries themselves: 0.43 ms
+    of CPU for a question to two cells, against 0.15 through threads already running,
+    and far more on a busy machine. A cell that hangs keeps its worker; when the workers
+    still busy (hung ones too) and the cells asked would not fit in the pool, the
+    question gets a throwaway pool instead, so hung cells never starve the healthy ones.
+    """
+
+    def __init__(self, size: int = 16, name: str = "cell-scatter") -> None:
+        self.size = size
+        self._executor = cf.ThreadPoolExecutor(max_workers=size, thread_name_prefix=name)
+        self._busy = 0
+        self._lock = threading.Lock()
+
+    def room(self, tasks: int) -> bool:
+        """Whether ``tasks`` more fit beside the ones still running."""
+        with self._lock:
+            return self._busy + tasks <= self.size
+
+    def gather(self, cells: Sequence[CellMapping], fn: Callable[[CellMapping], T],
+               timeout: float = 10.0) -> Gathered[T]:
+        """``scatter_gather`` through the kept threads when they have room."""
+        shared = self.room(len(cells))
+        return scatter_gather(cells, self._counted(fn) if shared else fn, timeout=timeout,
+                              executor=self._executor if shared else None)
+
+    def submit(self, task: Callable[[], object]) -> None:
+        """Run ``task`` on a kept thread, counted as busy from now until it ends;
+        RuntimeError when the pool is closed."""
+        with self._lock:
+            self._busy += 1
+        try:
+            self._executor.submit(self._run_counted, task)
+        except BaseException:
+            self._done()
+            raise
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _counted(self, fn: Callable[[CellMapping], T]) -> Callable[[CellMapping], T]:
+        def counted(cell: CellMapping) -> T:
+            with self._lock:
+                self._busy += 1
+            try:
+                return fn(cell)
+            finally:
+                self._done()
+        return counted
+
+    def _run_counted(self, task: Callable[[], object]) -> None:
+        try:
+            task()
+        finally:
+            self._done()
+
+    def _done(self) -> None:
+        with self._lock:
+            self._busy -= 1

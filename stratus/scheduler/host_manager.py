@@ -22,7 +22,6 @@ instead.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import datetime as dt
 import logging
 import threading
@@ -36,7 +35,7 @@ import numpy as np
 from stratus.cells.cache import CellCache
 from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
-from stratus.cells.scatter import Gathered, scatter_gather
+from stratus.cells.scatter import CellPool, Gathered
 from stratus.cells.services import DEFAULT_SERVICE_DOWN_TIME, utcnow
 from stratus.config import Config
 from stratus.scheduler import host_cache
@@ -133,14 +132,8 @@ class HostManager:
         self._refreshing: dict[str, float] = {}
         # Told when a re-read ends (its mark removed), for requests waiting on it.
         self._read_ended = threading.Condition(self._copies_lock)
-        # One pool for the life of the manager: starting threads per request cost
-        # more than the cells' queries themselves (and far more on a busy machine).
-        # A cell that hangs keeps its worker; when too many are held, a request gets
-        # a throwaway pool instead, so hung cells never starve the healthy ones.
-        self._pool = cf.ThreadPoolExecutor(max_workers=POOL_SIZE,
-                                           thread_name_prefix="cell-scatter")
-        self._busy = 0
-        self._busy_lock = threading.Lock()
+        # One pool for the life of the manager (its reasons: CellPool).
+        self._pool = CellPool(POOL_SIZE)
 
     @classmethod
     def from_config(cls, cells: CellCache, engines: CellEngines, config: Config
@@ -157,7 +150,7 @@ class HostManager:
                    whole_age=whole_age)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.close()
 
     def cells_for(self, requested_cell: str | None = None) -> list[CellMapping]:
         """The enabled cells; or, when the request names a destination cell (uuid or name),
@@ -304,7 +297,7 @@ class HostManager:
                         continue
                     self._refreshing[c.uuid] = clock
                     if (last.fresh(c.database_connection, clock, 2 * self.max_age)
-                            and self._busy + len(behind) < POOL_SIZE):
+                            and self._pool.room(len(behind) + 1)):
                         # Just stale (a busy scheduler): re-read behind this request,
                         # which decides on the copy; so no request pays for the read.
                         behind.append(c)
@@ -346,16 +339,12 @@ class HostManager:
         being refreshed at ``marked``); a failure keeps the copy, to be re-read by a later
         request, and so does a read that hangs: after ``cell_timeout`` the mark no longer
         holds the others back."""
-        with self._busy_lock:
-            self._busy += 1
 
         def unmark() -> None:
             with self._copies_lock:
                 if self._refreshing.get(cell.uuid) == marked:
                     del self._refreshing[cell.uuid]
                 self._read_ended.notify_all()
-            with self._busy_lock:
-                self._busy -= 1
 
         def read() -> None:
             started = self._clock()
@@ -449,17 +438,4 @@ class HostManager:
 
     def _scatter(self, cells: Sequence[CellMapping],
                  fn: Callable[[CellMapping], T]) -> Gathered[T]:
-        with self._busy_lock:   # workers still inside a cell's query (hung ones too)
-            shared = self._busy + len(cells) <= POOL_SIZE
-
-        def counted(cell: CellMapping) -> T:
-            with self._busy_lock:
-                self._busy += 1
-            try:
-                return fn(cell)
-            finally:
-                with self._busy_lock:
-                    self._busy -= 1
-
-        return scatter_gather(cells, counted, timeout=self.cell_timeout,
-                              executor=self._pool if shared else None)
+        return self._pool.gather(cells, fn, timeout=self.cell_timeout)

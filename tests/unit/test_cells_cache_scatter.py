@@ -6,12 +6,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from stratus.cells import notify
 from stratus.cells.cache import CellCache
 from stratus.cells.mappings import CELL0_UUID, CellMapping
-from stratus.cells.scatter import scatter_gather
+from stratus.cells.scatter import CellPool, scatter_gather
 
 
 def cell(name: str, disabled: bool = False, uuid: str | None = None) -> CellMapping:
@@ -137,6 +138,49 @@ def test_scatter_skips_failing_and_slow_cells():
     assert "database unreachable" in got.failures["uuid-broken"]
     assert "no answer" in got.failures["uuid-slow"]
     assert time.monotonic() - started < 1.9   # did not wait for the slow cell
+
+
+def test_a_kept_pool_asks_cells_on_the_same_threads():
+    pool = CellPool(size=4)
+    seen: set[int] = set()
+
+    def ask(c):
+        seen.add(threading.get_ident())
+        return c.name
+
+    try:
+        for _ in range(50):
+            got = pool.gather([cell("a"), cell("b")], ask, timeout=5)
+            assert got.results == {"uuid-a": "a", "uuid-b": "b"}
+    finally:
+        pool.close()
+    assert len(seen) <= 4   # not two new threads per question
+
+
+def test_cells_that_hang_in_the_kept_pool_do_not_starve_the_healthy_ones():
+    pool = CellPool(size=2)
+    release = threading.Event()
+
+    def ask(c):
+        if c.name.startswith("hung"):
+            release.wait(10)
+        return c.name
+
+    try:
+        got = pool.gather([cell("hung-1"), cell("hung-2")], ask, timeout=0.2)
+        assert set(got.failures) == {"uuid-hung-1", "uuid-hung-2"}
+        assert not pool.room(1)   # both kept threads are still inside their cells
+        # Queued behind the hung ones it would get no answer in time: it gets a pool
+        # of its own.
+        got = pool.gather([cell("ok")], ask, timeout=2)
+        assert got.results == {"uuid-ok": "ok"}
+    finally:
+        release.set()
+        pool.close()
+    deadline = time.monotonic() + 5
+    while not pool.room(2):   # the hung ones came back: their threads are free again
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
 
 
 def test_signal_module_constant():

@@ -4,7 +4,7 @@ a disabled cell takes no new servers but its servers and services stay manageabl
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import sqlalchemy as sa
@@ -16,7 +16,7 @@ from stratus.cells import mappings, services
 from stratus.cells.cache import CellCache, cell_named
 from stratus.cells.engines import CellEngines
 from stratus.cells.mappings import CellMapping
-from stratus.cells.scatter import Gathered, scatter_gather
+from stratus.cells.scatter import CellPool, Gathered
 from stratus.cells.services import Service
 from stratus.storage import engine as db
 
@@ -34,6 +34,9 @@ class CellDBs:
     # per request they were seven transactions of a server's create, listing and delete.
     # None: read from the API database each time.
     cache: CellCache | None = None
+    # Threads kept to ask the cells with (a pool per question cost more than the
+    # questions: CellPool).
+    pool: CellPool = field(default_factory=CellPool)
 
     def cells(self, covering: Collection[str] | None = None) -> list[CellMapping]:
         """Every cell; with ``covering``, the cells among those uuids (servers'
@@ -52,8 +55,8 @@ class CellDBs:
 
     def gather(self, fn: Callable[[CellMapping], T],
                cells: list[CellMapping] | None = None) -> Gathered[T]:
-        return scatter_gather(self.cells() if cells is None else cells, fn,
-                              timeout=self.timeout)
+        return self.pool.gather(self.cells() if cells is None else cells, fn,
+                                timeout=self.timeout)
 
     def read(self, cell: CellMapping, fn: Callable[..., T], *args: object, **kw: object) -> T:
         """``fn(conn, ...)`` on the cell's database: reads only, each statement seeing
@@ -63,10 +66,11 @@ class CellDBs:
 
 
 def list_services(dbs: CellDBs, host: str | None = None, binary: str | None = None,
-                  hosts: Collection[str] | None = None
+                  hosts: Collection[str] | None = None, cells: list[CellMapping] | None = None
                   ) -> tuple[list[tuple[CellMapping, Service]], dict[str, str]]:
-    """Every cell's services (filtered), and the cells that did not answer."""
-    cells = dbs.cells()
+    """Every cell's services (filtered; only ``cells``' when given), and the cells that
+    did not answer."""
+    cells = dbs.cells() if cells is None else cells
     got = dbs.gather(lambda c: dbs.read(c, services.list_all, host=host, binary=binary,
                                         hosts=hosts), cells)
     out = [(cell, svc) for cell in cells for svc in got.results.get(cell.uuid, [])]

@@ -139,7 +139,11 @@ def _host_statuses(req: Req, servers: list[Server]) -> dict[str, str]:
     hosts = {s.host for s in servers if s.host}
     if not hosts:
         return {}
-    listed, _failures = list_services(req.api.dbs, binary=COMPUTE_BINARY, hosts=hosts)
+    # Only the cells that hold these servers (a host's service is in its servers' cell).
+    cells = req.api.dbs.cells(covering={s.cell_uuid for s in servers
+                                        if s.host and s.cell_uuid})
+    listed, _failures = list_services(req.api.dbs, binary=COMPUTE_BINARY, hosts=hosts,
+                                      cells=cells)
     out = {}
     for _cell, svc in listed:
         if svc.forced_down:
