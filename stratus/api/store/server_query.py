@@ -13,7 +13,7 @@ import datetime as dt
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -22,11 +22,9 @@ from sqlalchemy.engine import Connection
 from stratus.api import schema as s
 from stratus.api.store.servers import (
     BUILDING,
-    DELETED,
     Server,
-    _server,
     build_request_server,
-    with_details,
+    servers_of,
 )
 from stratus.cells import schema as cs
 from stratus.cells.states import SOFT_DELETED
@@ -197,13 +195,7 @@ def cell_page(conn: Connection, cell_uuid: str, filters: Filters, keys: Sequence
     if filters.changes_before is not None:
         query = query.where(_changed_before(t, filters.changes_before))
     rows = _page(conn, query, {a: t.c[a] for a in SORT_KEYS.values()}, keys, after, limit)
-    out = []
-    for row in rows:
-        server = _server(row, cell_uuid)
-        if row.deleted_at is not None:
-            server = replace(server, vm_state=DELETED)
-        out.append(server)
-    return with_details(conn, out)
+    return servers_of(conn, rows, cell_uuid)
 
 
 def _changed_since(t: sa.Table, since: dt.datetime) -> sa.ColumnElement[bool]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
@@ -276,9 +276,19 @@ def _json(text: str | None) -> dict[str, Any]:
         return {}
 
 
-def _server(row: sa.Row, cell_uuid: str) -> Server:
-    """A cell row as a Server, without its metadata and tags (:func:`with_details`)."""
-    return Server(row.uuid, row.name, row.project_id, row.user_id, row.vm_state,
+def _server(row: sa.Row, cell_uuid: str, details: instance_meta.Details | None = None
+            ) -> Server:
+    """A cell row as a Server; with ``details`` (:func:`servers_of`), its metadata and
+    tags, and ``deleted`` for a deleted row."""
+    vm_state = row.vm_state
+    metadata: dict[str, str] = {}
+    tags: tuple[str, ...] = ()
+    if details is not None:
+        if row.deleted_at is not None:
+            vm_state = DELETED
+        metadata = details.metadata.get(row.uuid, metadata)
+        tags = details.tags.get(row.uuid, tags)
+    return Server(row.uuid, row.name, row.project_id, row.user_id, vm_state,
                   row.task_state, row.power_state, row.host, row.node, row.availability_zone,
                   _json(row.flavor), row.fault, row.created_at, row.updated_at,
                   row.launched_at, cell_uuid, row.image_ref, row.key_name,
@@ -290,31 +300,26 @@ def _server(row: sa.Row, cell_uuid: str) -> Server:
                   config_drive=row.config_drive or "",
                   soft_deleted_at=row.soft_deleted_at,
                   system_metadata=_json(row.system_metadata),
-                  auto_disk_config=bool(row.auto_disk_config))
+                  auto_disk_config=bool(row.auto_disk_config), metadata=metadata, tags=tags)
 
 
-def with_details(conn: Connection, servers: list[Server]) -> list[Server]:
-    """The servers with their metadata and tags (two queries for the lot)."""
-    if not servers:
-        return servers
-    found = instance_meta.details(conn, [srv.uuid for srv in servers])
-    return [replace(srv, metadata=found.metadata.get(srv.uuid, {}),
-                    tags=found.tags.get(srv.uuid, ())) for srv in servers]
+def servers_of(conn: Connection, rows: Sequence[sa.Row], cell_uuid: str) -> list[Server]:
+    """Cell rows as Servers with their metadata and tags (two queries for the lot), a
+    deleted one as ``deleted``."""
+    if not rows:
+        return []
+    details = instance_meta.details(conn, [row.uuid for row in rows])
+    return [_server(row, cell_uuid, details) for row in rows]
 
 
 def cell_servers(conn: Connection, cell_uuid: str, uuids: list[str]) -> dict[str, Server]:
     """The instance rows among ``uuids`` in this cell, deleted ones included (vm_state
     ``deleted``), so a caller can tell "gone" from "not recorded here yet"."""
-    found: list[Server] = []
+    rows: list[sa.Row] = []
     t = cs.instances
     for i in range(0, len(uuids), 500):
-        chunk = uuids[i:i + 500]
-        for row in conn.execute(sa.select(t).where(t.c.uuid.in_(chunk))):
-            server = _server(row, cell_uuid)
-            if row.deleted_at is not None:
-                server = replace(server, vm_state=DELETED)
-            found.append(server)
-    return {srv.uuid: srv for srv in with_details(conn, found)}
+        rows.extend(conn.execute(sa.select(t).where(t.c.uuid.in_(uuids[i:i + 500]))))
+    return {srv.uuid: srv for srv in servers_of(conn, rows, cell_uuid)}
 
 
 def mark_deleting(conn: Connection, uuid: str) -> bool:
