@@ -25,7 +25,9 @@ TOOL = ROOT / "tools" / "gabbi_compat.py"
 EXPECTED = ROOT / "tools" / "gabbi_compat_expected.txt"
 
 # Building the gabbi virtualenv and running ~50 files takes a minute or two on a busy machine.
-pytestmark = pytest.mark.timeout(900)
+# Outside the default run (it builds a virtualenv from PyPI first): .ci/run runs it with
+# the long group.
+pytestmark = [pytest.mark.timeout(900), pytest.mark.long]
 
 
 def expected_files() -> list[str]:

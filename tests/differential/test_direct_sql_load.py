@@ -37,6 +37,7 @@ def _client(url: str) -> httpx.Client:
         "OpenStack-API-Version": f"placement 1.{MINOR}"})
 
 
+@pytest.mark.long   # 10-35 s each: both Placements loaded over HTTP and by SQL
 @pytest.mark.parametrize("by_sql", ["reference", "Stratus"])
 def test_direct_sql_load_matches_http_load(differential_servers: Servers, by_sql: str) -> None:
     world = perfload_world(120)   # 12 providers in NUMA trees: two trees for the nested query

@@ -54,7 +54,10 @@ class Manage:
                                                                 *flags))}
 
 
-@pytest.fixture(params=["sqlite", "POSTGRES", "MYSQL"])
+# The server backends' variants (about 40 s each for the lifecycle's forty commands) run
+# with the long group (.ci/run); SQLite's in the default run.
+@pytest.fixture(params=["sqlite", pytest.param("POSTGRES", marks=pytest.mark.long),
+                        pytest.param("MYSQL", marks=pytest.mark.long)])
 def manage(request, tmp_path) -> Iterator[Manage]:
     if request.param == "sqlite":
         yield Manage(tmp_path, cli_helpers.clean_env())

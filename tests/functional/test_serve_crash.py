@@ -116,6 +116,7 @@ def crash_and_recover(serves: Any, seed: int) -> None:
     again.stop()
 
 
+@pytest.mark.long   # 30-50 s: a large create, a kill -9, a restart and every build
 def test_a_serve_killed_during_a_large_create_recovers_every_build(serves):
     crash_and_recover(serves, seed=1)
 
