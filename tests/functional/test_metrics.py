@@ -21,11 +21,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from stratus import config as configuration
-from stratus.allinone import topology
 from stratus.allinone.cloud import AllInOne
 from stratus.placement.http.app import PlacementApp, build_wsgi
 from stratus.storage import engine as db
 from tests.functional import cli_helpers
+from tests.functional.serve_helpers import running_serve
 from tests.functional.test_scheduler_process import start, wait_for_text
 
 ADMIN = {"X-Auth-Token": "admin", "OpenStack-API-Version": "compute 2.88"}
@@ -54,19 +54,11 @@ def total(samples: Samples, name: str) -> float:
 
 @pytest.fixture(scope="module")
 def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AllInOne]:
-    tmp = tmp_path_factory.mktemp("metrics-serve")
     # No quotas: a flavor too big for every host must reach the scheduler.
-    config = configuration.load([], environ={}, overrides={
-        ("DEFAULT", "data_dir"): str(tmp), ("quota", "cores"): -1, ("quota", "ram"): -1,
-        ("quota", "instances"): -1})
-    served = AllInOne(config, topology.from_counts(2, 1), placement_port=0, api_port=0,
-                      network_port=0, identity_port=0, image_port=0,
-                      bus_prefix=f"metrics-{uuidlib.uuid4().hex[:8]}")
-    served.start()
-    try:
+    with running_serve(tmp_path_factory.mktemp("metrics-serve"), hosts=2, prefix="metrics",
+                       overrides={("quota", "cores"): -1, ("quota", "ram"): -1,
+                                  ("quota", "instances"): -1}) as served:
         yield served
-    finally:
-        served.stop()
 
 
 def root(cloud: AllInOne) -> str:

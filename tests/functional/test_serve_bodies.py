@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import http.client
 import json
-import uuid as uuidlib
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import pytest
 
-from stratus import config as configuration
-from stratus.allinone import topology
 from stratus.allinone.cloud import AllInOne
 from stratus.identity.http.app import MAX_BODY_BYTES as IDENTITY_LIMIT
+from tests.functional.serve_helpers import running_serve
 
 HEADERS = {"X-Auth-Token": "admin", "Content-Type": "application/json"}
 LIMIT = 4096   # [api_server] max_body_bytes, small so the test sends little
@@ -29,17 +27,9 @@ pytestmark = pytest.mark.timeout(120)
 
 @pytest.fixture(scope="module")
 def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AllInOne]:
-    tmp = tmp_path_factory.mktemp("serve-bodies")
-    config = configuration.load([], environ={}, overrides={
-        ("DEFAULT", "data_dir"): str(tmp), ("api_server", "max_body_bytes"): LIMIT})
-    served = AllInOne(config, topology.from_counts(1, 1), placement_port=0, api_port=0,
-                      network_port=0, identity_port=0, image_port=0,
-                      bus_prefix=f"bodies-{uuidlib.uuid4().hex[:8]}")
-    served.start()
-    try:
+    with running_serve(tmp_path_factory.mktemp("serve-bodies"), prefix="bodies",
+                       overrides={("api_server", "max_body_bytes"): LIMIT}) as served:
         yield served
-    finally:
-        served.stop()
 
 
 def _post(conn: http.client.HTTPConnection, path: str, body: bytes,
