@@ -22,8 +22,6 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from stratus import config as configuration
-from stratus.allinone import topology
 from stratus.allinone.cloud import AllInOne
 from stratus.cells import services
 from stratus.compute.rpcapi import BINARY
@@ -31,20 +29,18 @@ from stratus.placement import client as pc
 from stratus.placement.http.app import PlacementApp, build_wsgi
 from stratus.scheduler import claims
 from stratus.storage import engine as db
+from tests.functional.serve_helpers import serve_in
 
 HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "compute 2.88"}
 LIFTED = {("quota", "instances"): -1, ("quota", "cores"): -1, ("quota", "ram"): -1}
 
 
 def make(tmp_path: Any, hosts: int, **options: Any) -> AllInOne:
-    overrides: dict[tuple[str, str], Any] = {("DEFAULT", "data_dir"): str(tmp_path), **LIFTED}
+    overrides: dict[tuple[str, str], Any] = dict(LIFTED)
     for key, value in options.items():
         section, _, name = key.partition("__")
         overrides[(section, name)] = value
-    config = configuration.load([], environ={}, overrides=overrides)
-    return AllInOne(config, topology.from_counts(hosts, 1), placement_port=0, api_port=0,
-                    network_port=0, identity_port=0, image_port=0,
-                    bus_prefix=f"test-{uuidlib.uuid4().hex[:8]}")
+    return serve_in(tmp_path, hosts, 1, overrides=overrides)
 
 
 def flavor_id(api: httpx.Client, name: str) -> str:

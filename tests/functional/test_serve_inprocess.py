@@ -5,23 +5,19 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid as uuidlib
 
 import httpx
 import pytest
 
-from stratus import config as configuration
-from stratus.allinone import seed, topology
+from stratus.allinone import seed
 from stratus.allinone.cloud import AllInOne
+from tests.functional.serve_helpers import serve_in
 
 ADMIN = {"X-Auth-Token": "admin"}
 
 
 def make(tmp_path, hosts: int = 3, cells: int = 2) -> AllInOne:
-    config = configuration.load([], environ={}, overrides={("DEFAULT", "data_dir"): str(tmp_path)})
-    return AllInOne(config, topology.from_counts(hosts, cells), placement_port=0, api_port=0,
-                    network_port=0, identity_port=0, image_port=0,
-                    bus_prefix=f"test-{uuidlib.uuid4().hex[:8]}")
+    return serve_in(tmp_path, hosts, cells)
 
 
 def boot(cloud: AllInOne, name: str) -> dict:

@@ -19,6 +19,7 @@ from stratus.storage import engine as db
 from stratus.zones import store as zstore
 from stratus.zones.tree import LocalTree, parse_spec
 from tests.functional import cli_helpers
+from tests.functional.serve_helpers import serve_in
 from tests.functional.zones_world import api_request
 
 ADMIN = {"X-Auth-Token": "admin", "OpenStack-API-Version": "compute 2.91"}
@@ -189,15 +190,10 @@ def test_serve_zones_refuses_a_bad_spec_in_one_line(tmp_path: Path) -> None:
 def test_a_leaf_of_separate_services_schedules_and_builds_there(tmp_path: Path) -> None:
     """``zone-manager --services``: the leaf reaches its deployment only through the config
     (API database, Placement endpoint, the deployment's bus), as a separate process would."""
-    from stratus.allinone import topology
-    from stratus.allinone.cloud import AllInOne
     from stratus.zones import deploy
 
-    config = configuration.load([], environ={}, overrides={
-        ("DEFAULT", "data_dir"): str(tmp_path)})
-    cloud = AllInOne(config, topology.from_counts(2, 1), placement_port=0, api_port=0,
-                     network_port=0, identity_port=0, image_port=0,
-                     bus_prefix=f"svc-{uuidlib.uuid4().hex[:8]}")
+    cloud = serve_in(tmp_path, hosts=2, prefix="svc")
+    config = cloud.config
     cloud.start()
     try:
         leaf_config = config.with_overrides({

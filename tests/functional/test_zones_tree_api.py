@@ -14,11 +14,11 @@ import httpx
 import pytest
 
 from stratus import config as configuration
-from stratus.allinone import topology
 from stratus.allinone.cloud import AllInOne
 from stratus.api.http.app import ComputeApp
 from stratus.zones.tree import LocalTree, parse_spec
 from tests.functional import zones_scenario as scenario
+from tests.functional.serve_helpers import running_serve
 
 SETTINGS = {("DEFAULT", "allow_resize_to_same_host"): False}
 
@@ -37,14 +37,8 @@ def _image(cloud: AllInOne) -> str:
 
 @pytest.fixture
 def flat(tmp_path: Path) -> Any:
-    config = configuration.load([], environ={}, overrides={
-        ("DEFAULT", "data_dir"): str(tmp_path / "flat"), **SETTINGS})
-    cloud = AllInOne(config, topology.from_counts(2, 1), placement_port=0, api_port=0,
-                     network_port=0, identity_port=0, image_port=0,
-                     bus_prefix=f"flat-{uuidlib.uuid4().hex[:8]}")
-    cloud.start()
-    yield cloud
-    cloud.stop()
+    with running_serve(tmp_path / "flat", hosts=2, prefix="flat", overrides=SETTINGS) as cloud:
+        yield cloud
 
 
 @pytest.fixture
