@@ -8,7 +8,10 @@ every process spent per boot.
 
 Both clouds run at once on this machine's MariaDB and RabbitMQ; the one not measured is
 frozen (SIGSTOP) during the other's round, so neither's periodic work lands in the other's
-figures, and given 15 s after it is thawed for its heartbeats to catch up. Stratus:
+figures, and given 15 s after it is thawed for its heartbeats to catch up; each round
+starts once MariaDB and RabbitMQ are quiet (under 5% of a CPU for a second, at most a
+minute), so the database's purge after the previous round's deletes is not counted in
+the next round, whichever cloud made it. Stratus:
 placement-api, network-api, the compute API, a scheduler, a conductor for the API and one
 per cell, and per cell one ``stratus compute --count`` process, every database on MariaDB
 (the deployment of ``bench/boots.py --distributed``). Nova: ``bench/nova_peer`` (one
@@ -47,7 +50,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import boots
-from bench.cpu import CpuMeter
+from bench.cpu import CpuMeter, wait_quiet
 from bench.steps import StepMeter, metered
 from bench.steps import report as steps_report
 from stratus.storage import engine
@@ -288,6 +291,10 @@ def main(argv: list[str] | None = None) -> int:
                     others = [s for s in sides if s is not side]
                     for other in others:
                         freeze(other, True)
+                    waited = wait_quiet()
+                    if waited > 2:
+                        print(f"# waited {waited:.0f} s for MariaDB and RabbitMQ to go "
+                              "quiet", file=sys.stderr, flush=True)
                     try:
                         m = measure(side, boots[side.name], args.clients)
                     finally:

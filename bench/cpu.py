@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 
 from tools.procs import tree
@@ -54,3 +55,20 @@ class CpuMeter:
     @staticmethod
     def spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
         return {role: max(0.0, after[role] - before.get(role, 0.0)) for role in after}
+
+
+def wait_quiet(services: tuple[str, ...] = ("MariaDB", "RabbitMQ"), busy: float = 0.05,
+               window: float = 1.0, limit: float = 60.0) -> float:
+    """Wait until the shared services spend less than ``busy`` of a CPU over ``window``
+    seconds (a database's purge and page flushing after the last round's deletes, a
+    broker's queued heartbeats), at most ``limit`` seconds; the seconds waited. Their
+    CPU is counted whole in the next round, so what the previous workload left behind
+    would land in it."""
+    pids = [pid for name in services for pid in by_command(SERVICES[name])]
+    started = time.monotonic()
+    while time.monotonic() - started < limit:
+        before = sum(process_seconds(p) for p in pids)
+        time.sleep(window)
+        if sum(process_seconds(p) for p in pids) - before < busy * window:
+            break
+    return time.monotonic() - started
