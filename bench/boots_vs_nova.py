@@ -53,6 +53,7 @@ from bench import boots
 from bench.cpu import CpuMeter, wait_quiet
 from bench.steps import StepMeter, metered
 from bench.steps import report as steps_report
+from stratus.cli.common import positive_int
 from stratus.storage import engine
 
 SETTLE = 15.0   # seconds after a thaw: heartbeats and connections catch up
@@ -253,15 +254,15 @@ def report(hosts: int, boots: dict[str, int], results: dict[str, list[Measured]]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hosts", type=int, nargs="+", default=[100, 1000])
-    parser.add_argument("--cells", type=int, default=1, help="Stratus cells (Nova: 1)")
-    parser.add_argument("--boots", type=int, default=200)
-    parser.add_argument("--nova-boots", type=int, default=None,
-                        help="Nova's boots a round when fewer than --boots (at 1,000 hosts "
-                             "Nova does about 0.1-0.3 a second: 300 boots are 20-50 "
-                             "minutes a round); its rate and CPU are per boot either way")
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--hosts", type=positive_int, nargs="+", default=[100, 1000])
+    parser.add_argument("--cells", type=positive_int, default=1, help="Stratus cells (Nova: 1)")
+    parser.add_argument("--boots", type=positive_int, default=200)
+    parser.add_argument("--nova-boots", type=positive_int, default=None,
+                        help="Nova's boots a round, default --boots: at 1,000 hosts Nova "
+                             "does about 0.1-0.3 a second, so 300 boots are 20-50 "
+                             "minutes a round; rates and CPU are per boot either way")
+    parser.add_argument("--clients", type=positive_int, default=8)
+    parser.add_argument("--rounds", type=positive_int, default=3)
     parser.add_argument("--no-nova", action="store_true", help="Stratus alone")
     parser.add_argument("--no-stratus", action="store_true", help="Nova alone")
     args = parser.parse_args(argv)
@@ -283,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                 (work / "stratus").mkdir()
                 sides.append(StratusSide(hosts, args.cells, work / "stratus", stack))
             results: dict[str, list[Measured]] = {s.name: [] for s in sides}
-            boots = {s.name: (args.nova_boots or args.boots) if isinstance(s, NovaSide)
+            boots = {s.name: args.nova_boots or args.boots if isinstance(s, NovaSide)
                      else args.boots for s in sides}
             for r in range(args.rounds):
                 order = sides if r % 2 == 0 else list(reversed(sides))
