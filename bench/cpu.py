@@ -64,11 +64,11 @@ def wait_quiet(services: tuple[str, ...] = ("MariaDB", "RabbitMQ"), busy: float 
     broker's queued heartbeats), at most ``limit`` seconds; the seconds waited. Their
     CPU is counted whole in the next round, so what the previous workload left behind
     would land in it."""
-    pids = [pid for name in services for pid in by_command(SERVICES[name])]
+    meter = CpuMeter({}, services)
     started = time.monotonic()
     while time.monotonic() - started < limit:
-        before = sum(process_seconds(p) for p in pids)
+        before = sum(meter.read().values())
         time.sleep(window)
-        if sum(process_seconds(p) for p in pids) - before < busy * window:
+        if sum(meter.read().values()) - before < busy * window:
             break
     return time.monotonic() - started
