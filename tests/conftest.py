@@ -22,6 +22,7 @@ import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, settings
 
+import stratus.api
 from stratus import config as configuration
 from stratus.placement import db as placement_db
 from stratus.placement import schema
@@ -258,6 +259,19 @@ def empty_database_url(
         unavailable(server.error or f"{backend} unavailable")
     return server.scratch()
 
+
+
+API_MIGRATIONS = os.path.join(os.path.dirname(stratus.api.__file__), "migrations")
+
+
+@pytest.fixture
+def api_engine(empty_database_url: str) -> Iterator[sa.Engine]:
+    """An empty API database migrated to head on the requested backend (mark the test
+    ``all_backends`` for each of them)."""
+    engine = db.create_engine(empty_database_url)
+    migrate.upgrade(engine, API_MIGRATIONS)
+    yield engine
+    engine.dispose()
 
 def make_config(database_url: str, **overrides: Any) -> configuration.Config:
     values = {("placement_database", "connection"): database_url}

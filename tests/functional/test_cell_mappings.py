@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-import stratus.api
 from stratus.cells import mappings as m
 from stratus.storage import engine as db
-from stratus.storage import migrate
 
 pytestmark = pytest.mark.all_backends
-API = os.path.join(os.path.dirname(stratus.api.__file__), "migrations")
-
-
-@pytest.fixture
-def api_engine(empty_database_url):
-    engine = db.create_engine(empty_database_url)
-    migrate.upgrade(engine, API)
-    yield engine
-    engine.dispose()
 
 
 def test_create_disabled_enable_and_list(api_engine):

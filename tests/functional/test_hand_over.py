@@ -4,38 +4,30 @@ each goes in one round trip): every row, and for a server deleted meanwhile none
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import sqlalchemy as sa
 
-import stratus.api
 from stratus.api import schema as s
 from stratus.api.store import decisions
 from stratus.api.store import servers as server_store
 from stratus.cells import mappings
 from stratus.conductor import records
 from stratus.storage import engine as db
-from stratus.storage import migrate
 from stratus.storage.batch import Batch
 
 pytestmark = pytest.mark.all_backends
 
-API = os.path.join(os.path.dirname(stratus.api.__file__), "migrations")
 SERVER = "7a1c2e5e-0000-4000-8000-000000000001"
 INSTANCE = {"uuid": SERVER, "name": "vm", "project_id": "p", "user_id": "u"}
 SPEC = {"flavor": {"vcpus": 2, "memory_mb": 512}, "project_id": "p"}
 
 
 @pytest.fixture
-def api(empty_database_url):
-    engine = db.create_engine(empty_database_url)
-    migrate.upgrade(engine, API)
-    with db.write(engine) as conn:
+def api(api_engine):
+    with db.write(api_engine) as conn:
         cell = mappings.create_cell(conn, "cell1", "", "sqlite://")
         server_store.create_build_requests(conn, [INSTANCE], SPEC)
-    yield engine, cell
-    engine.dispose()
+    return api_engine, cell
 
 
 def _decision(n: int) -> decisions.Decision:
