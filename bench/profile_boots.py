@@ -27,6 +27,7 @@ if __package__ in (None, ""):
 from bench import boots
 from bench.boots_vs_nova import StratusSide
 from bench.cpu import CpuMeter
+from stratus.cli.common import positive_int
 from tools import procs
 
 
@@ -57,10 +58,13 @@ def summarise(raw: Path, top: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=100)
-    parser.add_argument("--boots", type=int, default=200)
+    parser.add_argument("--boots", type=positive_int, default=200)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--out", type=Path, default=None, help="keep the raw profiles here")
+    parser.add_argument("--rate", type=positive_int, default=250,
+                        help="py-spy samples a second (more: a finer picture, and py-spy's "
+                        "own cost on the cores the cloud shares)")
     args = parser.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="stratus-profile-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -75,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             for p in procs.tree(pid):
                 spies[(role, p)] = subprocess.Popen(
                     [str(Path(sys.executable).with_name("py-spy")), "record", "--gil",
-                     "--nonblocking", "--format", "raw", "--rate", "250",
+                     "--nonblocking", "--format", "raw", "--rate", str(args.rate),
                      "-p", str(p), "-o", str(out / f"{role}-{p}.txt")],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         meter = CpuMeter(side.roles())

@@ -106,6 +106,33 @@ def test_the_consumer_reconnects_after_losing_its_connection(rabbit_url: str) ->
         cleanup(rabbit_url, namespace)
 
 
+def test_a_publish_on_a_lost_connection_reconnects_and_is_delivered_once(rabbit_url: str
+                                                                         ) -> None:
+    """Publishing goes straight onto the channel; when the publishing connection has
+    dropped, that fails and kombu's publish reconnects and sends it: the cast and the
+    call made right after the cut both arrive, each once."""
+    namespace = f"stratus-test-{uuid.uuid4().hex[:10]}"
+    b = bus.Bus(namespaced(rabbit_url, namespace), identity="t", timeout=5)
+    try:
+        echo = contract.Echo("h1")
+        b.serve(contract.EchoRPC, echo, server="h1")
+        client = b.client(contract.EchoRPC, server="h1")
+        assert client.call("echo", text="before") == "before"
+        transport = b.transport
+        assert isinstance(transport, AmqpTransport)
+        transport._publisher.connection.transport.sock.shutdown(socket.SHUT_RDWR)
+        client.cast("note", text="cast after the cut")
+        assert client.call("echo", text="call after the cut") == "call after the cut"
+        with echo.noted:
+            assert echo.noted.wait_for(lambda: "cast after the cut" in echo.notes, 5)
+        time.sleep(0.3)   # a second copy, were there one, would have come by now
+        assert echo.notes.count("cast after the cut") == 1
+        assert echo.calls.count("call after the cut") == 1
+    finally:
+        b.close()
+        cleanup(rabbit_url, namespace)
+
+
 def test_an_unreachable_broker_is_a_transport_error() -> None:
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
