@@ -29,11 +29,12 @@ reply could not be published is returned to its queue.
 Threads: one thread owns the consuming connection (kombu connections are not
 thread-safe); other threads ask it to subscribe, cancel, acknowledge or return
 messages through queues it drains between reads. Publishing goes through a
-second connection under a lock. If the consuming connection drops, the thread
-reconnects with backoff and consumes again; what it held is redelivered by the
-broker (acknowledgements of an older connection are dropped: they would name
-delivery tags the new channel does not know), and calls in flight time out
-unless their reply still arrives.
+second connection under a lock, straight onto its py-amqp channel (kombu's publish,
+which reconnects and retries, only when that fails on a dropped connection). If the
+consuming connection drops, the thread reconnects with backoff and consumes again;
+what it held is redelivered by the broker (acknowledgements of an older connection
+are dropped: they would name delivery tags the new channel does not know), and calls
+in flight time out unless their reply still arrives.
 """
 
 from __future__ import annotations
