@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                 (work / "stratus").mkdir()
                 sides.append(StratusSide(hosts, args.cells, work / "stratus", stack))
             results: dict[str, list[Measured]] = {s.name: [] for s in sides}
-            boots = {s.name: args.nova_boots or args.boots if isinstance(s, NovaSide)
+            boots = {s.name: (args.nova_boots or args.boots) if isinstance(s, NovaSide)
                      else args.boots for s in sides}
             for r in range(args.rounds):
                 order = sides if r % 2 == 0 else list(reversed(sides))

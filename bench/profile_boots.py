@@ -57,10 +57,10 @@ def summarise(raw: Path, top: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hosts", type=int, default=100)
+    parser.add_argument("--hosts", type=positive_int, default=100)
     parser.add_argument("--boots", type=positive_int, default=200)
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--clients", type=positive_int, default=8)
+    parser.add_argument("--top", type=positive_int, default=12)
     parser.add_argument("--out", type=Path, default=None, help="keep the raw profiles here")
     parser.add_argument("--rate", type=positive_int, default=250,
                         help="py-spy samples a second (more: a finer picture, and py-spy's "

@@ -22,8 +22,8 @@ import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, settings
 
-import stratus.api
 from stratus import config as configuration
+from stratus.api import service as api_service
 from stratus.placement import db as placement_db
 from stratus.placement import schema
 from stratus.placement.http.app import PlacementApp, build_wsgi
@@ -260,18 +260,15 @@ def empty_database_url(
     return server.scratch()
 
 
-
-API_MIGRATIONS = os.path.join(os.path.dirname(stratus.api.__file__), "migrations")
-
-
 @pytest.fixture
 def api_engine(empty_database_url: str) -> Iterator[sa.Engine]:
     """An empty API database migrated to head on the requested backend (mark the test
     ``all_backends`` for each of them)."""
     engine = db.create_engine(empty_database_url)
-    migrate.upgrade(engine, API_MIGRATIONS)
+    migrate.upgrade(engine, api_service.MIGRATIONS)
     yield engine
     engine.dispose()
+
 
 def make_config(database_url: str, **overrides: Any) -> configuration.Config:
     values = {("placement_database", "connection"): database_url}

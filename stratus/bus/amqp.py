@@ -50,7 +50,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import amqp
 import kombu
 
 from stratus.bus import errors
@@ -64,17 +63,15 @@ Command = Callable[[Any], Any]  # run on the consuming thread with its channel
 CONTENT_TYPE, CONTENT_ENCODING = "application/json", "utf-8"
 
 
-def _message(payload: bytes, props: dict[str, Any]) -> amqp.Message:
-    """The message kombu's ``Producer.publish`` would send for these properties: its
-    defaults (persistent unless told, priority 0, no headers) and the expiration in
-    milliseconds."""
-    props = dict(props)
-    expiration = props.pop("expiration", None)
+def _properties(props: dict[str, Any]) -> dict[str, Any]:
+    """What kombu's ``Producer.publish`` makes of its keyword properties before it asks
+    the channel for a message: persistent unless told, the expiration in milliseconds."""
+    out = dict(props)
+    expiration = out.pop("expiration", None)
     if expiration is not None:
-        props["expiration"] = str(int(expiration * 1000))
-    props.setdefault("delivery_mode", 2)
-    return amqp.Message(payload, priority=0, content_type=CONTENT_TYPE,
-                        content_encoding=CONTENT_ENCODING, application_headers={}, **props)
+        out["expiration"] = str(int(expiration * 1000))
+    out.setdefault("delivery_mode", 2)
+    return out
 
 
 def _body(message: Any) -> bytes:
@@ -245,14 +242,16 @@ class AmqpTransport(Transport):
                 # its layers (retry wrapper, serializer and compression checks,
                 # declarations) cost a third of a publish; they are only needed when the
                 # connection has dropped, and then the path below reconnects and retries.
-                self._producer.channel.basic_publish(
-                    _message(payload, props), exchange=exchange, routing_key=routing_key)
+                channel = self._producer.channel
+                channel.basic_publish(
+                    channel.prepare_message(payload, 0, CONTENT_TYPE, CONTENT_ENCODING, {},
+                                            _properties(props)),
+                    exchange=exchange, routing_key=routing_key)
                 return
             except self._lost as exc:
                 LOG.info("amqp: publish failed (%s); reconnecting to send it", exc)
             except Exception as exc:  # a message the channel cannot take
-                raise errors.TransportError(f"cannot publish to RabbitMQ at "
-                                            f"{self._redacted()}: {exc}") from None
+                raise self._unpublished(exc) from None
             self._publish_retrying(exchange, routing_key, payload, props)
 
     def _publish_retrying(self, exchange: str, routing_key: str, payload: bytes,
@@ -267,8 +266,10 @@ class AmqpTransport(Transport):
                               "interval_max": 2.0},
                 **props)
         except Exception as exc:  # kombu raises many kinds; one typed error out
-            raise errors.TransportError(f"cannot publish to RabbitMQ at {self._redacted()}: "
-                                        f"{exc}") from None
+            raise self._unpublished(exc) from None
+
+    def _unpublished(self, exc: Exception) -> errors.TransportError:
+        return errors.TransportError(f"cannot publish to RabbitMQ at {self._redacted()}: {exc}")
 
     def _route(self, target: Target) -> str:
         if target.fanout:
